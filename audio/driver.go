@@ -1,0 +1,100 @@
+// Package audio runs the period loop: a Driver delivers period wakeups from
+// a soundcard (or a timer standing in for one), and the Engine timestamps
+// each one, burns the simulated DSP load, moves the audio and hands a
+// results.Sample to a preallocated ring. The loop is meant to run alone in
+// its own process; see docs/method.md for why.
+package audio
+
+import (
+	"latencytest/results"
+)
+
+// Config is the stream the engine asks a driver for.
+type Config struct {
+	Device       string  // driver-specific device name ("" = the driver's default)
+	Stream       string  // "playback" (default), "capture" or "duplex"
+	Rate         int     // frames per second
+	Channels     int     // channels per frame
+	PeriodFrames int     // frames per period
+	Periods      int     // periods in the buffer
+	ToneHz       float64 // play a sine of this frequency instead of silence (0: silence)
+	File         string  // play this WAV file in a loop instead of silence ("" : none)
+	Verbose      bool    // let the driver's own diagnostics through
+}
+
+// PeriodNS is the nominal length of one period.
+func (c *Config) PeriodNS() int64 { return int64(c.PeriodFrames) * 1e9 / int64(c.Rate) }
+
+// Granted is what a driver actually opened. A device may round the rate,
+// period or buffer; the engine measures what was granted and says so.
+type Granted struct {
+	Device       string   // resolved device name, e.g. "hw:0,0 (Dummy)"
+	Format       string   // sample format, e.g. "S16_LE"
+	Rate         int      //
+	Channels     int      //
+	PeriodFrames int      //
+	Periods      int      //
+	Simulated    bool     // xruns come from a virtual buffer, not from hardware
+	Notes        []string // one line each: what differs from what was asked, and why
+}
+
+// A Driver delivers period wakeups. Open configures the stream, Start
+// starts it, and then the engine calls Wait and Transfer once per period
+// on one locked OS thread, so Wait, Transfer and everything they call must
+// not allocate.
+//
+// Wait blocks until the next period is due and fills p.Due (the instant the
+// period became due: the timer deadline, or the timestamp of the
+// hardware-pointer update that completed the period), p.Woke (when the
+// thread ran again) and p.Avail (frames available at wakeup).
+//
+// Transfer moves the period's audio after the engine's DSP work. When it
+// finds that the buffer ran dry (or over) it recovers the stream, sets
+// p.Xrun to the length of the xrun in ns and, for a virtual buffer, sets
+// results.FlagSimulated in p.Flags.
+type Driver interface {
+	Open(cfg Config) (Granted, error)
+	// Start starts the stream and returns the instant it started
+	// (CLOCK_MONOTONIC ns); the first period is due one period later.
+	Start() (int64, error)
+	Wait(p *results.Sample) error
+	Transfer(p *results.Sample) error
+	Close() error
+}
+
+// A CallbackDriver owns the thread that runs each period (PortAudio calls
+// back from its own thread). Run starts the stream and calls step once per
+// period, after filling p.Due, p.Woke and p.Avail as Wait would; step burns
+// the DSP load and records the sample, and returns false when the engine
+// wants to stop. Run returns when step has returned false or stop is
+// closed. Drivers that implement CallbackDriver have Start, Wait and
+// Transfer unused.
+type CallbackDriver interface {
+	Driver
+	Run(step func(p *results.Sample) bool, stop <-chan struct{}) error
+}
+
+// Devices is implemented by drivers that can list what they can open, for
+// `latencytest devices`.
+type Devices interface {
+	Devices() ([]DeviceInfo, error)
+}
+
+// DeviceInfo is one openable device and what it offers.
+type DeviceInfo struct {
+	Name        string   // what --device takes, e.g. "hw:0,0" or "jack"
+	Description string   // card or host API name
+	Streams     []string // "playback", "capture"
+	Rates       string   // e.g. "8000-192000"
+	Formats     []string
+	Channels    string // e.g. "1-2"
+	PeriodSize  string // frames, e.g. "16-65536"
+	BufferSize  string // frames
+}
+
+// ErrBadDevice wraps errors that are the user's to fix (no such device,
+// device busy, a rate or period the device refuses). The CLI prints them as
+// one line and exits 2.
+type ErrBadDevice struct{ Msg string }
+
+func (e *ErrBadDevice) Error() string { return e.Msg }

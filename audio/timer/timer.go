@@ -1,0 +1,87 @@
+// Package timer is the driver used when there is no soundcard: the period
+// clock is clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME) and latency is
+// wake − absolute deadline, exactly cyclictest's definition.
+//
+// A virtual buffer of Config.Periods periods stands in for the card's: it
+// finds the xruns a real card would have had with that buffer, and marks
+// them simulated.
+package timer
+
+import (
+	"fmt"
+
+	"latencytest/audio"
+	"latencytest/results"
+)
+
+// Driver is the timer driver. Its zero value is not usable; call New.
+type Driver struct {
+	cfg      audio.Config
+	periodNS int64
+	next     int64 // due instant of the next period
+	sleep    audio.Sleeper
+}
+
+// New returns a timer driver.
+func New() *Driver { return &Driver{} }
+
+// Open accepts any positive shape: a timer can run any period.
+func (d *Driver) Open(cfg audio.Config) (audio.Granted, error) {
+	if cfg.Rate <= 0 || cfg.PeriodFrames <= 0 || cfg.Periods < 2 {
+		return audio.Granted{}, &audio.ErrBadDevice{Msg: fmt.Sprintf("timer: rate %d, period %d, periods %d: need rate > 0, period > 0, periods ≥ 2", cfg.Rate, cfg.PeriodFrames, cfg.Periods)}
+	}
+	if cfg.Device != "" {
+		return audio.Granted{}, &audio.ErrBadDevice{Msg: fmt.Sprintf("--device %q: the timer driver has no devices", cfg.Device)}
+	}
+	d.cfg = cfg
+	d.periodNS = cfg.PeriodNS()
+	return audio.Granted{
+		Device:       "timer (CLOCK_MONOTONIC)",
+		Format:       "none",
+		Rate:         cfg.Rate,
+		Channels:     cfg.Channels,
+		PeriodFrames: cfg.PeriodFrames,
+		Periods:      cfg.Periods,
+		Simulated:    true,
+	}, nil
+}
+
+// Start starts the virtual stream with a full buffer.
+func (d *Driver) Start() (int64, error) {
+	now := audio.Now()
+	d.next = now + d.periodNS
+	return now, nil
+}
+
+// Wait sleeps until the next period's deadline.
+func (d *Driver) Wait(p *results.Sample) error {
+	p.Due = d.next
+	d.sleep.Until(d.next)
+	p.Woke = audio.Now()
+	d.next += d.periodNS
+	// At the deadline one period has been played, so one period is free;
+	// every period of lateness frees another, up to the whole buffer.
+	free := int64(d.cfg.PeriodFrames) + (p.Woke-p.Due)*int64(d.cfg.Rate)/1e9
+	p.Avail = int32(min(free, int64(d.cfg.PeriodFrames*d.cfg.Periods)))
+	return nil
+}
+
+// Transfer "writes" the period. The virtual buffer ran dry if the write
+// comes after the last queued period has played: the period due at
+// p.Due keeps the card busy until p.Due + (periods−1) periods. The xrun
+// lasts from then until the write. As on a real card the stream then
+// restarts, so a stall of any length is one xrun and the period grid starts
+// afresh at the write instead of catching up period by period.
+func (d *Driver) Transfer(p *results.Sample) error {
+	end := audio.Now()
+	dry := p.Due + int64(d.cfg.Periods-1)*d.periodNS
+	if end > dry {
+		p.Xrun = end - dry
+		p.Flags |= results.FlagSimulated
+		d.next = end + d.periodNS
+	}
+	return nil
+}
+
+// Close does nothing: there is nothing to release.
+func (d *Driver) Close() error { return nil }

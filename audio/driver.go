@@ -1,12 +1,12 @@
 // Package audio runs the period loop: a Driver delivers period wakeups from
 // a soundcard (or a timer standing in for one), and the Engine timestamps
 // each one, burns the simulated DSP load, moves the audio and hands a
-// results.Sample to a preallocated ring. The loop is meant to run alone in
+// rundata.Sample to a preallocated ring. The loop is meant to run alone in
 // its own process; see docs/method.md for why.
 package audio
 
 import (
-	"latencytest/results"
+	"latencytest/rundata"
 )
 
 // Config is the stream the engine asks a driver for.
@@ -51,14 +51,14 @@ type Granted struct {
 // Transfer moves the period's audio after the engine's DSP work. When it
 // finds that the buffer ran dry (or over) it recovers the stream, sets
 // p.Xrun to the length of the xrun in ns and, for a virtual buffer, sets
-// results.FlagSimulated in p.Flags.
+// rundata.FlagSimulated in p.Flags.
 type Driver interface {
 	Open(cfg Config) (Granted, error)
 	// Start starts the stream and returns the instant it started
 	// (CLOCK_MONOTONIC ns); the first period is due one period later.
 	Start() (int64, error)
-	Wait(p *results.Sample) error
-	Transfer(p *results.Sample) error
+	Wait(p *rundata.Sample) error
+	Transfer(p *rundata.Sample) error
 	Close() error
 }
 
@@ -71,7 +71,7 @@ type Driver interface {
 // Transfer unused.
 type CallbackDriver interface {
 	Driver
-	Run(step func(p *results.Sample) bool, stop <-chan struct{}) error
+	Run(step func(p *rundata.Sample) bool, stop <-chan struct{}) error
 }
 
 // Devices is implemented by drivers that can list what they can open, for

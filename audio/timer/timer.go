@@ -11,7 +11,7 @@ import (
 	"fmt"
 
 	"latencytest/audio"
-	"latencytest/results"
+	"latencytest/rundata"
 )
 
 // Driver is the timer driver. Its zero value is not usable; call New.
@@ -54,7 +54,7 @@ func (d *Driver) Start() (int64, error) {
 }
 
 // Wait sleeps until the next period's deadline.
-func (d *Driver) Wait(p *results.Sample) error {
+func (d *Driver) Wait(p *rundata.Sample) error {
 	p.Due = d.next
 	d.sleep.Until(d.next)
 	p.Woke = audio.Now()
@@ -72,12 +72,12 @@ func (d *Driver) Wait(p *results.Sample) error {
 // lasts from then until the write. As on a real card the stream then
 // restarts, so a stall of any length is one xrun and the period grid starts
 // afresh at the write instead of catching up period by period.
-func (d *Driver) Transfer(p *results.Sample) error {
+func (d *Driver) Transfer(p *rundata.Sample) error {
 	end := audio.Now()
 	dry := p.Due + int64(d.cfg.Periods-1)*d.periodNS
 	if end > dry {
 		p.Xrun = end - dry
-		p.Flags |= results.FlagSimulated
+		p.Flags |= rundata.FlagSimulated
 		d.next = end + d.periodNS
 	}
 	return nil

@@ -1,0 +1,64 @@
+// Package rundata holds the contract between a measurement and everything
+// that reads it afterwards: the per-period Sample, its wire and file
+// encodings, the latency histogram and the run.json document.
+//
+// Data flows one way: the engine produces Samples, the run writes them to a
+// results directory, and the report reads that directory back. Nothing here
+// knows about drivers or stressors.
+package rundata
+
+import "encoding/binary"
+
+// Sample is one period as measured by the engine. All instants are
+// CLOCK_MONOTONIC nanoseconds so that the engine process, its parent and the
+// kernel's ALSA timestamps share one time base.
+type Sample struct {
+	Index int64 // period number within the phase, from 0
+	Due   int64 // instant the period became due (timer deadline, hardware-pointer update)
+	Woke  int64 // instant the audio thread ran after waiting for the period
+	DSP   int64 // real duration of the simulated DSP work, ns
+	Xrun  int64 // length of an xrun detected at this period, ns; 0 when none
+	Avail int32 // frames available to the application at wakeup
+	Flags uint32
+}
+
+// Latency is the wakeup latency of the period: woke − due.
+func (s *Sample) Latency() int64 { return s.Woke - s.Due }
+
+// Sample flags.
+const (
+	// FlagSimulated marks an xrun found by a virtual buffer (timer driver)
+	// rather than reported by a soundcard.
+	FlagSimulated uint32 = 1 << iota
+	// FlagCapture marks an xrun on the capture side (an overrun).
+	FlagCapture
+)
+
+// WireSize is the size of one Sample on the pipe from the engine process to
+// its parent. The wire form is exact; the file form (see Writer) is compact.
+const WireSize = 48
+
+// PutWire encodes s into b, which must hold WireSize bytes. It does not
+// allocate, so the engine can call it on its real-time path.
+func PutWire(b []byte, s *Sample) {
+	le := binary.LittleEndian
+	le.PutUint64(b[0:], uint64(s.Index))
+	le.PutUint64(b[8:], uint64(s.Due))
+	le.PutUint64(b[16:], uint64(s.Woke))
+	le.PutUint64(b[24:], uint64(s.DSP))
+	le.PutUint64(b[32:], uint64(s.Xrun))
+	le.PutUint32(b[40:], uint32(s.Avail))
+	le.PutUint32(b[44:], s.Flags)
+}
+
+// GetWire decodes a Sample encoded by PutWire.
+func GetWire(b []byte, s *Sample) {
+	le := binary.LittleEndian
+	s.Index = int64(le.Uint64(b[0:]))
+	s.Due = int64(le.Uint64(b[8:]))
+	s.Woke = int64(le.Uint64(b[16:]))
+	s.DSP = int64(le.Uint64(b[24:]))
+	s.Xrun = int64(le.Uint64(b[32:]))
+	s.Avail = int32(le.Uint32(b[40:]))
+	s.Flags = le.Uint32(b[44:])
+}

@@ -1,0 +1,246 @@
+package rundata
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// The samples file holds one phase's periods in 8 bytes each, so that a
+// one-hour run at 64 frames / 48 kHz (2.7 M periods) is about 22 MB and can
+// be written as it is measured. docs/results-format.md is its specification.
+
+const (
+	sampleMagic      = "LTSAMP01"
+	sampleHeaderSize = 64
+	recordSize       = 8
+	controlMarker    = 0xFFFFFFFF
+	maxLatencyNS     = controlMarker - 1
+)
+
+// Control record kinds. A control record is the marker word, the kind and
+// an 8-byte payload; it applies to the next period record.
+const (
+	ctlDue  = 1 // payload: the next period's due instant, ns
+	ctlXrun = 2 // payload: the xrun length of the next period, ns
+	ctlLost = 3 // payload: periods lost (engine ring full) before the next one
+	ctlFlag = 4 // payload: flags of the next period
+)
+
+// DueTolerance is how far a reconstructed due instant may drift from the
+// measured one before the writer stores the exact value again. Latencies are
+// stored exactly; due instants only place periods on the time axis.
+const DueTolerance = 20_000 // ns
+
+// SampleHeader describes the stream of one phase.
+type SampleHeader struct {
+	FirstDue  int64 // due instant of the first period, CLOCK_MONOTONIC ns
+	PeriodNS  int64 // nominal period
+	DSPUnitNS uint32
+	Rate      uint32
+	Frames    uint32 // period size in frames
+	Periods   uint32 // buffer size in periods
+}
+
+// NewSampleHeader returns the header for a stream of the given shape. Its
+// DSP unit lets the 16-bit DSP field span four periods, since a preempted
+// CPU loop can take several periods and that is exactly what must show.
+func NewSampleHeader(rate, frames, periods int) SampleHeader {
+	periodNS := int64(frames) * 1e9 / int64(rate)
+	unit := (4*periodNS + 65534) / 65535
+	if unit < 1 {
+		unit = 1
+	}
+	return SampleHeader{PeriodNS: periodNS, DSPUnitNS: uint32(unit), Rate: uint32(rate), Frames: uint32(frames), Periods: uint32(periods)}
+}
+
+// SampleWriter encodes Samples into the compact file form.
+type SampleWriter struct {
+	w       *bufio.Writer
+	hdr     SampleHeader
+	started bool
+	nextDue int64 // reconstructed due of the next record, as a reader will compute it
+	nextIdx int64
+	rec     [2 * recordSize]byte
+	Records int64
+}
+
+// NewSampleWriter returns a writer; the header is written with the first
+// sample, whose due instant it records.
+func NewSampleWriter(w io.Writer, hdr SampleHeader) *SampleWriter {
+	return &SampleWriter{w: bufio.NewWriterSize(w, 64<<10), hdr: hdr}
+}
+
+func (sw *SampleWriter) control(kind uint16, payload int64) error {
+	le := binary.LittleEndian
+	le.PutUint32(sw.rec[0:], controlMarker)
+	le.PutUint16(sw.rec[4:], kind)
+	le.PutUint16(sw.rec[6:], 0)
+	le.PutUint64(sw.rec[8:], uint64(payload))
+	_, err := sw.w.Write(sw.rec[:16])
+	return err
+}
+
+// Write appends one period. Samples must come in index order; a gap in the
+// indexes is recorded as lost periods.
+func (sw *SampleWriter) Write(s *Sample) error {
+	if !sw.started {
+		sw.started = true
+		sw.hdr.FirstDue = s.Due
+		sw.nextDue = s.Due
+		sw.nextIdx = s.Index
+		var h [sampleHeaderSize]byte
+		le := binary.LittleEndian
+		copy(h[0:8], sampleMagic)
+		le.PutUint32(h[8:], SchemaVersion)
+		le.PutUint32(h[12:], sampleHeaderSize)
+		le.PutUint64(h[16:], uint64(sw.hdr.FirstDue))
+		le.PutUint64(h[24:], uint64(sw.hdr.PeriodNS))
+		le.PutUint32(h[32:], sw.hdr.DSPUnitNS)
+		le.PutUint32(h[36:], sw.hdr.Rate)
+		le.PutUint32(h[40:], sw.hdr.Frames)
+		le.PutUint32(h[44:], sw.hdr.Periods)
+		if _, err := sw.w.Write(h[:]); err != nil {
+			return err
+		}
+	}
+	if s.Index > sw.nextIdx {
+		if err := sw.control(ctlLost, s.Index-sw.nextIdx); err != nil {
+			return err
+		}
+	}
+	if d := s.Due - sw.nextDue; d > DueTolerance || d < -DueTolerance {
+		if err := sw.control(ctlDue, s.Due); err != nil {
+			return err
+		}
+		sw.nextDue = s.Due
+	}
+	if s.Xrun != 0 {
+		if err := sw.control(ctlXrun, s.Xrun); err != nil {
+			return err
+		}
+	}
+	if s.Flags != 0 {
+		if err := sw.control(ctlFlag, int64(s.Flags)); err != nil {
+			return err
+		}
+	}
+	lat := s.Woke - s.Due
+	lat = max(0, min(lat, maxLatencyNS))
+	dsp := s.DSP / int64(sw.hdr.DSPUnitNS)
+	dsp = max(0, min(dsp, 0xFFFF))
+	avail := max(0, min(int64(s.Avail), 0xFFFF))
+	le := binary.LittleEndian
+	le.PutUint32(sw.rec[0:], uint32(lat))
+	le.PutUint16(sw.rec[4:], uint16(dsp))
+	le.PutUint16(sw.rec[6:], uint16(avail))
+	if _, err := sw.w.Write(sw.rec[:recordSize]); err != nil {
+		return err
+	}
+	sw.Records++
+	sw.nextDue += sw.hdr.PeriodNS
+	sw.nextIdx = s.Index + 1
+	return nil
+}
+
+// Flush writes buffered records to the underlying writer.
+func (sw *SampleWriter) Flush() error { return sw.w.Flush() }
+
+// SampleReader decodes a samples file.
+type SampleReader struct {
+	r       *bufio.Reader
+	Header  SampleHeader
+	nextDue int64
+	nextIdx int64
+	rec     [recordSize]byte
+	// Lost counts periods the file records as lost so far.
+	Lost int64
+}
+
+// ErrNotSamples is returned for a file that is not a samples file.
+var ErrNotSamples = errors.New("not a latencytest samples file")
+
+// NewSampleReader reads the header. An empty file (a phase that measured
+// nothing) yields a reader whose Next returns io.EOF at once.
+func NewSampleReader(r io.Reader) (*SampleReader, error) {
+	sr := &SampleReader{r: bufio.NewReaderSize(r, 64<<10)}
+	var h [sampleHeaderSize]byte
+	n, err := io.ReadFull(sr.r, h[:])
+	if n == 0 && err == io.EOF {
+		return sr, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("samples header: %w", err)
+	}
+	if string(h[0:8]) != sampleMagic {
+		return nil, ErrNotSamples
+	}
+	le := binary.LittleEndian
+	if v := le.Uint32(h[8:]); v > SchemaVersion {
+		return nil, fmt.Errorf("samples file version %d is newer than this latencytest reads (%d)", v, SchemaVersion)
+	}
+	if hs := le.Uint32(h[12:]); hs > sampleHeaderSize {
+		if _, err := sr.r.Discard(int(hs - sampleHeaderSize)); err != nil {
+			return nil, fmt.Errorf("samples header: %w", err)
+		}
+	}
+	sr.Header = SampleHeader{
+		FirstDue:  int64(le.Uint64(h[16:])),
+		PeriodNS:  int64(le.Uint64(h[24:])),
+		DSPUnitNS: le.Uint32(h[32:]),
+		Rate:      le.Uint32(h[36:]),
+		Frames:    le.Uint32(h[40:]),
+		Periods:   le.Uint32(h[44:]),
+	}
+	sr.nextDue = sr.Header.FirstDue
+	return sr, nil
+}
+
+// Next decodes the next period into s. It returns io.EOF at the end; a
+// truncated last record (a run killed mid-write) also ends the stream.
+func (sr *SampleReader) Next(s *Sample) error {
+	*s = Sample{}
+	le := binary.LittleEndian
+	for {
+		if _, err := io.ReadFull(sr.r, sr.rec[:]); err != nil {
+			if err == io.ErrUnexpectedEOF {
+				return io.EOF
+			}
+			return err
+		}
+		word := le.Uint32(sr.rec[0:])
+		if word != controlMarker {
+			s.Index = sr.nextIdx
+			s.Due = sr.nextDue
+			s.Woke = s.Due + int64(word)
+			s.DSP = int64(le.Uint16(sr.rec[4:])) * int64(sr.Header.DSPUnitNS)
+			s.Avail = int32(le.Uint16(sr.rec[6:]))
+			sr.nextIdx++
+			sr.nextDue += sr.Header.PeriodNS
+			return nil
+		}
+		kind := le.Uint16(sr.rec[4:])
+		if _, err := io.ReadFull(sr.r, sr.rec[:]); err != nil {
+			if err == io.ErrUnexpectedEOF {
+				return io.EOF
+			}
+			return err
+		}
+		payload := int64(le.Uint64(sr.rec[:]))
+		switch kind {
+		case ctlDue:
+			sr.nextDue = payload
+		case ctlXrun:
+			s.Xrun = payload
+		case ctlLost:
+			sr.nextIdx += payload
+			sr.Lost += payload
+		case ctlFlag:
+			s.Flags = uint32(payload)
+		default:
+			return fmt.Errorf("samples file: unknown control record %d", kind)
+		}
+	}
+}

@@ -11,15 +11,16 @@ import (
 
 // Config is the stream the engine asks a driver for.
 type Config struct {
-	Device       string  // driver-specific device name ("" = the driver's default)
-	Stream       string  // "playback" (default), "capture" or "duplex"
-	Rate         int     // frames per second
-	Channels     int     // channels per frame
-	PeriodFrames int     // frames per period
-	Periods      int     // periods in the buffer
-	ToneHz       float64 // play a sine of this frequency instead of silence (0: silence)
-	File         string  // play this WAV file in a loop instead of silence ("" : none)
-	Verbose      bool    // let the driver's own diagnostics through
+	Device        string  // driver-specific device name ("" = the driver's default)
+	CaptureDevice string  // for --stream duplex: the capture side ("" = same as Device)
+	Stream        string  // "playback" (default), "capture" or "duplex"
+	Rate          int     // frames per second
+	Channels      int     // channels per frame
+	PeriodFrames  int     // frames per period
+	Periods       int     // periods in the buffer
+	ToneHz        float64 // play a sine of this frequency instead of silence (0: silence)
+	File          string  // play this WAV file in a loop instead of silence ("" : none)
+	Verbose       bool    // let the driver's own diagnostics through
 }
 
 // PeriodNS is the nominal length of one period.

@@ -18,6 +18,7 @@ type driverEntry struct {
 // them: a real soundcard first, the timer last.
 func drivers() []driverEntry {
 	var d []driverEntry
+	d = append(d, alsaDrivers()...)
 	d = append(d, portaudioDrivers()...)
 	d = append(d, driverEntry{name: "timer", new: func() audio.Driver { return timer.New() }, present: func() bool { return true }})
 	return d

@@ -74,13 +74,20 @@ func (d *Driver) Wait(p *rundata.Sample) error {
 // afresh at the write instead of catching up period by period.
 func (d *Driver) Transfer(p *rundata.Sample) error {
 	end := audio.Now()
-	dry := p.Due + int64(d.cfg.Periods-1)*d.periodNS
-	if end > dry {
-		p.Xrun = end - dry
+	if x := Xrun(p.Due, end, d.cfg.Periods, d.periodNS); x > 0 {
+		p.Xrun = x
 		p.Flags |= rundata.FlagSimulated
 		d.next = end + d.periodNS
 	}
 	return nil
+}
+
+// Xrun is the virtual buffer's rule: the length of the xrun when the period
+// due at due is written at end into a buffer of periods periods of
+// periodNS each, or 0 when the write came in time.
+func Xrun(due, end int64, periods int, periodNS int64) int64 {
+	dry := due + int64(periods-1)*periodNS
+	return max(0, end-dry)
 }
 
 // Close does nothing: there is nothing to release.

@@ -1,0 +1,138 @@
+package audio_test
+
+import (
+	"runtime"
+	"testing"
+
+	"latencytest/audio"
+	"latencytest/audio/timer"
+	"latencytest/rundata"
+)
+
+func openTimer(t *testing.T, frames, periods int) (*timer.Driver, int64) {
+	t.Helper()
+	d := timer.New()
+	cfg := audio.Config{Rate: 48000, Channels: 2, PeriodFrames: frames, Periods: periods}
+	if _, err := d.Open(cfg); err != nil {
+		t.Fatal(err)
+	}
+	return d, cfg.PeriodNS()
+}
+
+func drain(r *audio.Ring) []rundata.Sample {
+	var out []rundata.Sample
+	var s rundata.Sample
+	for r.Pop(&s) {
+		out = append(out, s)
+	}
+	return out
+}
+
+// The per-period path must not allocate: an allocation can end in a
+// runtime pause that the loop would then measure as latency.
+func TestPeriodDoesNotAllocate(t *testing.T) {
+	d, period := openTimer(t, 16, 2)
+	ring := audio.NewRing(1 << 12)
+	e := audio.NewEngine(d, period, audio.Options{CPULoad: 20, StallAt: -1}, ring)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	e.Calibrate()
+	if _, err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var s rundata.Sample
+	allocs := testing.AllocsPerRun(500, func() {
+		if _, err := audio.PeriodForTest(e, &s); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%.1f allocations per period, want 0", allocs)
+	}
+	if got := len(drain(ring)); got < 500 {
+		t.Fatalf("ring holds %d samples, want ≥ 500", got)
+	}
+}
+
+// Periods counted equal duration × rate / period, with consecutive indexes
+// and due instants exactly one period apart.
+func TestEngineCountsPeriods(t *testing.T) {
+	d, period := openTimer(t, 480, 2) // 10 ms
+	ring := audio.NewRing(1 << 10)
+	e := audio.NewEngine(d, period, audio.Options{CPULoad: 0, Duration: 300 * 1e6, StallAt: -1}, ring)
+	if err := e.Run(); err != nil {
+		t.Fatal(err)
+	}
+	ss := drain(ring)
+	if len(ss) != 30 {
+		t.Fatalf("counted %d periods in 300 ms of 10 ms periods, want 30", len(ss))
+	}
+	for i, s := range ss {
+		if s.Index != int64(i) {
+			t.Fatalf("sample %d has index %d", i, s.Index)
+		}
+		if want := e.Start() + int64(i+1)*period; s.Due != want && s.Xrun == 0 && (i == 0 || ss[i-1].Xrun == 0) {
+			t.Fatalf("period %d due %d, want %d", i, s.Due, want)
+		}
+		if s.Woke < s.Due {
+			t.Fatalf("period %d woke %d before due %d", i, s.Woke, s.Due)
+		}
+	}
+}
+
+// A stall injected into the loop reads back as a wakeup of that length at
+// that period, and as exactly one xrun of the stall minus the buffer, after
+// which the grid restarts instead of catching up.
+func TestStallReadsBack(t *testing.T) {
+	const stall int64 = 100e6
+	d, period := openTimer(t, 480, 2) // 10 ms periods, 20 ms buffer
+	ring := audio.NewRing(1 << 10)
+	e := audio.NewEngine(d, period, audio.Options{Duration: 400 * 1e6, StallAt: 5, StallFor: stall}, ring)
+	if err := e.Run(); err != nil {
+		t.Fatal(err)
+	}
+	ss := drain(ring)
+	var xruns []rundata.Sample
+	for _, s := range ss {
+		if s.Xrun > 0 {
+			xruns = append(xruns, s)
+		}
+	}
+	s5 := ss[5]
+	if lat := s5.Latency(); lat < stall || lat > stall+50e6 {
+		t.Errorf("stalled period latency %.3f ms, want %d ms (+ at most 50 ms of scheduling)", float64(lat)/1e6, stall/1e6)
+	}
+	if len(xruns) != 1 || xruns[0].Index != 5 {
+		t.Fatalf("xruns at %v, want exactly one at period 5", xruns)
+	}
+	want := stall - 1*period // the second period of the buffer played during the stall
+	if x := xruns[0].Xrun; x < want || x > want+50e6 {
+		t.Errorf("xrun %.3f ms, want %.3f ms", float64(x)/1e6, float64(want)/1e6)
+	}
+	// Grid restart: the period after the xrun is due one period after the
+	// stalled period ended, not one period after its own due instant.
+	if gap := ss[6].Due - ss[5].Due; gap < stall {
+		t.Errorf("period 6 due %.3f ms after period 5: the grid caught up instead of restarting", float64(gap)/1e6)
+	}
+	// 400 ms of stream with ~110 ms lost to the stall: ~29 periods, far
+	// fewer than the 40 a catch-up flood would produce.
+	if n := len(ss); n < 25 || n > 32 {
+		t.Errorf("%d periods, want about 29", n)
+	}
+}
+
+func TestRingCountsLost(t *testing.T) {
+	r := audio.NewRing(4)
+	var s rundata.Sample
+	for i := range 6 {
+		s.Index = int64(i)
+		r.Push(&s)
+	}
+	if r.Lost() != 2 {
+		t.Fatalf("lost %d, want 2", r.Lost())
+	}
+	got := drain(r)
+	if len(got) != 4 || got[0].Index != 0 || got[3].Index != 3 {
+		t.Fatalf("ring kept %v", got)
+	}
+}

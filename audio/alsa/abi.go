@@ -1,0 +1,279 @@
+//go:build linux && (amd64 || arm64)
+
+package alsa
+
+// The kernel ABI of the ALSA PCM and control devices, transcribed from the
+// uapi header <sound/asound.h>. The structs are laid out for 64-bit
+// little-endian Linux, where long and pointers are 8 bytes and time_t is
+// 64-bit: amd64 and arm64 share this layout (both are LP64 with natural
+// alignment, and asound.h's explicit pads make the same holes on both), so
+// one file serves both. Every hole is an explicit field so that the layout
+// is visible here and not left to the compiler; abi_layout_test.go checks
+// every size and offset against the C header compiled by gcc.
+
+import "unsafe"
+
+// Protocol version this package speaks, SNDRV_PCM_VERSION (2.0.15): it is
+// what we pass to USER_PVERSION so the kernel enables what we rely on (the
+// status mmap beside a SYNC_APPLPTR driver, TTSTAMP).
+const pcmVersion = 2<<16 | 0<<8 | 15
+
+// Stream directions (SNDRV_PCM_STREAM_*).
+const (
+	streamPlayback = 0
+	streamCapture  = 1
+)
+
+// Access types (SNDRV_PCM_ACCESS_*).
+const (
+	accessMmapInterleaved = 0
+	accessRWInterleaved   = 3
+)
+
+// Sample formats (SNDRV_PCM_FORMAT_*) this package can produce.
+const (
+	formatS16LE   = 2
+	formatS32LE   = 10
+	formatFloatLE = 14
+)
+
+// PCM states (SNDRV_PCM_STATE_*).
+const (
+	stateOpen         = 0
+	stateSetup        = 1
+	statePrepared     = 2
+	stateRunning      = 3
+	stateXrun         = 4
+	stateDraining     = 5
+	statePaused       = 6
+	stateSuspended    = 7
+	stateDisconnected = 8
+)
+
+// hw_params parameter indexes (SNDRV_PCM_HW_PARAM_*). Masks come first,
+// intervals from paramFirstInterval on.
+const (
+	paramAccess      = 0
+	paramFormat      = 1
+	paramSubformat   = 2
+	paramSampleBits  = 8
+	paramFrameBits   = 9
+	paramChannels    = 10
+	paramRate        = 11
+	paramPeriodTime  = 12
+	paramPeriodSize  = 13
+	paramPeriodBytes = 14
+	paramPeriods     = 15
+	paramBufferTime  = 16
+	paramBufferSize  = 17
+	paramBufferBytes = 18
+	paramTickTime    = 19
+
+	paramFirstMask     = paramAccess
+	paramLastMask      = paramSubformat
+	paramFirstInterval = paramSampleBits
+	paramLastInterval  = paramTickTime
+)
+
+// Timestamp settings.
+const (
+	tstampEnable        = 1 // SNDRV_PCM_TSTAMP_ENABLE
+	tstampTypeMonotonic = 1 // SNDRV_PCM_TSTAMP_TYPE_MONOTONIC
+)
+
+// SYNC_PTR flags: without syncPtrAppl and syncPtrAvailMin the kernel takes
+// appl_ptr and avail_min *from* our struct, so a read-only sync sets both.
+const (
+	syncPtrHWSync   = 1 << 0
+	syncPtrAppl     = 1 << 1
+	syncPtrAvailMin = 1 << 2
+)
+
+// mmap offsets of the status and control pages. On 64-bit the header maps
+// SNDRV_PCM_MMAP_OFFSET_STATUS to the _OLD value (0x80000000): the old and
+// the y2038 layouts are the same there, and that is what alsa-lib asks for.
+const (
+	mmapOffsetStatus  = 0x80000000
+	mmapOffsetControl = 0x81000000
+)
+
+// snd_interval. The C bitfield "openmin:1, openmax:1, integer:1, empty:1"
+// packs into one unsigned int from the least significant bit on both
+// little-endian ABIs.
+type interval struct {
+	Min, Max uint32
+	Flags    uint32
+}
+
+const (
+	intervalOpenMin = 1 << 0
+	intervalOpenMax = 1 << 1
+	intervalInteger = 1 << 2
+	intervalEmpty   = 1 << 3
+)
+
+// snd_mask: 256 bits.
+type mask struct {
+	Bits [8]uint32
+}
+
+// snd_pcm_hw_params.
+type hwParams struct {
+	Flags     uint32
+	Masks     [paramLastMask - paramFirstMask + 1]mask
+	Mres      [5]mask
+	Intervals [paramLastInterval - paramFirstInterval + 1]interval
+	Ires      [9]interval
+	Rmask     uint32
+	Cmask     uint32
+	Info      uint32
+	Msbits    uint32
+	RateNum   uint32
+	RateDen   uint32
+	FifoSize  uint64
+	Reserved  [64]byte
+}
+
+// snd_pcm_sw_params.
+type swParams struct {
+	TstampMode       int32
+	PeriodStep       uint32
+	SleepMin         uint32
+	_                uint32 // pad: avail_min is 8-aligned
+	AvailMin         uint64
+	XferAlign        uint64
+	StartThreshold   uint64
+	StopThreshold    uint64
+	SilenceThreshold uint64
+	SilenceSize      uint64
+	Boundary         uint64
+	Proto            uint32
+	TstampType       uint32
+	Reserved         [56]byte
+}
+
+// timespec with 64-bit fields (struct timespec on LP64, and
+// __snd_timespec64).
+type timespec struct {
+	Sec  int64
+	Nsec int64
+}
+
+func (t timespec) ns() int64 { return t.Sec*1e9 + t.Nsec }
+
+// snd_pcm_mmap_status (the 64-bit layout, which is also what the status
+// page holds).
+type mmapStatus struct {
+	State          int32
+	Pad1           int32
+	HWPtr          uint64
+	Tstamp         timespec
+	SuspendedState int32
+	Pad3           int32 // implicit in the C struct: audio_tstamp is 8-aligned
+	AudioTstamp    timespec
+}
+
+// snd_pcm_mmap_control.
+type mmapControl struct {
+	ApplPtr  uint64
+	AvailMin uint64
+}
+
+// snd_pcm_sync_ptr: the two unions are 64 bytes each.
+type syncPtr struct {
+	Flags   uint32
+	Pad1    uint32 // implicit in the C struct: the unions hold 8-aligned members
+	Status  mmapStatus
+	_       [64 - unsafe.Sizeof(mmapStatus{})]byte
+	Control mmapControl
+	_       [64 - unsafe.Sizeof(mmapControl{})]byte
+}
+
+// snd_pcm_status (the STATUS ioctl): trigger_tstamp is the only place the
+// instant an xrun stopped the stream can be read.
+type pcmStatus struct {
+	State            int32
+	Pad1             [4]byte // __time_pad
+	TriggerTstamp    timespec
+	Tstamp           timespec
+	ApplPtr          uint64
+	HWPtr            uint64
+	Delay            int64
+	Avail            uint64
+	AvailMax         uint64
+	Overrange        uint64
+	SuspendedState   int32
+	AudioTstampData  uint32
+	AudioTstamp      timespec
+	DriverTstamp     timespec
+	AudioTstampAccur uint32
+	Reserved         [52 - 2*16]byte
+}
+
+// snd_xferi: one READI/WRITEI call. Buf holds the address of a buffer the
+// driver keeps alive; Go's heap does not move, so a uintptr is safe here.
+type xferi struct {
+	Result int64
+	Buf    uintptr
+	Frames uint64
+}
+
+// snd_pcm_info.
+type pcmInfo struct {
+	Device          uint32
+	Subdevice       uint32
+	Stream          int32
+	Card            int32
+	ID              [64]byte
+	Name            [80]byte
+	Subname         [32]byte
+	DevClass        int32
+	DevSubclass     int32
+	SubdevicesCount uint32
+	SubdevicesAvail uint32
+	Sync            [16]byte
+	Reserved        [64]byte
+}
+
+// snd_ctl_card_info.
+type ctlCardInfo struct {
+	Card       int32
+	Pad        int32
+	ID         [16]byte
+	Driver     [16]byte
+	Name       [32]byte
+	Longname   [80]byte
+	Reserved   [16]byte
+	Mixername  [80]byte
+	Components [128]byte
+}
+
+// ioctl request numbers, built as <asm-generic/ioctl.h>'s _IOC does
+// (amd64 and arm64 both use the generic encoding): direction in bits 30-31,
+// argument size in bits 16-29, type in 8-15, number in 0-7.
+const (
+	iocWrite = 1 << 30
+	iocRead  = 2 << 30
+
+	ioctlPVersion     = iocRead | 4<<16 | 'A'<<8 | 0x00
+	ioctlInfo         = iocRead | uintptr(unsafe.Sizeof(pcmInfo{}))<<16 | 'A'<<8 | 0x01
+	ioctlTTstamp      = iocWrite | 4<<16 | 'A'<<8 | 0x03
+	ioctlUserPVersion = iocWrite | 4<<16 | 'A'<<8 | 0x04
+	ioctlHWRefine     = iocRead | iocWrite | uintptr(unsafe.Sizeof(hwParams{}))<<16 | 'A'<<8 | 0x10
+	ioctlHWParams     = iocRead | iocWrite | uintptr(unsafe.Sizeof(hwParams{}))<<16 | 'A'<<8 | 0x11
+	ioctlHWFree       = 'A'<<8 | 0x12
+	ioctlSWParams     = iocRead | iocWrite | uintptr(unsafe.Sizeof(swParams{}))<<16 | 'A'<<8 | 0x13
+	ioctlStatus       = iocRead | uintptr(unsafe.Sizeof(pcmStatus{}))<<16 | 'A'<<8 | 0x20
+	ioctlSyncPtr      = iocRead | iocWrite | uintptr(unsafe.Sizeof(syncPtr{}))<<16 | 'A'<<8 | 0x23
+	ioctlPrepare      = 'A'<<8 | 0x40
+	ioctlStart        = 'A'<<8 | 0x42
+	ioctlDrop         = 'A'<<8 | 0x43
+	ioctlWriteiFrames = iocWrite | uintptr(unsafe.Sizeof(xferi{}))<<16 | 'A'<<8 | 0x50
+	ioctlReadiFrames  = iocRead | uintptr(unsafe.Sizeof(xferi{}))<<16 | 'A'<<8 | 0x51
+	ioctlLink         = iocWrite | 4<<16 | 'A'<<8 | 0x60
+	ioctlUnlink       = 'A'<<8 | 0x61
+
+	ioctlCtlCardInfo      = iocRead | uintptr(unsafe.Sizeof(ctlCardInfo{}))<<16 | 'U'<<8 | 0x01
+	ioctlCtlPCMNextDevice = iocRead | 4<<16 | 'U'<<8 | 0x30
+	ioctlCtlPCMInfo       = iocRead | iocWrite | uintptr(unsafe.Sizeof(pcmInfo{}))<<16 | 'U'<<8 | 0x31
+)

@@ -3,11 +3,21 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+
+	"latencytest/audio"
+	"latencytest/runner"
 )
 
-const engineCommand = "__engine"
+const engineCommand = runner.EngineCommand
 
+// engineMain is the engine process that `run` starts for each phase.
 func engineMain(args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "engine: not built yet")
-	return 1
+	return runner.EngineMain(os.Stdin, stdout, stderr, func(name string) (audio.Driver, error) {
+		d, ok := lookupDriver(name)
+		if !ok {
+			return nil, fmt.Errorf("--driver %s: not built into this binary (built in: %v)", name, driverNames())
+		}
+		return d.new(), nil
+	})
 }

@@ -1,11 +1,342 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"latencytest/audio"
+	"latencytest/rundata"
+	"latencytest/runner"
+	"latencytest/sysinfo"
 )
 
+// classicSuite is the default --tests: the five stress tests of Benno
+// Senoner's latencytest, after an idle reference, and the hackbench load
+// that reproduced the aplay underrun regression.
+const classicSuite = "idle,x11,proc,disk-write,disk-copy,disk-read,hackbench"
+
+// runFlags are `run`'s settings as parsed, before validation.
+type runFlags struct {
+	driver, device, captureDevice, stream string
+	rate, channels, period, periods       int
+	cpuLoad, prio                         int
+	affinity                              string
+	noMlock, noDMALatency                 bool
+	tests                                 string
+	duration                              time.Duration
+	out, histfile                         string
+	tone                                  float64
+	file                                  string
+	verbose, quiet, noSamples, noReport   bool
+	testStall                             string
+}
+
+// usageError is bad input: printed as one line, exit 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func badFlag(format string, a ...any) error { return &usageError{msg: fmt.Sprintf(format, a...)} }
+
 func runMain(args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "latencytest run: not built yet")
-	return 1
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f runFlags
+	fs.StringVar(&f.driver, "driver", "auto", "audio driver: auto, timer, alsa or portaudio (auto: a soundcard if there is one, else timer)")
+	fs.StringVar(&f.device, "device", "", "device to open (ALSA: hw:CARD,DEV; PortAudio: HOSTAPI, HOSTAPI:NAME or an index)")
+	fs.StringVar(&f.captureDevice, "capture-device", "", "capture device for --stream duplex (default: --device)")
+	fs.StringVar(&f.stream, "stream", "playback", "playback, capture or duplex")
+	fs.IntVar(&f.rate, "rate", 48000, "sample rate, Hz")
+	fs.IntVar(&f.channels, "channels", 2, "channels")
+	fs.IntVar(&f.period, "period", 64, "period size, frames")
+	fs.IntVar(&f.periods, "periods", 2, "periods in the buffer")
+	fs.IntVar(&f.cpuLoad, "cpu-load", 80, "simulated DSP load after each wakeup, percent of the period (0-100)")
+	fs.IntVar(&f.prio, "prio", 80, "SCHED_FIFO priority of the audio thread (1-99; 0: SCHED_OTHER)")
+	fs.StringVar(&f.affinity, "affinity", "", "CPUs the audio thread may run on, e.g. 1 or 0,2-3 (default: all)")
+	fs.BoolVar(&f.noMlock, "no-mlock", false, "do not lock the engine's memory")
+	fs.BoolVar(&f.noDMALatency, "no-dma-latency", false, "do not hold /dev/cpu_dma_latency at 0")
+	fs.StringVar(&f.tests, "tests", classicSuite, "phases to run in order, comma-separated: idle and stressor names")
+	fs.DurationVar(&f.duration, "duration", 30*time.Second, "length of each phase")
+	fs.StringVar(&f.out, "out", "", "results directory (default results/HOST-KERNEL-YYYYMMDD-HHMMSS)")
+	fs.StringVar(&f.histfile, "histfile", "", "also write the histograms in cyclictest's --histfile format, one column per phase")
+	fs.Float64Var(&f.tone, "tone", 0, "play a sine of this frequency, Hz (default: silence)")
+	fs.StringVar(&f.file, "file", "", "play this WAV file in a loop")
+	fs.BoolVar(&f.verbose, "verbose", false, "let drivers' own diagnostics through")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress display")
+	fs.BoolVar(&f.noSamples, "no-samples", false, "do not write the per-period samples files")
+	fs.BoolVar(&f.noReport, "no-report", false, "do not render index.html at the end")
+	fs.StringVar(&f.testStall, "test-stall", "", "testing hook: PERIOD:DURATION stalls the loop at that period of each phase")
+	loads := newLoads(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "latencytest run: unexpected argument %q (flags only)\n", fs.Arg(0))
+		return 2
+	}
+	cfg, err := f.config(loads)
+	if err != nil {
+		fmt.Fprintf(stderr, "latencytest run: %v\n", err)
+		return 2
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(stderr, "latencytest run: %v\n", err)
+		return 1
+	}
+	cfg.Exe = exe
+	cfg.Command = append([]string{"latencytest", "run"}, args...)
+	cfg.Version = version
+	cfg.Stdout, cfg.Stderr = stdout, stderr
+	cfg.Progress = runner.ProgressLines
+	if f.quiet {
+		cfg.Progress = runner.ProgressNone
+	} else if isTerminal(stderr) {
+		cfg.Progress = runner.ProgressBar
+	}
+	cfg.Checks = checks()
+	if !f.noReport {
+		cfg.Render = render()
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	_, err = runner.Run(ctx, cfg)
+	var bad *runner.BadInputError
+	switch {
+	case errors.As(err, &bad):
+		fmt.Fprintf(stderr, "latencytest run: %v\n", err)
+		return 2
+	case err != nil:
+		fmt.Fprintf(stderr, "latencytest run: %v\n", err)
+		return 1
+	case ctx.Err() != nil:
+		return 130
+	}
+	return 0
+}
+
+// config validates the flags into a runner configuration. Every error
+// names the flag and what it allows, and nothing has been written yet.
+func (f *runFlags) config(loads loadSet) (runner.Config, error) {
+	var cfg runner.Config
+	switch {
+	case f.rate < 8000 || f.rate > 768000:
+		return cfg, badFlag("--rate %d: allowed 8000 to 768000 Hz", f.rate)
+	case f.channels < 1 || f.channels > 64:
+		return cfg, badFlag("--channels %d: allowed 1 to 64", f.channels)
+	case f.period < 16 || f.period > 65536:
+		return cfg, badFlag("--period %d: allowed 16 to 65536 frames", f.period)
+	case f.periods < 2 || f.periods > 64:
+		return cfg, badFlag("--periods %d: allowed 2 to 64", f.periods)
+	case f.cpuLoad < 0 || f.cpuLoad > 100:
+		return cfg, badFlag("--cpu-load %d: allowed 0 to 100 (percent of a period)", f.cpuLoad)
+	case f.prio < 0 || f.prio > 99:
+		return cfg, badFlag("--prio %d: allowed 0 (SCHED_OTHER) or 1 to 99 (SCHED_FIFO)", f.prio)
+	case f.duration <= 0 || f.duration > 7*24*time.Hour:
+		return cfg, badFlag("--duration %v: allowed more than 0 and up to 168h (a Go duration such as 30s or 5m)", f.duration)
+	case f.tone < 0 || f.tone > float64(f.rate)/2:
+		return cfg, badFlag("--tone %g: allowed 0 (silence) to %d Hz (half the rate)", f.tone, f.rate/2)
+	}
+	periodNS := int64(f.period) * 1e9 / int64(f.rate)
+	if int64(f.duration) < periodNS {
+		return cfg, badFlag("--duration %v: shorter than one period (%v)", f.duration, time.Duration(periodNS))
+	}
+	if !slices.Contains([]string{"playback", "capture", "duplex"}, f.stream) {
+		return cfg, badFlag("--stream %q: allowed playback, capture or duplex", f.stream)
+	}
+	if f.file != "" {
+		if f.tone != 0 {
+			return cfg, badFlag("--file and --tone: choose one")
+		}
+		if st, err := os.Stat(f.file); err != nil || !st.Mode().IsRegular() {
+			return cfg, badFlag("--file %s: not a readable WAV file", f.file)
+		}
+	}
+	drv, err := f.resolveDriver()
+	if err != nil {
+		return cfg, err
+	}
+	affinity, err := parseCPUList(f.affinity)
+	if err != nil {
+		return cfg, err
+	}
+	tests, err := parseTests(f.tests, loads)
+	if err != nil {
+		return cfg, err
+	}
+	stallAt, stallFor, err := parseStall(f.testStall)
+	if err != nil {
+		return cfg, err
+	}
+	out := f.out
+	if out == "" {
+		out = defaultOut()
+	}
+	if err := checkWritable("--out", out); err != nil {
+		return cfg, err
+	}
+	if f.histfile != "" {
+		if err := checkWritable("--histfile", filepath.Dir(f.histfile)); err != nil {
+			return cfg, err
+		}
+	}
+	policy := "SCHED_FIFO"
+	if f.prio == 0 {
+		policy = "SCHED_OTHER"
+	}
+	return runner.Config{
+		Driver: drv,
+		Audio: audio.Config{
+			Device: f.device, CaptureDevice: f.captureDevice, Stream: f.stream,
+			Rate: f.rate, Channels: f.channels, PeriodFrames: f.period, Periods: f.periods,
+			ToneHz: f.tone, File: f.file, Verbose: f.verbose,
+		},
+		CPULoad:   f.cpuLoad,
+		RT:        rundata.RTParams{Policy: policy, Priority: f.prio, Mlockall: !f.noMlock, Affinity: affinity, DMALatency: !f.noDMALatency},
+		Tests:     tests,
+		Duration:  f.duration,
+		Out:       out,
+		HistFile:  f.histfile,
+		NoSamples: f.noSamples,
+		StallAt:   stallAt,
+		StallFor:  stallFor,
+		StartLoad: loads.start,
+	}, nil
+}
+
+func (f *runFlags) resolveDriver() (string, error) {
+	if f.driver == "auto" {
+		return autoDriver().name, nil
+	}
+	if _, ok := lookupDriver(f.driver); ok {
+		return f.driver, nil
+	}
+	switch f.driver {
+	case "portaudio":
+		return "", badFlag("--driver portaudio: not built into this binary; build with -tags portaudio after apt-get install portaudio19-dev (make build-portaudio)")
+	case "alsa":
+		return "", badFlag("--driver alsa: not built into this binary")
+	}
+	return "", badFlag("--driver %q: allowed %s", f.driver, strings.Join(allDriverNames, ", "))
+}
+
+// parseTests checks the phase list against idle and the stressor registry.
+func parseTests(s string, loads loadSet) ([]string, error) {
+	allowed := append([]string{runner.IdlePhase}, loads.names()...)
+	var tests []string
+	for _, t := range strings.Split(s, ",") {
+		t = strings.TrimSpace(t)
+		if !slices.Contains(allowed, t) {
+			return nil, badFlag("--tests: unknown test %q; allowed: %s", t, strings.Join(allowed, ", "))
+		}
+		if t != runner.IdlePhase {
+			if err := loads.validate(t); err != nil {
+				return nil, &usageError{msg: err.Error()}
+			}
+		}
+		tests = append(tests, t)
+	}
+	return tests, nil
+}
+
+// parseCPUList parses a CPU list as taskset -c takes it ("0,2-3").
+func parseCPUList(s string) ([]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	n := runtime.NumCPU()
+	bad := badFlag("--affinity %q: allowed a CPU list such as 1 or 0,2-3 with CPUs 0 to %d", s, n-1)
+	var cpus []int
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			return nil, bad
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil {
+				return nil, bad
+			}
+		}
+		if a < 0 || b < a || b >= n {
+			return nil, bad
+		}
+		for c := a; c <= b; c++ {
+			if !slices.Contains(cpus, c) {
+				cpus = append(cpus, c)
+			}
+		}
+	}
+	return cpus, nil
+}
+
+func parseStall(s string) (int64, time.Duration, error) {
+	if s == "" {
+		return -1, 0, nil
+	}
+	at, dur, ok := strings.Cut(s, ":")
+	i, err1 := strconv.ParseInt(at, 10, 64)
+	d, err2 := time.ParseDuration(dur)
+	if !ok || err1 != nil || err2 != nil || i < 0 || d <= 0 {
+		return 0, 0, badFlag("--test-stall %q: allowed PERIOD:DURATION, e.g. 100:300ms", s)
+	}
+	return i, d, nil
+}
+
+// checkWritable reports whether dir (or, when it does not exist yet, its
+// nearest existing parent) is a directory this process may write in.
+func checkWritable(flagName, dir string) error {
+	p := dir
+	for {
+		st, err := os.Stat(p)
+		if err == nil {
+			if !st.IsDir() {
+				return badFlag("%s %s: %s is not a directory", flagName, dir, p)
+			}
+			if unix.Access(p, unix.W_OK) != nil {
+				return badFlag("%s %s: %s is not writable", flagName, dir, p)
+			}
+			return nil
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return badFlag("%s %s: no existing parent directory", flagName, dir)
+		}
+		p = parent
+	}
+}
+
+func defaultOut() string {
+	s := sysinfo.Read()
+	host := strings.NewReplacer("/", "_", " ", "_").Replace(s.Hostname)
+	kern := strings.NewReplacer("/", "_", " ", "_").Replace(s.KernelRelease)
+	return filepath.Join("results", fmt.Sprintf("%s-%s-%s", host, kern, time.Now().Format("20060102-150405")))
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }

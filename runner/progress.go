@@ -1,0 +1,102 @@
+package runner
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ProgressMode chooses how progress is shown while a phase runs.
+type ProgressMode int
+
+const (
+	ProgressNone  ProgressMode = iota
+	ProgressLines              // a plain line every few seconds (logs, pipes)
+	ProgressBar                // a redrawn bar (terminals)
+)
+
+// printer serialises the run's terminal output so that xrun lines and the
+// progress bar do not tear each other.
+type printer struct {
+	mu   sync.Mutex
+	w    io.Writer
+	mode ProgressMode
+	bar  bool // a bar is on the current line
+}
+
+func newPrinter(w io.Writer, mode ProgressMode) *printer { return &printer{w: w, mode: mode} }
+
+// linef prints one line, above the bar if one is shown.
+func (p *printer) linef(format string, a ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bar {
+		io.WriteString(p.w, "\r\033[K")
+		p.bar = false
+	}
+	fmt.Fprintf(p.w, format+"\n", a...)
+}
+
+// progress shows the phase's progress until the returned stop is called.
+func (p *printer) progress(phase string, total time.Duration, acc *accumulator) (stop func()) {
+	if p.mode == ProgressNone {
+		return func() {}
+	}
+	every := 250 * time.Millisecond
+	if p.mode == ProgressLines {
+		every = 5 * time.Second
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				p.show(phase, total, acc.snapshot())
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+		p.mu.Lock()
+		if p.bar {
+			io.WriteString(p.w, "\r\033[K")
+			p.bar = false
+		}
+		p.mu.Unlock()
+		p.linef("[%s] done: %s", phase, status(acc.snapshot()))
+	}
+}
+
+func status(s snapshot) string {
+	return fmt.Sprintf("periods %d  min %.0f  avg %.0f  max %.0f µs  xruns %d", s.periods, s.min, s.avg, s.max, s.xruns)
+}
+
+func (p *printer) show(phase string, total time.Duration, s snapshot) {
+	elapsed := time.Duration(0)
+	if s.periods > 0 {
+		elapsed = time.Duration(s.lastDue - s.started)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mode == ProgressLines {
+		fmt.Fprintf(p.w, "[%s] %5.1f/%.0f s  %s\n", phase, elapsed.Seconds(), total.Seconds(), status(s))
+		return
+	}
+	const width = 20
+	filled := 0
+	if total > 0 {
+		filled = int(min(width, int64(width)*int64(elapsed)/int64(total)))
+	}
+	fmt.Fprintf(p.w, "\r\033[K[%s] [%s%s] %5.1f/%.0f s  %s", phase,
+		strings.Repeat("#", filled), strings.Repeat(".", width-filled), elapsed.Seconds(), total.Seconds(), status(s))
+	p.bar = true
+}

@@ -1,0 +1,48 @@
+// Package runner runs a measurement: for each phase it starts the phase's
+// load, runs the period loop in an engine process of its own, collects the
+// samples into the results directory and summarises them into run.json.
+//
+// The engine is a separate process (the same binary, in an internal mode)
+// because the Go runtime's own work — garbage collection, goroutine
+// hand-offs — delays a real-time thread that shares a process with
+// allocating goroutines by tens of milliseconds. The parent does everything
+// that allocates: progress display, file writing, statistics, rendering.
+package runner
+
+import (
+	"latencytest/audio"
+	"latencytest/rundata"
+)
+
+// EngineCommand is the hidden subcommand that runs the engine process.
+const EngineCommand = "__engine"
+
+// engineRequest is what the parent sends the engine on its stdin.
+type engineRequest struct {
+	Driver     string           `json:"driver"`
+	Config     audio.Config     `json:"config"`
+	CPULoad    int              `json:"cpu_load"`
+	DurationNS int64            `json:"duration_ns"`
+	StallAt    int64            `json:"stall_at"`
+	StallForNS int64            `json:"stall_for_ns"`
+	RT         rundata.RTParams `json:"rt"`
+}
+
+// engineHello is the engine's first line on its stdout: what it opened and
+// obtained, sent before the stream starts.
+type engineHello struct {
+	Granted    audio.Granted   `json:"granted"`
+	RT         rundata.RTSetup `json:"rt"`
+	NominalDSP int64           `json:"nominal_dsp_ns"`
+}
+
+// engineBye is the engine's last line on its stdout.
+type engineBye struct {
+	Start   int64  `json:"start_ns"`
+	Periods int64  `json:"periods"`
+	Lost    uint64 `json:"lost"`
+	Err     string `json:"error,omitempty"`
+}
+
+// Engine exit codes beyond 0 and 1.
+const engineExitBadDevice = 2

@@ -176,7 +176,7 @@ func makeOut(dir string) (created bool, err error) {
 		created = true
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "samples"), 0o755); err != nil {
-		return false, fmt.Errorf("--out %s: %w", dir, err)
+		return false, &BadInputError{Msg: fmt.Sprintf("--out %s: %v", dir, err)}
 	}
 	return created, nil
 }

@@ -1,0 +1,360 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"latencytest/rundata"
+)
+
+// binary is the latencytest built for these tests: `run` starts the engine
+// as a process of the same binary, so the tests drive the real thing.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "latencytest-bin")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "latencytest")
+	out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func latencytest(t *testing.T, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	err := cmd.Run()
+	r := result{stdout: so.String(), stderr: se.String()}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func readRun(t *testing.T, dir string) *rundata.Run {
+	t.Helper()
+	r, err := rundata.ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func readSamples(t *testing.T, dir string, ph rundata.Phase) []rundata.Sample {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, ph.SamplesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sr, err := rundata.NewSampleReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []rundata.Sample
+	for {
+		var s rundata.Sample
+		if sr.Next(&s) != nil {
+			return out
+		}
+		out = append(out, s)
+	}
+}
+
+func TestBadFlagsExit2WritingNothing(t *testing.T) {
+	cases := []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"--rate", "100"}, "--rate"},
+		{[]string{"--rate", "abc"}, "-rate"},
+		{[]string{"--period", "8"}, "--period"},
+		{[]string{"--periods", "1"}, "--periods"},
+		{[]string{"--cpu-load", "101"}, "--cpu-load"},
+		{[]string{"--cpu-load", "-1"}, "--cpu-load"},
+		{[]string{"--prio", "100"}, "--prio"},
+		{[]string{"--duration", "0s"}, "--duration"},
+		{[]string{"--duration", "soon"}, "-duration"},
+		{[]string{"--driver", "oss"}, "--driver"},
+		{[]string{"--driver", "timer", "--device", "hw:0,0"}, "--device"},
+		{[]string{"--tests", "idle,nosuch"}, "--tests"},
+		{[]string{"--affinity", "0-999"}, "--affinity"},
+		{[]string{"--stream", "both"}, "--stream"},
+		{[]string{"--test-stall", "x"}, "--test-stall"},
+		{[]string{"--out", "/etc/hostname/out"}, "--out"},
+		{[]string{"--histfile", "/etc/hostname/h.txt"}, "--histfile"},
+	}
+	for _, c := range cases {
+		out := filepath.Join(t.TempDir(), "out")
+		args := append([]string{"run", "--driver", "timer", "--tests", "idle", "--duration", "1s", "--out", out}, c.args...)
+		r := latencytest(t, args...)
+		if r.code != 2 {
+			t.Errorf("%v: exit %d, want 2 (stderr %q)", c.args, r.code, r.stderr)
+			continue
+		}
+		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+		if !strings.Contains(lines[0], c.flag) {
+			t.Errorf("%v: first line %q does not name %s", c.args, lines[0], c.flag)
+		}
+		if !strings.HasPrefix(c.flag, "--") { // flag package errors add usage; ours are one line
+			continue
+		}
+		if len(lines) != 1 {
+			t.Errorf("%v: %d lines of error, want 1: %q", c.args, len(lines), r.stderr)
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) && !strings.HasPrefix(out, "/proc") {
+			t.Errorf("%v: %s was written", c.args, out)
+		}
+	}
+}
+
+func TestUnknownCommand(t *testing.T) {
+	r := latencytest(t, "frobnicate")
+	if r.code != 2 || !strings.Contains(r.stderr, "allowed") {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// The main job end to end: periods counted = duration × rate / period.
+func TestRunTimerIdleCountsPeriods(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run")
+	hist := filepath.Join(t.TempDir(), "hist.txt")
+	// Four periods of buffer and no DSP load: only a wakeup later than
+	// 4 ms would be an xrun and restart the grid.
+	r := latencytest(t, "run", "--driver", "timer", "--tests", "idle", "--duration", "3s", "--cpu-load", "0", "--periods", "4", "--out", out, "--histfile", hist, "--no-report")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	run := readRun(t, out)
+	if run.Interrupted || len(run.Phases) != 1 {
+		t.Fatalf("run: interrupted %v, %d phases", run.Interrupted, len(run.Phases))
+	}
+	ph := run.Phases[0]
+	want := 3.0 * 48000 / 64
+	if d := float64(ph.Periods) - want; d > 0.02*want || d < -0.02*want {
+		t.Errorf("counted %d periods, want %.0f ± 2 %%", ph.Periods, want)
+	}
+	if ph.Latency.Max <= 0 || ph.Latency.Min > ph.Latency.P50 || ph.Latency.P50 > ph.Latency.P99 || ph.Latency.P99 > ph.Latency.Max {
+		t.Errorf("latency stats out of order: %+v", ph.Latency)
+	}
+	if !run.Simulated || run.Driver != "timer" || run.PeriodFrames != 64 || run.Rate != 48000 {
+		t.Errorf("run header: %+v", run)
+	}
+	samples := readSamples(t, out, ph)
+	if int64(len(samples)) != ph.Periods {
+		t.Errorf("samples file holds %d periods, run.json says %d", len(samples), ph.Periods)
+	}
+	// The summary line, cyclictest style.
+	if !strings.Contains(r.stdout, "T: idle") || !strings.Contains(r.stdout, fmt.Sprintf("C:%8d", ph.Periods)) {
+		t.Errorf("summary: %q", r.stdout)
+	}
+	h, err := os.ReadFile(hist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(h), "# Histogram\n000000 ") || !strings.Contains(string(h), fmt.Sprintf("# Total: %09d", ph.Periods-int64(ph.Overflow))) {
+		t.Errorf("histfile:\n%s", h)
+	}
+}
+
+// A stall injected into the engine reads back at its length, at its
+// period, as one xrun of the stall minus what the buffer held.
+func TestRunStallReadsBack(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run")
+	r := latencytest(t, "run", "--driver", "timer", "--tests", "idle", "--duration", "2s", "--cpu-load", "0",
+		"--period", "256", "--periods", "2", "--test-stall", "100:300ms", "--out", out, "--no-report")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	run := readRun(t, out)
+	ph := run.Phases[0]
+	samples := readSamples(t, out, ph)
+	s := samples[100]
+	if lat := s.Latency(); lat < 300e6 || lat > 350e6 {
+		t.Errorf("period 100: latency %.3f ms, want 300 ms", float64(lat)/1e6)
+	}
+	// At the right time: period 100 is due 101 periods after the start.
+	period := int64(256) * 1e9 / 48000
+	if d := s.Due - (ph.StartMonoNS + 101*period); d < -rundata.DueTolerance || d > rundata.DueTolerance {
+		t.Errorf("period 100 due %d ns off its place on the grid", d)
+	}
+	checkOneXrun(t, run, samples, 300e6)
+	if !strings.Contains(r.stderr, "underrun!!! (at least") {
+		t.Errorf("no aplay-style underrun line in %q", r.stderr)
+	}
+}
+
+// checkOneXrun asserts the run has exactly one xrun, of the stall minus
+// the part of the buffer that was still queued (± 20 %).
+func checkOneXrun(t *testing.T, run *rundata.Run, samples []rundata.Sample, stall float64) {
+	t.Helper()
+	var xruns []rundata.Sample
+	for _, s := range samples {
+		if s.Xrun > 0 {
+			xruns = append(xruns, s)
+		}
+	}
+	if len(xruns) != 1 || run.Phases[0].Xruns != 1 {
+		t.Fatalf("%d xruns in samples, %d in run.json, want exactly 1", len(xruns), run.Phases[0].Xruns)
+	}
+	want := stall - run.BufferUS*1000
+	if x := float64(xruns[0].Xrun); x < 0.8*want || x > 1.2*want {
+		t.Errorf("xrun %.3f ms, want %.3f ms ± 20 %%", x/1e6, want/1e6)
+	}
+}
+
+// engineOf finds the engine process that the run process pid started.
+func engineOf(t *testing.T, pid int) int {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if pids := children(pid, "__engine"); len(pids) > 0 {
+			return pids[0]
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no engine process under %d", pid)
+	return 0
+}
+
+// children lists the processes whose parent is ppid and whose command line
+// contains word.
+func children(ppid int, word string) []int {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(f) < 2 || f[1] != strconv.Itoa(ppid) {
+			continue
+		}
+		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if bytes.Contains(cmd, []byte(word)) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func alive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	return len(f) > 0 && f[0] != "Z"
+}
+
+// SIGSTOP of the engine process for 300 ms is one xrun of 300 ms minus the
+// buffer, the stall the issue's users reproduce by hand.
+func TestRunSIGSTOPOfEngineIsOneXrun(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run")
+	cmd := exec.Command(binary, "run", "--driver", "timer", "--tests", "idle", "--duration", "3s", "--cpu-load", "0",
+		"--period", "256", "--periods", "2", "--out", out, "--no-report", "--quiet")
+	var se bytes.Buffer
+	cmd.Stderr = &se
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eng := engineOf(t, cmd.Process.Pid)
+	time.Sleep(time.Second)
+	syscall.Kill(eng, syscall.SIGSTOP)
+	time.Sleep(300 * time.Millisecond)
+	syscall.Kill(eng, syscall.SIGCONT)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%v: %s", err, se.String())
+	}
+	run := readRun(t, out)
+	checkOneXrun(t, run, readSamples(t, out, run.Phases[0]), 300e6)
+}
+
+// Ctrl-C keeps what was measured, marks the run interrupted, and leaves
+// no process behind.
+func TestRunInterruptKeepsMeasurement(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		out := filepath.Join(t.TempDir(), "run")
+		cmd := exec.Command(binary, "run", "--driver", "timer", "--tests", "idle,idle", "--duration", "30s", "--out", out, "--no-report")
+		var se bytes.Buffer
+		cmd.Stderr = &se
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		eng := engineOf(t, cmd.Process.Pid)
+		time.Sleep(1500 * time.Millisecond)
+		cmd.Process.Signal(sig)
+		sent := time.Now()
+		err := cmd.Wait()
+		if took := time.Since(sent); took > 3*time.Second {
+			t.Errorf("%v: the run took %v to stop", sig, took)
+		}
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
+			t.Errorf("%v: exit %v, want 130", sig, err)
+		}
+		if alive(eng) {
+			t.Errorf("%v: engine %d still running", sig, eng)
+		}
+		run := readRun(t, out)
+		if !run.Interrupted || len(run.Phases) != 1 {
+			t.Fatalf("%v: interrupted %v with %d phases, want true and 1", sig, run.Interrupted, len(run.Phases))
+		}
+		ph := run.Phases[0]
+		if ph.Periods < 500 || int64(len(readSamples(t, out, ph))) != ph.Periods {
+			t.Errorf("%v: kept %d periods", sig, ph.Periods)
+		}
+		if tmp, _ := filepath.Glob(filepath.Join(out, ".*tmp*")); len(tmp) > 0 {
+			t.Errorf("%v: temporary files left: %v", sig, tmp)
+		}
+	}
+}
+
+// If the parent dies without a chance to clean up, the engine dies too.
+func TestEngineDiesWithParent(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run")
+	cmd := exec.Command(binary, "run", "--driver", "timer", "--tests", "idle", "--duration", "30s", "--out", out, "--quiet", "--no-report")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eng := engineOf(t, cmd.Process.Pid)
+	cmd.Process.Kill()
+	cmd.Wait()
+	deadline := time.Now().Add(2 * time.Second)
+	for alive(eng) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if alive(eng) {
+		syscall.Kill(eng, syscall.SIGKILL)
+		t.Fatal("the engine outlived its parent")
+	}
+}

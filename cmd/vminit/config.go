@@ -1,0 +1,70 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"regexp"
+	"time"
+)
+
+// Where the initramfs keeps things; scripts/vmtest puts them there.
+const (
+	configFile = "/etc/vmtest.json"
+	testsDir   = "/tests"
+)
+
+// config is /etc/vmtest.json, written by scripts/vmtest.
+type config struct {
+	// Run is passed to every test binary as -test.run.
+	Run string `json:"run"`
+	// Tests maps a binary's base name to the -test.run it gets when Run
+	// is empty: the tests of the package's vm-tagged files, so that its
+	// ordinary unit tests, which ran on the host, are not run again.
+	Tests map[string]string `json:"tests"`
+	// Timeout bounds each test binary (a time.ParseDuration string).
+	Timeout string `json:"timeout"`
+
+	timeout time.Duration
+}
+
+const defaultTimeout = 5 * time.Minute
+
+// readConfig reads the config file; a missing file means the defaults.
+func readConfig(path string) (config, error) {
+	var c config
+	b, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return c, fmt.Errorf("config: %w", err)
+	default:
+		if err := json.Unmarshal(b, &c); err != nil {
+			return c, fmt.Errorf("config %s: %w", path, err)
+		}
+	}
+	c.timeout = defaultTimeout
+	if c.Timeout != "" {
+		d, err := time.ParseDuration(c.Timeout)
+		if err != nil || d <= 0 {
+			return c, fmt.Errorf("config %s: timeout %q is not a positive duration", path, c.Timeout)
+		}
+		c.timeout = d
+	}
+	for _, re := range append([]string{c.Run}, mapValues(c.Tests)...) {
+		if _, err := regexp.Compile(re); err != nil {
+			return c, fmt.Errorf("config %s: -run %q: %w", path, re, err)
+		}
+	}
+	return c, nil
+}
+
+func mapValues(m map[string]string) []string {
+	var v []string
+	for _, s := range m {
+		v = append(v, s)
+	}
+	return v
+}

@@ -1,0 +1,126 @@
+//go:build linux
+
+// Command vminit is the /init of the virtual machine scripts/vmtest boots
+// to test latencytest against a real kernel's ALSA (this machine's kernel,
+// and CI's, have no sound).
+//
+// It mounts proc, sys, devtmpfs and a tmpfs on /tmp and /dev/shm, loads
+// the kernel modules listed in /lib/modules/load.order with finit_module,
+// waits for the PCM device nodes, runs every /tests/*.test binary with
+// -test.v (streaming its output to the serial console), prints one line
+// "VMTEST RESULT: PASS" or "VMTEST RESULT: FAIL (...)", and powers the
+// machine off. Whatever goes wrong, including a panic, it still prints a
+// FAIL line and powers off: a VM that hangs would only be caught by the
+// host's timeout, minutes later and without a reason.
+//
+// The host passes options in /etc/vmtest.json (see config) rather than on
+// the kernel command line, so a -run regular expression needs no quoting.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Marker starts the result line the host looks for.
+const Marker = "VMTEST RESULT: "
+
+func main() {
+	if os.Getpid() != 1 {
+		// Everything below mounts filesystems and powers the machine off;
+		// that must never happen to the developer's own machine.
+		fmt.Fprintln(os.Stderr, "vminit: this is the test VM's /init and runs only as pid 1; see scripts/vmtest")
+		os.Exit(2)
+	}
+	out := os.Stdout
+	failures := safeRun(out)
+	fmt.Fprint(out, resultLine(failures))
+	powerOff(out)
+}
+
+// safeRun runs the tests and turns a panic into a failure.
+func safeRun(out io.Writer) (failures []string) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(out, "vminit: panic: %v\n%s", r, debug.Stack())
+			failures = append(failures, fmt.Sprintf("vminit panic: %v", r))
+		}
+	}()
+	return run(out)
+}
+
+// resultLine is the marker line. It starts with a newline because the
+// last test may have left the console in the middle of a line.
+func resultLine(failures []string) string {
+	if len(failures) == 0 {
+		return "\n" + Marker + "PASS\n"
+	}
+	return "\n" + Marker + "FAIL (" + strings.Join(failures, "; ") + ")\n"
+}
+
+func run(out io.Writer) []string {
+	if err := mountAll(); err != nil {
+		fmt.Fprintf(out, "vminit: %v\n", err)
+		return []string{err.Error()}
+	}
+	if up, err := os.ReadFile("/proc/uptime"); err == nil {
+		fmt.Fprintf(out, "vminit: kernel up after %s s\n", strings.Fields(string(up))[0])
+	}
+	cfg, err := readConfig(configFile)
+	if err != nil {
+		fmt.Fprintf(out, "vminit: %v\n", err)
+		return []string{err.Error()}
+	}
+	for k, v := range map[string]string{"PATH": "/bin", "HOME": "/tmp", "TMPDIR": "/tmp", "VMTEST": "1"} {
+		os.Setenv(k, v)
+	}
+	if err := loadModules(out, moduleOrderFile); err != nil {
+		fmt.Fprintf(out, "vminit: %v\n", err)
+		return []string{err.Error()}
+	}
+	if err := waitPCMNodes(out, "/proc/asound", "/dev/snd", 20*time.Second); err != nil {
+		fmt.Fprintf(out, "vminit: %v\n", err)
+		return []string{err.Error()}
+	}
+	return runTests(out, testsDir, cfg)
+}
+
+// mountAll mounts what tests expect of a Linux system.
+func mountAll() error {
+	for _, m := range []struct {
+		fstype, target, data string
+	}{
+		{"proc", "/proc", ""},
+		{"sysfs", "/sys", ""},
+		{"devtmpfs", "/dev", ""},
+		{"tmpfs", "/tmp", "mode=1777"},
+		{"tmpfs", "/dev/shm", "mode=1777"},
+	} {
+		if err := os.MkdirAll(m.target, 0o755); err != nil {
+			return fmt.Errorf("mount %s: %w", m.target, err)
+		}
+		if err := unix.Mount(m.fstype, m.target, m.fstype, unix.MS_NOSUID, m.data); err != nil && !errors.Is(err, unix.EBUSY) {
+			return fmt.Errorf("mount %s on %s: %w", m.fstype, m.target, err)
+		}
+	}
+	return nil
+}
+
+// powerOff waits until the console has sent everything (the result line
+// must reach the host) and powers off. If that fails, exiting makes the
+// kernel panic, and panic=-1 with qemu's -no-reboot ends the VM too.
+func powerOff(out *os.File) {
+	unix.Sync()
+	// TCSBRK with a non-zero argument is tcdrain(3).
+	_ = unix.IoctlSetInt(int(out.Fd()), unix.TCSBRK, 1)
+	err := unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF)
+	fmt.Fprintf(out, "vminit: power off: %v\n", err)
+	os.Exit(1)
+}

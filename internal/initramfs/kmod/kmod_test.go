@@ -1,0 +1,146 @@
+package kmod
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// writeKO writes a minimal relocatable ELF file whose only content is a
+// .modinfo section holding the given key=value strings, which is all of a
+// kernel module that kmod looks at.
+func writeKO(t *testing.T, path string, modinfo ...string) {
+	t.Helper()
+	info := []byte(strings.Join(modinfo, "\x00") + "\x00")
+	shstr := []byte("\x00.modinfo\x00.shstrtab\x00")
+	const ehsize, shentsize = 64, 64
+	infoOff := uint64(ehsize)
+	strOff := infoOff + uint64(len(info))
+	shOff := (strOff + uint64(len(shstr)) + 7) &^ 7
+	var b bytes.Buffer
+	hdr := elf.Header64{
+		Type: uint16(elf.ET_REL), Machine: uint16(elf.EM_X86_64), Version: uint32(elf.EV_CURRENT),
+		Shoff: shOff, Ehsize: ehsize, Shentsize: shentsize, Shnum: 3, Shstrndx: 2,
+	}
+	copy(hdr.Ident[:], elf.ELFMAG)
+	hdr.Ident[elf.EI_CLASS] = byte(elf.ELFCLASS64)
+	hdr.Ident[elf.EI_DATA] = byte(elf.ELFDATA2LSB)
+	hdr.Ident[elf.EI_VERSION] = byte(elf.EV_CURRENT)
+	must(t, binary.Write(&b, binary.LittleEndian, hdr))
+	b.Write(info)
+	b.Write(shstr)
+	b.Write(make([]byte, shOff-uint64(b.Len())))
+	for _, s := range []elf.Section64{
+		{},
+		{Name: 1, Type: uint32(elf.SHT_PROGBITS), Off: infoOff, Size: uint64(len(info)), Addralign: 1},
+		{Name: 10, Type: uint32(elf.SHT_STRTAB), Off: strOff, Size: uint64(len(shstr)), Addralign: 1},
+	} {
+		must(t, binary.Write(&b, binary.LittleEndian, s))
+	}
+	must(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	must(t, os.WriteFile(path, b.Bytes(), 0o644))
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func names(ms []Module) []string {
+	var n []string
+	for _, m := range ms {
+		n = append(n, m.Name)
+	}
+	return n
+}
+
+// soundTree lays out the dependency graph of Debian 6.1's sound modules,
+// with the "-" and "_" spellings mixed as the real files have them.
+func soundTree(t *testing.T) string {
+	dir := t.TempDir()
+	k := filepath.Join(dir, "kernel", "sound")
+	writeKO(t, filepath.Join(k, "soundcore.ko"), "depends=", "name=soundcore")
+	writeKO(t, filepath.Join(k, "core", "snd.ko"), "license=GPL", "depends=soundcore", "name=snd")
+	writeKO(t, filepath.Join(k, "core", "snd-timer.ko"), "depends=snd", "name=snd_timer")
+	writeKO(t, filepath.Join(k, "core", "snd-pcm.ko"), "depends=snd,snd-timer", "name=snd_pcm")
+	writeKO(t, filepath.Join(k, "drivers", "snd-dummy.ko"), "depends=snd,snd-pcm", "name=snd_dummy")
+	writeKO(t, filepath.Join(k, "drivers", "snd-aloop.ko"), "depends=snd-timer,snd,snd-pcm", "name=snd_aloop")
+	writeKO(t, filepath.Join(k, "drivers", "snd-unused.ko"), "depends=snd", "name=snd_unused")
+	return dir
+}
+
+func TestRead(t *testing.T) {
+	dir := soundTree(t)
+	m, err := Read(filepath.Join(dir, "kernel", "sound", "drivers", "snd-aloop.ko"))
+	must(t, err)
+	want := Module{
+		Name:    "snd_aloop",
+		Path:    filepath.Join(dir, "kernel", "sound", "drivers", "snd-aloop.ko"),
+		Depends: []string{"snd_timer", "snd", "snd_pcm"},
+	}
+	if !reflect.DeepEqual(m, want) {
+		t.Fatalf("Read = %+v, want %+v", m, want)
+	}
+}
+
+func TestLoadOrder(t *testing.T) {
+	dir := soundTree(t)
+	got, err := LoadOrder(dir, []string{"snd-dummy", "snd_aloop"})
+	must(t, err)
+	want := []string{"soundcore", "snd", "snd_timer", "snd_pcm", "snd_dummy", "snd_aloop"}
+	if !reflect.DeepEqual(names(got), want) {
+		t.Fatalf("LoadOrder = %v, want %v", names(got), want)
+	}
+	// Every module comes after everything it depends on.
+	pos := map[string]int{}
+	for i, m := range got {
+		for _, d := range m.Depends {
+			if _, ok := pos[d]; !ok {
+				t.Errorf("%s loaded before its dependency %s", m.Name, d)
+			}
+		}
+		pos[m.Name] = i
+	}
+}
+
+func TestLoadOrderMissingDependency(t *testing.T) {
+	dir := t.TempDir()
+	writeKO(t, filepath.Join(dir, "a.ko"), "depends=b", "name=a")
+	_, err := LoadOrder(dir, []string{"a"})
+	if err == nil || !strings.Contains(err.Error(), "module b not found") || !strings.Contains(err.Error(), "needed by a") {
+		t.Fatalf("err = %v, want module b not found, needed by a", err)
+	}
+}
+
+func TestLoadOrderCycle(t *testing.T) {
+	dir := t.TempDir()
+	writeKO(t, filepath.Join(dir, "a.ko"), "depends=b", "name=a")
+	writeKO(t, filepath.Join(dir, "b.ko"), "depends=a", "name=b")
+	_, err := LoadOrder(dir, []string{"a"})
+	if err == nil || !strings.Contains(err.Error(), "cycle: a -> b -> a") {
+		t.Fatalf("err = %v, want a dependency cycle a -> b -> a", err)
+	}
+}
+
+func TestCompressedModuleIsAnError(t *testing.T) {
+	dir := soundTree(t)
+	must(t, os.WriteFile(filepath.Join(dir, "kernel", "sound", "snd-x.ko.xz"), []byte("\xfd7zXZ"), 0o644))
+	if _, err := LoadOrder(dir, []string{"snd"}); err == nil || !strings.Contains(err.Error(), "compressed") {
+		t.Fatalf("err = %v, want an error saying the module is compressed", err)
+	}
+}
+
+func TestReadNotAModule(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "x.ko")
+	must(t, os.WriteFile(p, []byte("not elf"), 0o644))
+	if _, err := Read(p); err == nil {
+		t.Fatal("Read of a non-ELF file succeeded")
+	}
+}

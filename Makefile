@@ -1,0 +1,62 @@
+# latencytest — the two commands that set up everything on a fresh
+# Debian/Ubuntu machine:
+#   make run    installs what is missing, builds, runs the default suite
+#   make test   installs what the tests need and runs them all
+# Everything else here is what those two are made of.
+
+export PATH := /usr/local/go/bin:$(PATH)
+GO ?= go
+BIN := ./latencytest
+VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+# Arguments for `make run`, e.g. make run ARGS="--tests idle,hackbench --duration 10s"
+ARGS ?=
+
+.PHONY: run test build build-static build-portaudio setup setup-test vet unit portaudio-test vmtest bench clean
+
+run: setup build
+	$(BIN) run $(ARGS)
+
+# The default build is pure Go and static; the PortAudio driver is added
+# when its headers are there (scripts/setup installs portaudio19-dev).
+build:
+	@if [ -e /usr/include/portaudio.h ]; then \
+		echo "building with the PortAudio driver"; \
+		$(GO) build -tags portaudio -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/latencytest; \
+	else \
+		CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/latencytest; \
+	fi
+
+build-static:
+	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/latencytest
+
+build-portaudio:
+	$(GO) build -tags portaudio -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/latencytest
+
+setup:
+	scripts/setup run
+
+setup-test:
+	scripts/setup test
+
+test: setup-test vet unit portaudio-test vmtest
+
+vet:
+	@test -z "$$(gofmt -l . | tee /dev/stderr)" || { echo "gofmt: files above need formatting"; exit 1; }
+	$(GO) vet ./...
+	$(GO) vet -tags portaudio ./...
+
+unit:
+	$(GO) test -count=1 -timeout 20m ./...
+
+portaudio-test:
+	$(GO) test -count=1 -timeout 10m -tags portaudio ./audio/portaudio/... ./cmd/latencytest/
+
+vmtest:
+	scripts/vmtest
+
+bench:
+	scripts/bench-cyclictest
+
+clean:
+	rm -f $(BIN)

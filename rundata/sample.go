@@ -20,6 +20,11 @@ type Sample struct {
 	Xrun  int64 // length of an xrun detected at this period, ns; 0 when none
 	Avail int32 // frames available to the application at wakeup
 	Flags uint32
+	// Grid is the instant the period was due on the ideal period grid
+	// fitted to the hardware pointer (the card's clock, drift corrected);
+	// Woke − Grid is the lateness against that grid. 0 when the driver
+	// has no hardware pointer (timer) or no fit yet.
+	Grid int64
 }
 
 // Latency is the wakeup latency of the period: woke − due.
@@ -36,7 +41,7 @@ const (
 
 // WireSize is the size of one Sample on the pipe from the engine process to
 // its parent. The wire form is exact; the file form (see Writer) is compact.
-const WireSize = 48
+const WireSize = 56
 
 // PutWire encodes s into b, which must hold WireSize bytes. It does not
 // allocate, so the engine can call it on its real-time path.
@@ -49,6 +54,7 @@ func PutWire(b []byte, s *Sample) {
 	le.PutUint64(b[32:], uint64(s.Xrun))
 	le.PutUint32(b[40:], uint32(s.Avail))
 	le.PutUint32(b[44:], s.Flags)
+	le.PutUint64(b[48:], uint64(s.Grid))
 }
 
 // GetWire decodes a Sample encoded by PutWire.
@@ -61,4 +67,5 @@ func GetWire(b []byte, s *Sample) {
 	s.Xrun = int64(le.Uint64(b[32:]))
 	s.Avail = int32(le.Uint32(b[40:]))
 	s.Flags = le.Uint32(b[44:])
+	s.Grid = int64(le.Uint64(b[48:]))
 }

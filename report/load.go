@@ -1,0 +1,109 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"latencytest/rundata"
+)
+
+// phaseData is one phase as the report draws it: run.json's summary plus
+// what only the samples hold (the distribution and the time series).
+type phaseData struct {
+	rundata.Phase
+	hist *rundata.Histogram // nil when there are no samples to read
+	env  *envelope          // nil for inputs without a time series (cyclictest)
+	// note says why the graphs of a phase that ran are missing.
+	note string
+	// noLoop marks inputs that measure no CPU loop and no xruns (cyclictest).
+	noLoop bool
+}
+
+// runData is a results directory loaded for drawing.
+type runData struct {
+	dir    string
+	run    *rundata.Run
+	phases []*phaseData
+}
+
+// load reads dir/run.json and every phase's samples file, the phases in
+// parallel since each is an independent pass over tens of MB. A missing or
+// damaged samples file is not fatal: the phase keeps its run.json figures
+// and says why its graphs are missing.
+func load(dir string) (*runData, error) {
+	r, err := rundata.ReadRun(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read results: %w", err)
+	}
+	rd := &runData{dir: dir, run: r}
+	var wg sync.WaitGroup
+	for i := range r.Phases {
+		pd := &phaseData{Phase: r.Phases[i]}
+		rd.phases = append(rd.phases, pd)
+		if pd.Skipped != "" {
+			continue
+		}
+		if pd.SamplesFile == "" {
+			pd.note = "no samples file recorded for this phase"
+			continue
+		}
+		wg.Go(func() {
+			h, e, err := readSamples(filepath.Join(dir, filepath.FromSlash(pd.SamplesFile)))
+			if err != nil {
+				pd.note = err.Error()
+				return
+			}
+			pd.hist, pd.env = h, e
+			fillFromSamples(&pd.Phase, h)
+		})
+	}
+	wg.Wait()
+	return rd, nil
+}
+
+// readSamples makes one pass over a samples file.
+func readSamples(path string) (*rundata.Histogram, *envelope, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("samples: %w", err)
+	}
+	defer f.Close()
+	sr, err := rundata.NewSampleReader(f)
+	if err != nil {
+		return nil, nil, fmt.Errorf("samples %s: %w", filepath.Base(path), err)
+	}
+	h := rundata.NewHistogram(rundata.DefaultHistUS)
+	e := newEnvelope()
+	first := sr.Header.FirstDue
+	var s rundata.Sample
+	for {
+		if err := sr.Next(&s); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return h, e, fmt.Errorf("samples %s: %w", filepath.Base(path), err)
+		}
+		lat := s.Woke - s.Due
+		h.Add(lat)
+		e.add(float64(s.Due-first)/1e9, float32(lat)/1e6, float32(s.DSP)/1e6, s.Xrun != 0)
+	}
+	return h, e, nil
+}
+
+// fillFromSamples completes a phase whose run.json figures are missing (a
+// run killed before it summarised the phase) from its samples; figures that
+// run.json has are never overridden, since they are the contract.
+func fillFromSamples(p *rundata.Phase, h *rundata.Histogram) {
+	if p.Periods != 0 || h.Count == 0 {
+		return
+	}
+	p.Periods = int64(h.Count)
+	p.Latency = h.Stats()
+	p.WithinUS100 = 100 * h.FractionBelow(100_000)
+	p.WithinMS1 = 100 * h.FractionBelow(1_000_000)
+	p.Overflow = h.Overflow
+}

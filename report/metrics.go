@@ -1,0 +1,153 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// metric is one statistic of a phase. One table of them serves the
+// overview, the per-phase tables, stats.csv and compare, so the four can
+// never disagree on what a column means.
+type metric struct {
+	key    string // stats.csv column and HTML class
+	label  string // table header
+	better int    // -1 lower is better, +1 higher is better, 0 neither
+	get    func(*phaseData) float64
+	format func(float64) string
+}
+
+var metrics = []metric{
+	{"periods", "periods", 0, func(p *phaseData) float64 { return float64(p.Periods) }, fmtInt},
+	{"min_us", "min µs", -1, func(p *phaseData) float64 { return p.Latency.Min }, fmtUS},
+	{"avg_us", "avg µs", -1, func(p *phaseData) float64 { return p.Latency.Avg }, fmtUS},
+	{"p50_us", "p50 µs", -1, func(p *phaseData) float64 { return p.Latency.P50 }, fmtUS},
+	{"p99_us", "p99 µs", -1, func(p *phaseData) float64 { return p.Latency.P99 }, fmtUS},
+	{"p999_us", "p99.9 µs", -1, func(p *phaseData) float64 { return p.Latency.P999 }, fmtUS},
+	{"p9999_us", "p99.99 µs", -1, func(p *phaseData) float64 { return p.Latency.P9999 }, fmtUS},
+	{"max_us", "max µs", -1, func(p *phaseData) float64 { return p.Latency.Max }, fmtUS},
+	{"within_100us_pct", "≤ 100 µs %", +1, func(p *phaseData) float64 { return p.WithinUS100 }, fmtPct},
+	{"within_1ms_pct", "≤ 1 ms %", +1, func(p *phaseData) float64 { return p.WithinMS1 }, fmtPct},
+	{"cpu_loop_within_100us_pct", "CPU loop ±100 µs %", +1, func(p *phaseData) float64 {
+		if p.noLoop {
+			return math.NaN()
+		}
+		return p.CPULoop.Within100USPct
+	}, fmtPct},
+	{"xruns", "xruns", -1, func(p *phaseData) float64 {
+		if p.noLoop {
+			return math.NaN()
+		}
+		return float64(p.Xruns)
+	}, fmtInt},
+	{"xrun_ms_total", "underrun ms", -1, func(p *phaseData) float64 {
+		if p.noLoop {
+			return math.NaN()
+		}
+		return p.XrunMSTotal
+	}, fmtUS},
+}
+
+// cell is one formatted table value.
+type cell struct {
+	Key, Text string
+	Best      bool
+}
+
+// row formats the metrics of a phase that ran.
+func row(p *phaseData) []cell {
+	cs := make([]cell, len(metrics))
+	for i, m := range metrics {
+		cs[i] = cell{Key: m.key, Text: m.format(m.get(p))}
+	}
+	return cs
+}
+
+// markBest flags, in each metric where lower or higher is better, the best
+// value among rows (nil rows are phases that did not run). Ties are all
+// best; a metric nobody measured has no best.
+func markBest(ps []*phaseData, rows [][]cell) {
+	for mi, m := range metrics {
+		if m.better == 0 {
+			continue
+		}
+		best := math.NaN()
+		for _, p := range ps {
+			if p == nil {
+				continue
+			}
+			v := m.get(p)
+			if math.IsNaN(v) {
+				continue
+			}
+			if math.IsNaN(best) || float64(m.better)*(v-best) > 0 {
+				best = v
+			}
+		}
+		if math.IsNaN(best) {
+			continue
+		}
+		for ri, p := range ps {
+			if p != nil && m.format(m.get(p)) == m.format(best) {
+				rows[ri][mi].Best = true
+			}
+		}
+	}
+}
+
+func fmtInt(v float64) string {
+	if math.IsNaN(v) {
+		return "—"
+	}
+	return strconv.FormatInt(int64(v), 10)
+}
+
+// fmtUS shows latencies to 0.1 µs: the clocks resolve far better, but the
+// histogram's bins are 1 µs and more digits only add noise.
+func fmtUS(v float64) string {
+	if math.IsNaN(v) {
+		return "—"
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64)
+}
+
+// fmtPct keeps the digits that matter near 100 %: 99.9 % and 99.999 % of
+// wakeups in time are very different machines for audio.
+func fmtPct(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "—"
+	case v == 100:
+		return "100"
+	case v >= 99.9:
+		return strconv.FormatFloat(math.Floor(v*1e4)/1e4, 'f', 4, 64)
+	default:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+}
+
+// stressorSummary renders a stressor's throughput figures as "k=v, ...",
+// sorted by key so that the same run always reads the same.
+func stressorSummary(m map[string]any) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		var v string
+		switch x := m[k].(type) {
+		case float64:
+			v = strconv.FormatFloat(x, 'g', 6, 64)
+		case string:
+			v = x
+		default:
+			v = fmt.Sprint(x)
+		}
+		parts = append(parts, k+"="+v)
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,242 @@
+package report
+
+import (
+	"image/color"
+	"math"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// The plotters here draw in canvas units rather than per data point: a
+// figure is a few hundred points wide, so each draws at most one stroke per
+// column however many periods or bins it holds.
+
+// Envelope draws a min/max band: at each canvas column, a vertical stroke
+// from the lowest to the highest value of the buckets falling in it.
+// Values above Clip are drawn to Clip, so one stall does not flatten the rest.
+type Envelope struct {
+	X, Lo, Hi []float64 // bucket start, minimum and maximum
+	XMax      float64   // end of the last bucket
+	Clip      float64
+	Color     color.Color
+}
+
+// Plot implements plot.Plotter.
+func (e *Envelope) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, trY := p.Transforms(&c)
+	var path vg.Path
+	col := math.Inf(-1)
+	var lo, hi float64
+	flush := func() {
+		if math.IsInf(col, -1) {
+			return
+		}
+		y0, y1 := trY(min(lo, e.Clip)), trY(min(hi, e.Clip))
+		if y1-y0 < 0.6 {
+			y1 = y0 + 0.6 // a flat stretch still shows as a line
+		}
+		x := vg.Length(col) + 0.5
+		path.Move(vg.Point{X: x, Y: y0})
+		path.Line(vg.Point{X: x, Y: y1})
+	}
+	for i := range e.X {
+		x := math.Floor(float64(trX(e.X[i])))
+		if x != col {
+			flush()
+			col, lo, hi = x, e.Lo[i], e.Hi[i]
+			continue
+		}
+		lo, hi = min(lo, e.Lo[i]), max(hi, e.Hi[i])
+	}
+	flush()
+	c.SetLineStyle(draw.LineStyle{Color: e.Color, Width: 1.05})
+	c.Stroke(path)
+}
+
+// DataRange implements plot.DataRanger.
+func (e *Envelope) DataRange() (xmin, xmax, ymin, ymax float64) {
+	if len(e.X) == 0 {
+		return 0, 1, 0, 1
+	}
+	ymax = 0
+	for _, v := range e.Hi {
+		ymax = max(ymax, v)
+	}
+	return e.X[0], e.XMax, 0, min(ymax, e.Clip)
+}
+
+// HLine is a horizontal reference line with its label at the right end.
+type HLine struct {
+	Y     float64
+	Label string
+	Style draw.LineStyle
+	Text  draw.TextStyle
+}
+
+// Plot implements plot.Plotter.
+func (h *HLine) Plot(c draw.Canvas, p *plot.Plot) {
+	_, trY := p.Transforms(&c)
+	y := trY(h.Y)
+	if !c.ContainsY(y) {
+		return
+	}
+	c.StrokeLine2(h.Style, c.Min.X, y, c.Max.X, y)
+	if h.Label != "" {
+		t := h.Text
+		t.XAlign, t.YAlign = draw.XRight, draw.YBottom
+		c.FillText(t, vg.Point{X: c.Max.X - 3, Y: y + 1}, h.Label)
+	}
+}
+
+// VLine is a vertical reference line with its label at the top.
+type VLine struct {
+	X     float64
+	Label string
+	Style draw.LineStyle
+	Text  draw.TextStyle
+}
+
+// Plot implements plot.Plotter.
+func (v *VLine) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, _ := p.Transforms(&c)
+	x := trX(v.X)
+	if !c.ContainsX(x) {
+		return
+	}
+	c.StrokeLine2(v.Style, x, c.Min.Y, x, c.Max.Y)
+	if v.Label != "" {
+		t := v.Text
+		t.XAlign, t.YAlign = draw.XLeft, draw.YTop
+		c.FillText(t, vg.Point{X: x + 2, Y: c.Max.Y - 2}, v.Label)
+	}
+}
+
+// Marks draws a tick from the top of the plot down at each X, at most one
+// per canvas column: the xruns of a phase.
+type Marks struct {
+	X     []float64
+	Color color.Color
+}
+
+// Plot implements plot.Plotter.
+func (m *Marks) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, _ := p.Transforms(&c)
+	var line, tri vg.Path
+	last := math.Inf(-1)
+	for _, xv := range m.X {
+		x := vg.Length(math.Floor(float64(trX(xv)))) + 0.5
+		if float64(x) == last || !c.ContainsX(x) {
+			continue
+		}
+		last = float64(x)
+		line.Move(vg.Point{X: x, Y: c.Min.Y})
+		line.Line(vg.Point{X: x, Y: c.Max.Y})
+		tri.Move(vg.Point{X: x - 3.5, Y: c.Max.Y})
+		tri.Line(vg.Point{X: x + 3.5, Y: c.Max.Y})
+		tri.Line(vg.Point{X: x, Y: c.Max.Y - 6})
+		tri.Close()
+	}
+	r, g, b, _ := m.Color.RGBA()
+	c.SetLineStyle(draw.LineStyle{Color: color.NRGBA{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8), 0x70}, Width: 0.8})
+	c.Stroke(line)
+	c.SetColor(m.Color)
+	c.Fill(tri)
+}
+
+// Hist draws a latency histogram of 1 µs bins on a log count axis: at each
+// canvas column, the largest bin count falling in it, so a spike of one
+// microsecond stays as tall as it is. Overflow (values past the last bin)
+// is drawn as a bar of its own at OverflowX when non-zero.
+type Hist struct {
+	Bins      []uint64
+	Overflow  uint64
+	OverflowX float64 // where to draw the overflow bar, in µs
+	Color     color.Color
+	// Outline draws the top edge only, for overlaying several histograms.
+	Outline bool
+}
+
+// Plot implements plot.Plotter.
+func (h *Hist) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, trY := p.Transforms(&c)
+	base := c.Min.Y
+	top := func(n uint64) vg.Length {
+		if n == 0 {
+			return base
+		}
+		return max(base, min(c.Max.Y, trY(float64(n))))
+	}
+	// A step is a run of bins drawn as one: a wide bin on its own, or the
+	// narrow bins sharing a column, at the height of the fullest.
+	type step struct {
+		x0, x1 vg.Length
+		n      uint64
+	}
+	var steps []step
+	for i, n := range h.Bins {
+		lo, hi := float64(i), float64(i+1)
+		if hi <= p.X.Min {
+			continue
+		}
+		lo = max(lo, p.X.Min) // a log axis starts above 0
+		x0, x1 := trX(lo), min(trX(hi), c.Max.X)
+		if x0 >= c.Max.X {
+			break
+		}
+		if k := len(steps) - 1; k >= 0 && steps[k].x1-steps[k].x0 < 1 {
+			steps[k].x1 = x1
+			steps[k].n = max(steps[k].n, n)
+			continue
+		}
+		steps = append(steps, step{x0, x1, n})
+	}
+	var path vg.Path
+	if h.Outline {
+		for i, s := range steps {
+			y := top(s.n)
+			if i == 0 {
+				path.Move(vg.Point{X: s.x0, Y: y})
+			} else {
+				path.Line(vg.Point{X: s.x0, Y: y})
+			}
+			path.Line(vg.Point{X: s.x1, Y: y})
+		}
+		c.SetLineStyle(draw.LineStyle{Color: h.Color, Width: 1.1})
+		c.Stroke(path)
+	} else {
+		for _, s := range steps {
+			if s.n == 0 {
+				continue
+			}
+			y := top(s.n)
+			x1 := max(s.x1, s.x0+0.8) // a lone bin stays visible
+			path.Move(vg.Point{X: s.x0, Y: base})
+			path.Line(vg.Point{X: x1, Y: base})
+			path.Line(vg.Point{X: x1, Y: y})
+			path.Line(vg.Point{X: s.x0, Y: y})
+			path.Close()
+		}
+		c.SetColor(h.Color)
+		c.Fill(path)
+	}
+	if h.Overflow > 0 {
+		x := trX(h.OverflowX)
+		var bar vg.Path
+		y := top(h.Overflow)
+		bar.Move(vg.Point{X: x - 2, Y: base})
+		bar.Line(vg.Point{X: x + 2, Y: base})
+		bar.Line(vg.Point{X: x + 2, Y: y})
+		bar.Line(vg.Point{X: x - 2, Y: y})
+		bar.Close()
+		c.SetColor(h.Color)
+		c.Fill(bar)
+	}
+}
+
+// Thumbnail implements plot.Thumbnailer for legends.
+func (h *Hist) Thumbnail(c *draw.Canvas) {
+	y := c.Center().Y
+	c.StrokeLine2(draw.LineStyle{Color: h.Color, Width: 2.5}, c.Min.X, y, c.Max.X, y)
+}

@@ -1,0 +1,288 @@
+// Package report renders a results directory (run.json and the samples
+// files) into a self-contained HTML page and a CSV of per-phase statistics,
+// and puts several runs, or cyclictest's files, side by side.
+//
+// The page needs no network and no JavaScript: graphs are inline SVG drawn
+// with gonum/plot by small plotters that draw one stroke per canvas column,
+// so an hour of periods costs no more to draw than a minute.
+package report
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/csv"
+	"fmt"
+	"html/template"
+	"math"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"latencytest/rundata"
+)
+
+// Output files written into a results directory.
+const (
+	IndexFile = "index.html"
+	StatsFile = "stats.csv"
+)
+
+//go:embed page.tmpl
+var pageTmpl string
+
+var tmpl = template.Must(template.New("page").Parse(pageTmpl))
+
+// Render reads dir/run.json and each phase's samples file and writes
+// dir/index.html and dir/stats.csv. Both are built in memory and written
+// atomically, so a failure leaves the previous versions untouched.
+func Render(dir string) error {
+	rd, err := load(dir)
+	if err != nil {
+		return err
+	}
+	html, err := renderIndex(rd)
+	if err != nil {
+		return err
+	}
+	var csvBuf bytes.Buffer
+	if err := writeStats(&csvBuf, rd.phases); err != nil {
+		return err
+	}
+	if err := rundata.WriteFileAtomic(filepath.Join(dir, StatsFile), csvBuf.Bytes()); err != nil {
+		return err
+	}
+	return rundata.WriteFileAtomic(filepath.Join(dir, IndexFile), html)
+}
+
+type kv struct {
+	K, V string
+	Mono bool
+}
+
+type rtRow struct{ K, A, V string }
+
+// statsTable is the data of the "stats" template.
+type statsTable struct {
+	ID, First, Extra string
+	Head             []string
+	Rows             []statsRow
+}
+
+type statsRow struct {
+	Name, Link, Skipped, Extra string
+	Cells                      []cell
+}
+
+type phaseView struct {
+	ID, Name, Stressor, Skipped, Note string
+	Table                             statsTable
+	Time, CPU, Hist                   template.HTML
+	TimeCaption, PerColumn, Nominal   string
+	Xruns                             int
+	Overflow                          uint64
+}
+
+type indexPage struct {
+	Title, Started, Duration string
+	Run                      *rundata.Run
+	Banners                  []string
+	Overview                 statsTable
+	Overlay                  template.HTML
+	Config, System           []kv
+	RT                       []rtRow
+	Phases                   []phaseView
+}
+
+func metricHeads() []string {
+	h := make([]string, len(metrics))
+	for i, m := range metrics {
+		h[i] = m.label
+	}
+	return h
+}
+
+func renderIndex(rd *runData) ([]byte, error) {
+	r := rd.run
+	pg := &indexPage{Run: r, Title: "latencytest report: " + r.System.Hostname,
+		Started: r.Start.UTC().Format("2006-01-02 15:04:05 UTC")}
+	if !r.End.IsZero() {
+		pg.Duration = r.End.Sub(r.Start).Round(time.Second).String()
+	}
+	if r.Interrupted {
+		pg.Banners = append(pg.Banners, "This run was interrupted: the figures cover what was measured until then, and phases after it did not run.")
+	}
+	pg.Overview = statsTable{ID: "overview-table", First: "phase", Extra: "stressor throughput", Head: metricHeads()}
+	var overlay []histSeries
+	pg.Phases = make([]phaseView, len(rd.phases))
+	var wg sync.WaitGroup
+	errs := make([]error, len(rd.phases))
+	for i, pd := range rd.phases {
+		id := "phase-" + strconv.Itoa(i+1)
+		sr := statsRow{Name: pd.Name, Link: id, Skipped: pd.Skipped, Extra: stressorSummary(pd.StressorStats)}
+		if pd.Skipped != "" {
+			pg.Banners = append(pg.Banners, fmt.Sprintf("Phase %q was skipped: %s", pd.Name, pd.Skipped))
+		} else {
+			sr.Cells = row(pd)
+		}
+		pg.Overview.Rows = append(pg.Overview.Rows, sr)
+		if pd.hist != nil && pd.hist.Count > 0 {
+			overlay = append(overlay, histSeries{label: pd.Name, h: pd.hist})
+		}
+		pv := &pg.Phases[i]
+		*pv = phaseView{ID: id, Name: pd.Name, Stressor: pd.Stressor, Skipped: pd.Skipped, Note: pd.note,
+			Xruns: pd.Xruns, Overflow: pd.Overflow, Nominal: fmtNum(pd.CPULoop.NominalUS / 1000)}
+		sr.Link = ""
+		pv.Table = statsTable{First: "phase", Extra: "stressor throughput", Head: metricHeads(), Rows: []statsRow{sr}}
+		if pd.Skipped != "" {
+			continue
+		}
+		if pd.env == nil || pd.hist == nil {
+			if pv.Note == "" {
+				pv.Note = "no samples were recorded"
+			}
+			continue
+		}
+		wg.Go(func() { errs[i] = drawPhase(pv, pd, r) })
+	}
+	var overlayErr error
+	wg.Go(func() {
+		pg.Overlay, overlayErr = histFigure("latency histograms, all phases", overlay, r.PeriodUS, r.BufferUS, colLatency)
+	})
+	wg.Wait()
+	for _, err := range append(errs, overlayErr) {
+		if err != nil {
+			return nil, err
+		}
+	}
+	pg.Config = configKV(r)
+	pg.RT = rtRows(&r.RT)
+	pg.System = systemKV(&r.System)
+	var b bytes.Buffer
+	if err := tmpl.ExecuteTemplate(&b, "index", pg); err != nil {
+		return nil, fmt.Errorf("render %s: %w", IndexFile, err)
+	}
+	return b.Bytes(), nil
+}
+
+// drawPhase draws the three figures of one phase.
+func drawPhase(pv *phaseView, pd *phaseData, r *rundata.Run) error {
+	var err error
+	periodMS, bufferMS := r.PeriodUS/1000, r.BufferUS/1000
+	if pv.Time, pv.TimeCaption, err = timeFigure(pd, periodMS, bufferMS); err != nil {
+		return err
+	}
+	if pv.CPU, err = cpuFigure(pd, periodMS); err != nil {
+		return err
+	}
+	pv.PerColumn = fmt.Sprintf("at least %d periods each", pd.env.per)
+	pv.Hist, err = histFigure("latency histogram", []histSeries{{label: pd.Name, h: pd.hist}}, r.PeriodUS, r.BufferUS, colLatency)
+	return err
+}
+
+func configKV(r *rundata.Run) []kv {
+	yes := map[bool]string{true: "yes", false: "no"}
+	kvs := []kv{
+		{K: "driver", V: r.Driver},
+		{K: "device", V: r.Device},
+	}
+	if r.Stream != "" {
+		kvs = append(kvs, kv{K: "stream", V: r.Stream})
+	}
+	if r.Format != "" {
+		kvs = append(kvs, kv{K: "format", V: r.Format})
+	}
+	kvs = append(kvs,
+		kv{K: "rate", V: fmt.Sprintf("%d Hz, %d channels", r.Rate, r.Channels)},
+		kv{K: "period", V: fmt.Sprintf("%d frames = %s ms", r.PeriodFrames, fmtNum(r.PeriodUS/1000))},
+		kv{K: "buffer", V: fmt.Sprintf("%d periods = %s ms", r.Periods, fmtNum(r.BufferUS/1000))},
+		kv{K: "CPU load", V: fmt.Sprintf("%d %% of each period", r.CPULoad)},
+		kv{K: "xruns simulated", V: yes[r.Simulated]},
+	)
+	for _, n := range r.DriverNotes {
+		kvs = append(kvs, kv{K: "driver note", V: n})
+	}
+	kvs = append(kvs,
+		kv{K: "command", V: strings.Join(r.Command, " "), Mono: true},
+		kv{K: "start", V: r.Start.UTC().Format(time.RFC3339)},
+		kv{K: "end", V: r.End.UTC().Format(time.RFC3339)},
+		kv{K: "latencytest", V: r.Tool},
+	)
+	return kvs
+}
+
+func rtRows(rt *rundata.RTSetup) []rtRow {
+	aff := func(c []int) string {
+		if len(c) == 0 {
+			return "all CPUs"
+		}
+		s := make([]string, len(c))
+		for i, v := range c {
+			s[i] = strconv.Itoa(v)
+		}
+		return strings.Join(s, ",")
+	}
+	yes := map[bool]string{true: "yes", false: "no"}
+	a, o := &rt.Asked, &rt.Obtained
+	return []rtRow{
+		{"scheduling policy", a.Policy, o.Policy},
+		{"priority", strconv.Itoa(a.Priority), strconv.Itoa(o.Priority)},
+		{"mlockall", yes[a.Mlockall], yes[o.Mlockall]},
+		{"CPU affinity", aff(a.Affinity), aff(o.Affinity)},
+		{"cpu_dma_latency 0", yes[a.DMALatency], yes[o.DMALatency]},
+	}
+}
+
+func systemKV(s *rundata.System) []kv {
+	return []kv{
+		{K: "hostname", V: s.Hostname},
+		{K: "kernel", V: s.KernelRelease},
+		{K: "kernel version", V: s.KernelVersion},
+		{K: "preemption model", V: s.Preempt},
+		{K: "kernel command line", V: s.Cmdline, Mono: true},
+		{K: "CPU", V: fmt.Sprintf("%s × %d", s.CPUModel, s.CPUs)},
+	}
+}
+
+// writeStats writes stats.csv: one row per phase, the columns of metrics
+// plus the phase's identity and throughput. docs/report.md documents it.
+func writeStats(w *bytes.Buffer, phases []*phaseData) error {
+	cw := csv.NewWriter(w)
+	head := []string{"phase", "stressor", "skipped"}
+	for _, m := range metrics {
+		head = append(head, m.key)
+	}
+	head = append(head, "cpu_loop_nominal_us", "cpu_loop_max_us", "lost", "histogram_overflow", "stressor_stats")
+	if err := cw.Write(head); err != nil {
+		return err
+	}
+	for _, p := range phases {
+		rec := []string{p.Name, p.Stressor, p.Skipped}
+		for _, m := range metrics {
+			v := m.get(p)
+			switch {
+			case p.Skipped != "" || math.IsNaN(v):
+				rec = append(rec, "")
+			default:
+				rec = append(rec, strconv.FormatFloat(v, 'f', -1, 64))
+			}
+		}
+		num := func(v float64) string {
+			if p.Skipped != "" {
+				return ""
+			}
+			return strconv.FormatFloat(v, 'f', -1, 64)
+		}
+		rec = append(rec, num(p.CPULoop.NominalUS), num(p.CPULoop.MaxUS), num(float64(p.Lost)), num(float64(p.Overflow)),
+			stressorSummary(p.StressorStats))
+		if err := cw.Write(rec); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return fmt.Errorf("write %s: %w", StatsFile, err)
+	}
+	return nil
+}

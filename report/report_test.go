@@ -1,0 +1,343 @@
+package report
+
+import (
+	"encoding/csv"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/html"
+
+	"latencytest/report/synth"
+	"latencytest/rundata"
+)
+
+// writeRun writes a synthetic run into a fresh temporary directory.
+func writeRun(t testing.TB, c synth.Config) (string, *rundata.Run) {
+	t.Helper()
+	dir := t.TempDir()
+	r, err := synth.Write(dir, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, r
+}
+
+// renderDoc renders dir and parses index.html.
+func renderDoc(t *testing.T, dir string) (string, *html.Node) {
+	t.Helper()
+	if err := Render(dir); err != nil {
+		t.Fatalf("Render: %v", err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, IndexFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := html.Parse(strings.NewReader(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b), doc
+}
+
+// DOM helpers over golang.org/x/net/html.
+
+func attr(n *html.Node, k string) string {
+	for _, a := range n.Attr {
+		if a.Key == k {
+			return a.Val
+		}
+	}
+	return ""
+}
+
+func hasClass(n *html.Node, c string) bool {
+	for _, f := range strings.Fields(attr(n, "class")) {
+		if f == c {
+			return true
+		}
+	}
+	return false
+}
+
+// findAll returns the elements under n (n included) for which ok holds.
+func findAll(n *html.Node, ok func(*html.Node) bool) []*html.Node {
+	var out []*html.Node
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode && ok(n) {
+			out = append(out, n)
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(n)
+	return out
+}
+
+func byID(doc *html.Node, id string) *html.Node {
+	ns := findAll(doc, func(n *html.Node) bool { return attr(n, "id") == id })
+	if len(ns) != 1 {
+		return nil
+	}
+	return ns[0]
+}
+
+func tag(name string) func(*html.Node) bool {
+	return func(n *html.Node) bool { return n.Data == name }
+}
+
+func text(n *html.Node) string {
+	var b strings.Builder
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.TextNode {
+			b.WriteString(n.Data)
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(n)
+	return strings.TrimSpace(b.String())
+}
+
+// cellValue finds the cell of class key in a table row and parses it.
+func cellValue(t *testing.T, tr *html.Node, key string) float64 {
+	t.Helper()
+	tds := findAll(tr, func(n *html.Node) bool { return n.Data == "td" && hasClass(n, key) })
+	if len(tds) != 1 {
+		t.Fatalf("row %q: %d cells of class %s", attr(tr, "data-phase"), len(tds), key)
+	}
+	s := strings.TrimSuffix(text(tds[0]), " ★")
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatalf("row %q cell %s: %q is not a number", attr(tr, "data-phase"), key, s)
+	}
+	return v
+}
+
+func near(got, want, tol float64) bool { return math.Abs(got-want) <= tol }
+
+func TestRenderStructure(t *testing.T) {
+	c := synth.Default()
+	c.PhaseLength = 5 * time.Second
+	c.Phases[1].StallProb = 5e-3 // some xruns for sure in 3750 periods
+	c.Phases = append(c.Phases, synth.Phase{Name: "disk-write", Stressor: "disk-write", Skipped: "no writable temp dir"})
+	dir, r := writeRun(t, c)
+	out, doc := renderDoc(t, dir)
+
+	// The overview table has one row per phase, in order, and its figures
+	// are run.json's.
+	ov := byID(doc, "overview-table")
+	if ov == nil {
+		t.Fatal("no overview table")
+	}
+	rows := findAll(ov, func(n *html.Node) bool { return n.Data == "tr" && attr(n, "data-phase") != "" })
+	if len(rows) != len(r.Phases) {
+		t.Fatalf("overview has %d rows, run.json %d phases", len(rows), len(r.Phases))
+	}
+	for i, p := range r.Phases {
+		tr := rows[i]
+		if got := attr(tr, "data-phase"); got != p.Name {
+			t.Errorf("row %d is %q, want %q", i, got, p.Name)
+		}
+		if p.Skipped != "" {
+			if !strings.Contains(text(tr), p.Skipped) {
+				t.Errorf("skipped row %q does not say why: %q", p.Name, text(tr))
+			}
+			continue
+		}
+		checks := []struct {
+			key       string
+			want, tol float64
+		}{
+			{"periods", float64(p.Periods), 0},
+			{"min_us", p.Latency.Min, 0.051},
+			{"avg_us", p.Latency.Avg, 0.051},
+			{"p50_us", p.Latency.P50, 0.051},
+			{"p99_us", p.Latency.P99, 0.051},
+			{"p999_us", p.Latency.P999, 0.051},
+			{"p9999_us", p.Latency.P9999, 0.051},
+			{"max_us", p.Latency.Max, 0.051},
+			{"within_100us_pct", p.WithinUS100, 0.006},
+			{"within_1ms_pct", p.WithinMS1, 0.006},
+			{"cpu_loop_within_100us_pct", p.CPULoop.Within100USPct, 0.006},
+			{"xruns", float64(p.Xruns), 0},
+			{"xrun_ms_total", p.XrunMSTotal, 0.051},
+		}
+		for _, ck := range checks {
+			if got := cellValue(t, tr, ck.key); !near(got, ck.want, ck.tol) {
+				t.Errorf("phase %s %s = %v, run.json has %v", p.Name, ck.key, got, ck.want)
+			}
+		}
+	}
+	// The synthetic hackbench phase has xruns, and the page says they are simulated.
+	if r.Phases[1].Xruns == 0 {
+		t.Fatal("fixture: the hackbench phase should have xruns")
+	}
+	if !strings.Contains(out, "xruns (simulated)") {
+		t.Error("xrun marks are not labelled as simulated")
+	}
+
+	// Each phase that ran has its section with the three graphs and its
+	// table; the skipped one says so instead.
+	sections := findAll(doc, func(n *html.Node) bool { return n.Data == "section" && hasClass(n, "phase") })
+	if len(sections) != len(r.Phases) {
+		t.Fatalf("%d phase sections, want %d", len(sections), len(r.Phases))
+	}
+	for i, p := range r.Phases {
+		s := sections[i]
+		figs := map[string]int{}
+		for _, f := range findAll(s, tag("figure")) {
+			if len(findAll(f, tag("svg"))) == 1 {
+				figs[attr(f, "class")]++
+			}
+		}
+		if p.Skipped != "" {
+			if len(figs) != 0 || !strings.Contains(text(s), "skipped") {
+				t.Errorf("skipped phase %s: figures %v, text %q", p.Name, figs, text(s))
+			}
+			continue
+		}
+		for _, want := range []string{"fig-time", "fig-cpu", "fig-hist"} {
+			if figs[want] != 1 {
+				t.Errorf("phase %s: %d %s figures, want 1", p.Name, figs[want], want)
+			}
+		}
+		tabs := findAll(s, func(n *html.Node) bool { return n.Data == "table" && hasClass(n, "stats") })
+		if len(tabs) != 1 || cellValue(t, findAll(tabs[0], func(n *html.Node) bool { return attr(n, "data-phase") != "" })[0], "p99_us") != p.Latency.P99 {
+			t.Errorf("phase %s: its statistics table is missing or wrong", p.Name)
+		}
+	}
+	if !strings.Contains(out, `skipped: no writable temp dir`) {
+		t.Error("no banner for the skipped phase")
+	}
+	if byID(doc, "fig-overview") == nil || len(findAll(byID(doc, "fig-overview"), tag("svg"))) != 1 {
+		t.Error("no overlay histogram in the overview")
+	}
+	// The check findings, the real-time setup and the system are shown.
+	for _, f := range r.Checks {
+		if !strings.Contains(text(byID(doc, "checktable")), f.Name) {
+			t.Errorf("check %q missing", f.Name)
+		}
+	}
+	if !strings.Contains(text(byID(doc, "rt")), "SCHED_FIFO") || !strings.Contains(text(byID(doc, "system")), r.System.KernelRelease) {
+		t.Error("real-time setup or system missing")
+	}
+
+	// stats.csv has a header and one record per phase with run.json's figures.
+	f, err := os.Open(filepath.Join(dir, StatsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != len(r.Phases)+1 {
+		t.Fatalf("stats.csv has %d records, want %d", len(recs), len(r.Phases)+1)
+	}
+	col := map[string]int{}
+	for i, h := range recs[0] {
+		col[h] = i
+	}
+	for i, p := range r.Phases {
+		rec := recs[i+1]
+		if rec[col["phase"]] != p.Name || rec[col["skipped"]] != p.Skipped {
+			t.Errorf("stats.csv row %d: %v", i, rec)
+		}
+		if p.Skipped != "" {
+			continue
+		}
+		if v, _ := strconv.ParseFloat(rec[col["p9999_us"]], 64); v != p.Latency.P9999 {
+			t.Errorf("stats.csv %s p9999 = %v, want %v", p.Name, v, p.Latency.P9999)
+		}
+		if v, _ := strconv.Atoi(rec[col["xruns"]]); v != p.Xruns {
+			t.Errorf("stats.csv %s xruns = %v, want %v", p.Name, v, p.Xruns)
+		}
+	}
+}
+
+func TestRenderEscapes(t *testing.T) {
+	c := synth.Default()
+	c.PhaseLength = time.Second
+	c.Hostname = `<script>alert("host")</script>`
+	c.Device = `hw:0"><img src=x onerror=alert(1)>`
+	c.Command = []string{"latencytest", "run", `-device=</td><script>alert('cmd')</script>`}
+	c.Phases[1].Name = `<b>hack</b>"bench'`
+	c.Phases[1].StressorStats = map[string]any{`<i>k</i>`: `<script>v</script>`}
+	dir, _ := writeRun(t, c)
+	// Strings the kernel hands over are just as untrusted.
+	r, err := rundata.ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.System.Cmdline = `quiet "><script>alert('cmdline')</script>`
+	r.Checks = append(r.Checks, rundata.Finding{Name: "fs", Status: "WARN", Value: `<svg onload=alert(1)>`, Fix: `mount -o remount,noatime "/tmp"`})
+	if err := rundata.WriteRun(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	out, doc := renderDoc(t, dir)
+	if n := findAll(doc, func(n *html.Node) bool { return n.Data == "script" || n.Data == "img" || n.Data == "b" || n.Data == "i" }); len(n) != 0 {
+		t.Fatalf("user text became markup: %d script/img/b/i elements", len(n))
+	}
+	for _, bad := range []string{"<script", "<img", "<b>hack", "<svg onload"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("output holds %q unescaped", bad)
+		}
+	}
+	// ... and every string still reads as the text it was.
+	page := text(doc)
+	for _, want := range []string{c.Hostname, c.Device, c.Command[2], r.System.Cmdline, c.Phases[1].Name, `<i>k</i>=<script>v</script>`, `<svg onload=alert(1)>`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page text lacks %q", want)
+		}
+	}
+}
+
+func TestRenderInterrupted(t *testing.T) {
+	c := synth.Default()
+	c.PhaseLength = time.Second
+	c.Interrupted = true
+	dir, _ := writeRun(t, c)
+	// A killed run may leave its last samples file cut mid-record and a
+	// phase whose samples file never appeared.
+	r, _ := rundata.ReadRun(dir)
+	p := filepath.Join(dir, r.Phases[1].SamplesFile)
+	b, _ := os.ReadFile(p)
+	if err := os.WriteFile(p, b[:len(b)-3], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.Phases = append(r.Phases, rundata.Phase{Name: "lost", SamplesFile: "missing.samples", Periods: 10})
+	if err := rundata.WriteRun(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	out, doc := renderDoc(t, dir)
+	banners := findAll(doc, func(n *html.Node) bool { return hasClass(n, "banner") && strings.Contains(text(n), "interrupted") })
+	if len(banners) != 1 {
+		t.Errorf("%d interrupted banners, want 1", len(banners))
+	}
+	if !strings.Contains(out, "Graphs unavailable") {
+		t.Error("the phase without samples does not say its graphs are missing")
+	}
+	if got := len(findAll(doc, func(n *html.Node) bool { return hasClass(n, "fig-time") })); got != 2 {
+		t.Errorf("%d latency graphs, want 2 (the truncated file still draws)", got)
+	}
+}
+
+func TestRenderMissingRun(t *testing.T) {
+	dir := t.TempDir()
+	if err := Render(dir); err == nil {
+		t.Fatal("Render of an empty directory succeeded")
+	}
+	if _, err := os.Stat(filepath.Join(dir, IndexFile)); !os.IsNotExist(err) {
+		t.Error("a failed Render left an index.html")
+	}
+}

@@ -1,0 +1,212 @@
+//go:build portaudio
+
+package portaudio
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	pa "github.com/gordonklaus/portaudio"
+
+	"latencytest/audio"
+)
+
+// hostAPIs are the host APIs --device names, with the PortAudio type each
+// stands for. "pulse" and "pipewire" are not host APIs of Debian's
+// libportaudio2: they are the ALSA plugins of those servers, reached as
+// ALSA devices of that name.
+var hostAPIs = []struct {
+	name string
+	typ  pa.HostApiType
+}{
+	{"jack", pa.JACK},
+	{"alsa", pa.ALSA},
+	{"oss", pa.OSS},
+}
+
+// pluginAliases maps --device names that are ALSA plugins to the ALSA
+// device name they stand for.
+var pluginAliases = map[string]string{"pulse": "pulse", "pipewire": "pipewire"}
+
+// hostAPIName is the --device name of a host API.
+func hostAPIName(h *pa.HostApiInfo) string {
+	for _, a := range hostAPIs {
+		if a.typ == h.Type {
+			return a.name
+		}
+	}
+	return strings.ToLower(strings.Fields(h.Name + " unknown")[0])
+}
+
+// deviceName is how a device is shown and what --device HOSTAPI:NAME
+// matches.
+func deviceName(d *pa.DeviceInfo) string {
+	return fmt.Sprintf("%s:%s", hostAPIName(d.HostApi), d.Name)
+}
+
+// needs says whether a device has the channels a direction needs.
+func has(d *pa.DeviceInfo, capture bool) bool {
+	if capture {
+		return d.MaxInputChannels > 0
+	}
+	return d.MaxOutputChannels > 0
+}
+
+// resolve finds the device --device spec names, for playback or capture:
+// "" the default device, N a device index, HOSTAPI that host API's
+// default device, HOSTAPI:NAME the first of its devices whose name
+// contains NAME (case-insensitive). Every failure is the user's to fix.
+func resolve(hosts []*pa.HostApiInfo, devs []*pa.DeviceInfo, spec string, capture bool) (*pa.DeviceInfo, error) {
+	dir := "playback"
+	if capture {
+		dir = "capture"
+	}
+	bad := func(format string, a ...any) error {
+		return &audio.ErrBadDevice{Msg: fmt.Sprintf("--device %q: ", spec) + fmt.Sprintf(format, a...)}
+	}
+	if spec == "" {
+		for _, h := range hosts {
+			if h.Type == pa.ALSA || len(hosts) == 1 {
+				return hostDefault(h, capture, spec, dir)
+			}
+		}
+		if len(hosts) == 0 {
+			return nil, bad("PortAudio found no host API")
+		}
+		return hostDefault(hosts[0], capture, spec, dir)
+	}
+	if n, err := strconv.Atoi(spec); err == nil {
+		if n < 0 || n >= len(devs) {
+			return nil, bad("no device %d: PortAudio has devices 0-%d (see 'latencytest devices')", n, len(devs)-1)
+		}
+		if !has(devs[n], capture) {
+			return nil, bad("device %d (%s) has no %s channels", n, deviceName(devs[n]), dir)
+		}
+		return devs[n], nil
+	}
+	api, name, _ := strings.Cut(spec, ":")
+	api = strings.ToLower(api)
+	if plugin, ok := pluginAliases[api]; ok && name == "" {
+		api, name = "alsa", plugin
+	}
+	var host *pa.HostApiInfo
+	known := false
+	for _, a := range hostAPIs {
+		if a.name != api {
+			continue
+		}
+		known = true
+		for _, h := range hosts {
+			if h.Type == a.typ {
+				host = h
+			}
+		}
+	}
+	if !known {
+		return nil, bad("no host API %q; allowed: jack, alsa, pulse, pipewire, oss, HOSTAPI:NAME or a device index", api)
+	}
+	if host == nil {
+		if api == "jack" {
+			return nil, bad("no JACK server is running (start jackd, or set JACK_DEFAULT_SERVER to its name); host APIs found: %s", hostList(hosts))
+		}
+		return nil, bad("PortAudio has no %s host API here; host APIs found: %s", api, hostList(hosts))
+	}
+	if name == "" {
+		return hostDefault(host, capture, spec, dir)
+	}
+	for _, d := range host.Devices {
+		if has(d, capture) && strings.Contains(strings.ToLower(d.Name), strings.ToLower(name)) {
+			return d, nil
+		}
+	}
+	var names []string
+	for _, d := range host.Devices {
+		if has(d, capture) {
+			names = append(names, d.Name)
+		}
+	}
+	if len(names) == 0 {
+		return nil, bad("%s has no %s devices", host.Name, dir)
+	}
+	return nil, bad("no %s %s device whose name contains %q; there are: %s", host.Name, dir, name, strings.Join(names, ", "))
+}
+
+func hostDefault(h *pa.HostApiInfo, capture bool, spec, dir string) (*pa.DeviceInfo, error) {
+	d := h.DefaultOutputDevice
+	if capture {
+		d = h.DefaultInputDevice
+	}
+	if d == nil || !has(d, capture) {
+		return nil, &audio.ErrBadDevice{Msg: fmt.Sprintf("--device %q: %s has no default %s device", spec, h.Name, dir)}
+	}
+	return d, nil
+}
+
+func hostList(hosts []*pa.HostApiInfo) string {
+	if len(hosts) == 0 {
+		return "none"
+	}
+	var n []string
+	for _, h := range hosts {
+		n = append(n, h.Name)
+	}
+	return strings.Join(n, ", ")
+}
+
+// Devices lists every host API (as --device HOSTAPI) and every device (as
+// --device N, its index) PortAudio can open.
+func (d *Driver) Devices() ([]audio.DeviceInfo, error) {
+	if err := d.init(); err != nil {
+		return nil, err
+	}
+	defer d.terminate()
+	hosts, err := pa.HostApis()
+	if err != nil {
+		return nil, fmt.Errorf("portaudio: listing host APIs: %w", err)
+	}
+	devs, err := pa.Devices()
+	if err != nil {
+		return nil, fmt.Errorf("portaudio: listing devices: %w", err)
+	}
+	var out []audio.DeviceInfo
+	for _, h := range hosts {
+		info := audio.DeviceInfo{Name: hostAPIName(h), Description: h.Name + ": its default device"}
+		if def := h.DefaultOutputDevice; def != nil {
+			info.Description = fmt.Sprintf("%s, default device %s", h.Name, def.Name)
+			info = describe(info, def)
+		}
+		out = append(out, info)
+	}
+	for _, dev := range devs {
+		info := audio.DeviceInfo{Name: strconv.Itoa(dev.Index), Description: deviceName(dev)}
+		out = append(out, describe(info, dev))
+	}
+	return out, nil
+}
+
+// describe fills what a device offers. PortAudio knows a default rate and
+// latency per device, not ranges; JACK devices run at the server's rate
+// and period only.
+func describe(info audio.DeviceInfo, d *pa.DeviceInfo) audio.DeviceInfo {
+	if d.MaxOutputChannels > 0 {
+		info.Streams = append(info.Streams, "playback")
+	}
+	if d.MaxInputChannels > 0 {
+		info.Streams = append(info.Streams, "capture")
+	}
+	info.Rates = strconv.Itoa(int(d.DefaultSampleRate))
+	info.Formats = []string{"float32"}
+	info.Channels = fmt.Sprintf("out 1-%d, in 1-%d", d.MaxOutputChannels, d.MaxInputChannels)
+	if d.HostApi != nil && d.HostApi.Type == pa.JACK {
+		if p, err := jackPeriod(d); err == nil {
+			info.PeriodSize = strconv.Itoa(p)
+			info.BufferSize = info.PeriodSize
+		}
+	} else {
+		lo := int(d.DefaultLowOutputLatency.Seconds()*d.DefaultSampleRate + 0.5)
+		hi := int(d.DefaultHighOutputLatency.Seconds()*d.DefaultSampleRate + 0.5)
+		info.BufferSize = fmt.Sprintf("%d-%d (default latency)", lo, hi)
+	}
+	return info
+}

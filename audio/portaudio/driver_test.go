@@ -1,0 +1,210 @@
+//go:build portaudio
+
+package portaudio
+
+import (
+	"errors"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"latencytest/audio"
+	"latencytest/rundata"
+)
+
+var _ audio.CallbackDriver = (*Driver)(nil)
+var _ audio.Devices = (*Driver)(nil)
+
+func jackConfig() audio.Config {
+	return audio.Config{Device: "jack", Stream: "playback", Rate: 48000, Channels: 2, PeriodFrames: 64, Periods: 2}
+}
+
+// record runs the driver for d, calling hook (if any) inside each step,
+// and returns the samples.
+func record(t *testing.T, drv *Driver, d time.Duration, hook func(p *rundata.Sample)) []rundata.Sample {
+	t.Helper()
+	samples := make([]rundata.Sample, 0, int(d.Seconds()*48000/64)*2+1000)
+	stop := make(chan struct{})
+	timer := time.AfterFunc(d, func() { close(stop) })
+	defer timer.Stop()
+	err := drv.Run(func(p *rundata.Sample) bool {
+		if hook != nil {
+			hook(p)
+		}
+		if len(samples) == cap(samples) {
+			return false
+		}
+		samples = append(samples, *p)
+		return true
+	}, stop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return samples
+}
+
+func openJack(t *testing.T, cfg audio.Config) *Driver {
+	t.Helper()
+	drv := New()
+	g, err := drv.Open(cfg)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := drv.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	if g.Rate != cfg.Rate || g.PeriodFrames != cfg.PeriodFrames || !strings.Contains(g.Device, "jack:") {
+		t.Fatalf("granted %+v", g)
+	}
+	return drv
+}
+
+// Five seconds of 64-frame periods at 48 kHz are 3750 callbacks; the
+// dummy server runs its cycles on the system clock, a little slow when it
+// has no real-time rights, hence the margin.
+func TestJackCountsPeriods(t *testing.T) {
+	startJack(t, 48000, 64)
+	drv := openJack(t, jackConfig())
+	s := record(t, drv, 5*time.Second, nil)
+	if n := len(s); n < 3750*98/100 || n > 3750*102/100 {
+		t.Fatalf("%d callbacks in 5 s, want 3750 ± 2 %%", n)
+	}
+	var lat []int64
+	for i, p := range s {
+		if p.Index != int64(i) {
+			t.Fatalf("sample %d has index %d", i, p.Index)
+		}
+		if p.Woke < p.Due {
+			t.Fatalf("sample %d woke %d ns before it was due", i, p.Due-p.Woke)
+		}
+		if p.Avail != 64 {
+			t.Fatalf("sample %d: avail %d, want one period", i, p.Avail)
+		}
+		lat = append(lat, p.Latency())
+	}
+	slices.Sort(lat)
+	// The grid is the lower envelope of the wakeups, fitted to the frame
+	// clock: if its slope were off by the dummy server's drift (it runs
+	// slow without real-time rights), latencies would run away by
+	// milliseconds over 5 s, or pile up at zero.
+	period := int64(64) * 1e9 / 48000
+	if med := lat[len(lat)/2]; med <= 0 || med > period {
+		t.Errorf("median latency %d ns, want within (0, one period]", med)
+	}
+	t.Logf("%d callbacks; latency min %d median %d p99 %d max %d ns", len(s), lat[0], lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1])
+}
+
+// A callback that stalls for 50 ms misses about 37 server cycles; the
+// next callback reports them as an xrun of about that length.
+func TestJackStallIsXrun(t *testing.T) {
+	startJack(t, 48000, 64)
+	drv := openJack(t, jackConfig())
+	const at = 1000
+	s := record(t, drv, 3*time.Second, func(p *rundata.Sample) {
+		if p.Index == at {
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+	if len(s) < at+500 {
+		t.Fatalf("only %d callbacks", len(s))
+	}
+	var stall int64
+	for _, p := range s[at+1 : at+4] {
+		stall = max(stall, p.Xrun)
+	}
+	if stall < 40e6 || stall > 80e6 {
+		t.Fatalf("xrun after a 50 ms stall: %d ns, want about 50 ms; samples %+v", stall, s[at:at+4])
+	}
+	// The grid survives the stall: callbacks after it are as punctual as
+	// before.
+	period := int64(64) * 1e9 / 48000
+	var lat []int64
+	for _, p := range s[at+100:] {
+		lat = append(lat, p.Latency())
+	}
+	slices.Sort(lat)
+	if med := lat[len(lat)/2]; med > period {
+		t.Errorf("median latency after the stall %d ns, want under a period", med)
+	}
+}
+
+// The real-time path of a running stream does not allocate: the heap's
+// malloc count over a second of callbacks stays far below the number of
+// callbacks (PortAudio's Go binding calls back through reflection; this
+// is where an allocation per call would show).
+func TestJackCallbackPathDoesNotAllocate(t *testing.T) {
+	startJack(t, 48000, 64)
+	drv := openJack(t, jackConfig())
+	var n int64
+	var before, after runtime.MemStats
+	stop := make(chan struct{})
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		runtime.ReadMemStats(&before)
+		n0 := n
+		time.Sleep(2 * time.Second)
+		runtime.ReadMemStats(&after)
+		n = n - n0
+		close(stop)
+	}()
+	if err := drv.Run(func(p *rundata.Sample) bool { n++; return true }, stop); err != nil {
+		t.Fatal(err)
+	}
+	mallocs := after.Mallocs - before.Mallocs
+	if n < 1000 || mallocs > uint64(n)/20 {
+		t.Fatalf("%d mallocs over %d callbacks", mallocs, n)
+	}
+	t.Logf("%d mallocs over %d callbacks", mallocs, n)
+}
+
+func TestJackDevices(t *testing.T) {
+	startJack(t, 48000, 64)
+	list, err := New().Devices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var host, dev bool
+	for _, d := range list {
+		if d.Name == "jack" && d.PeriodSize == "64" && d.Rates == "48000" {
+			host = true
+		}
+		if d.Description == "jack:system" && slices.Contains(d.Streams, "playback") {
+			dev = true
+		}
+	}
+	if !host || !dev {
+		t.Fatalf("no jack host API and jack:system device in %+v", list)
+	}
+}
+
+func TestJackBadInput(t *testing.T) {
+	startJack(t, 48000, 64)
+	for _, c := range []struct {
+		name string
+		edit func(*audio.Config)
+		want string
+	}{
+		{"rate", func(c *audio.Config) { c.Rate = 44100 }, "runs at 48000 Hz"},
+		{"period", func(c *audio.Config) { c.PeriodFrames = 128 }, "64-frame periods"},
+		{"hostapi", func(c *audio.Config) { c.Device = "coreaudio" }, "no host API"},
+		{"name", func(c *audio.Config) { c.Device = "jack:nosuch" }, "no JACK Audio Connection Kit playback device whose name contains"},
+		{"index", func(c *audio.Config) { c.Device = "999" }, "no device 999"},
+		{"stream", func(c *audio.Config) { c.Stream = "sideways" }, "--stream"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := jackConfig()
+			c.edit(&cfg)
+			drv := New()
+			_, err := drv.Open(cfg)
+			var bad *audio.ErrBadDevice
+			if !errors.As(err, &bad) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("Open: %v, want one-line ErrBadDevice containing %q", err, c.want)
+			}
+			drv.Close()
+		})
+	}
+}

@@ -1,0 +1,424 @@
+//go:build portaudio
+
+// Package portaudio is the driver for everything PortAudio reaches that the
+// direct ALSA driver does not: a JACK server, the ALSA plugins of
+// PulseAudio and PipeWire, OSS. It is built only with -tags portaudio
+// (cgo, libportaudio2; headers in portaudio19-dev) so that the default
+// build stays pure Go and static.
+//
+// PortAudio calls back from its own thread (JACK's process thread under
+// JACK), so the driver is an audio.CallbackDriver: Run starts the stream
+// and hands each callback to the engine's step. See docs/portaudio.md for
+// how lateness and xruns are measured.
+package portaudio
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync/atomic"
+	"time"
+
+	pa "github.com/gordonklaus/portaudio"
+
+	"latencytest/audio"
+	"latencytest/rundata"
+)
+
+// Driver is the PortAudio driver. Its zero value is not usable; call New.
+type Driver struct {
+	cfg      audio.Config
+	stream   *pa.Stream
+	inited   bool
+	jack     bool // the host API is JACK: its stream time is a frame clock
+	capture  bool // the stream has input
+	playback bool // the stream has output
+	rate     float64
+	buffer   int64 // frames the host buffers: the xrun threshold
+
+	// Set up by Open, used by the callback: nothing below is allocated
+	// after Open.
+	grid    *grid
+	sample  rundata.Sample
+	step    func(p *rundata.Sample) bool
+	done    chan struct{} // receives once when step asks to stop
+	stopped atomic.Bool   // the engine has stopped: callbacks only play silence
+	index   int64
+	prevDue int64 // grid instant of the previous callback
+	prevEnd int64 // when the previous callback's step returned
+	phase   float64
+	dphase  float64
+}
+
+// New returns a PortAudio driver.
+func New() *Driver { return &Driver{} }
+
+// init initialises PortAudio with its probing noise hidden.
+func (d *Driver) init() error {
+	restore := quietStderr(d.cfg.Verbose)
+	err := pa.Initialize()
+	restore()
+	if err != nil {
+		return fmt.Errorf("portaudio: initialising: %w", err)
+	}
+	d.inited = true
+	return nil
+}
+
+func (d *Driver) terminate() {
+	if d.inited {
+		restore := quietStderr(d.cfg.Verbose)
+		pa.Terminate()
+		restore()
+		d.inited = false
+	}
+}
+
+// Open opens a callback stream of cfg.PeriodFrames frames per callback on
+// the device cfg.Device names (see resolve).
+func (d *Driver) Open(cfg audio.Config) (audio.Granted, error) {
+	if cfg.Rate <= 0 || cfg.PeriodFrames <= 0 || cfg.Channels <= 0 {
+		return audio.Granted{}, &audio.ErrBadDevice{Msg: fmt.Sprintf("portaudio: rate %d, period %d, channels %d: all must be > 0", cfg.Rate, cfg.PeriodFrames, cfg.Channels)}
+	}
+	d.cfg = cfg
+	switch cfg.Stream {
+	case "", "playback":
+		d.playback = true
+	case "capture":
+		d.capture = true
+	case "duplex":
+		d.playback, d.capture = true, true
+	default:
+		return audio.Granted{}, &audio.ErrBadDevice{Msg: fmt.Sprintf("--stream %q: allowed: playback, capture, duplex", cfg.Stream)}
+	}
+	if err := d.init(); err != nil {
+		return audio.Granted{}, err
+	}
+	g, err := d.open()
+	if err != nil {
+		d.terminate()
+		return audio.Granted{}, err
+	}
+	return g, nil
+}
+
+func (d *Driver) open() (audio.Granted, error) {
+	cfg := d.cfg
+	hosts, err := pa.HostApis()
+	if err != nil {
+		return audio.Granted{}, fmt.Errorf("portaudio: listing host APIs: %w", err)
+	}
+	devs, err := pa.Devices()
+	if err != nil {
+		return audio.Granted{}, fmt.Errorf("portaudio: listing devices: %w", err)
+	}
+	params := pa.StreamParameters{SampleRate: float64(cfg.Rate), FramesPerBuffer: cfg.PeriodFrames, Flags: pa.ClipOff | pa.DitherOff}
+	latency := audio.Config{Rate: cfg.Rate, PeriodFrames: cfg.PeriodFrames * max(cfg.Periods, 1)}
+	var dev *pa.DeviceInfo
+	if d.playback {
+		if dev, err = resolve(hosts, devs, cfg.Device, false); err != nil {
+			return audio.Granted{}, err
+		}
+		if err := checkShape(dev, cfg, cfg.Device); err != nil {
+			return audio.Granted{}, err
+		}
+		params.Output = pa.StreamDeviceParameters{Device: dev, Channels: cfg.Channels, Latency: time.Duration(latency.PeriodNS())}
+	}
+	if d.capture {
+		spec := cfg.CaptureDevice
+		if spec == "" {
+			spec = cfg.Device
+		}
+		in, err := resolve(hosts, devs, spec, true)
+		if err != nil {
+			return audio.Granted{}, err
+		}
+		if err := checkShape(in, cfg, spec); err != nil {
+			return audio.Granted{}, err
+		}
+		params.Input = pa.StreamDeviceParameters{Device: in, Channels: cfg.Channels, Latency: time.Duration(latency.PeriodNS())}
+		if dev == nil {
+			dev = in
+		}
+	}
+	d.jack = dev.HostApi.Type == pa.JACK
+	d.rate = float64(cfg.Rate)
+
+	restore := quietStderr(cfg.Verbose)
+	var s *pa.Stream
+	switch {
+	case d.playback && d.capture:
+		s, err = pa.OpenStream(params, d.duplexCallback)
+	case d.capture:
+		s, err = pa.OpenStream(params, d.captureCallback)
+	default:
+		s, err = pa.OpenStream(params, d.playbackCallback)
+	}
+	restore()
+	if err != nil {
+		return audio.Granted{}, openError(err, dev, cfg)
+	}
+	d.stream = s
+
+	info := s.Info()
+	granted := audio.Granted{
+		Device:       fmt.Sprintf("%s (%s, device %d)", deviceName(dev), dev.HostApi.Name, dev.Index),
+		Format:       "float32",
+		Rate:         int(math.Round(info.SampleRate)),
+		Channels:     cfg.Channels,
+		PeriodFrames: cfg.PeriodFrames,
+		Periods:      cfg.Periods,
+	}
+	if d.jack {
+		// JACK hands each client one period per cycle and keeps no
+		// buffer of its own for it: a callback that misses its cycle is
+		// an xrun whatever --periods says.
+		granted.Periods = 1
+		granted.Notes = append(granted.Notes,
+			fmt.Sprintf("JACK runs the period and rate of its server (%d frames, %d Hz); --periods does not apply", cfg.PeriodFrames, cfg.Rate),
+			"xruns are the server cycles this stream missed, from the JACK frame clock; JACK's own xrun flag covers the whole graph and is not counted")
+	} else {
+		lat := info.OutputLatency
+		if !d.playback {
+			lat = info.InputLatency
+		}
+		if frames := int(math.Round(lat.Seconds() * info.SampleRate)); frames >= cfg.PeriodFrames {
+			granted.Periods = frames / cfg.PeriodFrames
+		}
+		granted.Notes = append(granted.Notes, fmt.Sprintf("%s grants a latency of %.1f ms (%d periods); the grid has no frame clock under this host API, so its slope is the nominal rate", dev.HostApi.Name, lat.Seconds()*1e3, granted.Periods))
+	}
+	if cfg.File != "" {
+		granted.Notes = append(granted.Notes, "the portaudio driver plays silence or --tone, not --file")
+	}
+	d.buffer = int64(max(granted.Periods, 1) * cfg.PeriodFrames)
+	d.grid = newGrid(cfg.Rate, cfg.PeriodFrames, d.jack)
+	d.done = make(chan struct{}, 1)
+	d.dphase = 2 * math.Pi * cfg.ToneHz / float64(cfg.Rate)
+	return granted, nil
+}
+
+// checkShape refuses what the device cannot run before PortAudio is asked:
+// PortAudio's own errors do not say what the device would accept.
+func checkShape(dev *pa.DeviceInfo, cfg audio.Config, spec string) error {
+	if dev.HostApi.Type != pa.JACK {
+		return nil
+	}
+	if int(dev.DefaultSampleRate) != cfg.Rate {
+		return &audio.ErrBadDevice{Msg: fmt.Sprintf("--rate %d: the JACK server runs at %d Hz (use --rate %d, or restart jackd with -r %d)", cfg.Rate, int(dev.DefaultSampleRate), int(dev.DefaultSampleRate), cfg.Rate)}
+	}
+	p, err := jackPeriod(dev)
+	if err != nil {
+		return err
+	}
+	if p != cfg.PeriodFrames {
+		return &audio.ErrBadDevice{Msg: fmt.Sprintf("--period %d: the JACK server runs with %d-frame periods (use --period %d, or restart jackd with -p %d)", cfg.PeriodFrames, p, p, cfg.PeriodFrames)}
+	}
+	return nil
+}
+
+// jackPeriod is the JACK server's period in frames. PortAudio does not
+// report it (a JACK device's latency is its ports' latency), and a stream
+// of another size would be re-blocked by PortAudio, several callbacks per
+// server cycle or one every few cycles, which is no longer the server's
+// timing. So it is measured: a stream that leaves the size to the host is
+// called back with one server period.
+func jackPeriod(dev *pa.DeviceInfo) (int, error) {
+	var frames atomic.Int64
+	params := pa.StreamParameters{SampleRate: dev.DefaultSampleRate, FramesPerBuffer: pa.FramesPerBufferUnspecified}
+	if dev.MaxOutputChannels > 0 {
+		params.Output = pa.StreamDeviceParameters{Device: dev, Channels: 1}
+	} else {
+		params.Input = pa.StreamDeviceParameters{Device: dev, Channels: 1}
+	}
+	cb := func(buf []float32) {
+		if frames.Load() == 0 {
+			frames.Store(int64(len(buf)))
+		}
+		clear(buf)
+	}
+	s, err := pa.OpenStream(params, cb)
+	if err != nil {
+		return 0, fmt.Errorf("portaudio: probing the JACK period: %w", err)
+	}
+	defer s.Close()
+	if err := s.Start(); err != nil {
+		return 0, fmt.Errorf("portaudio: probing the JACK period: %w", err)
+	}
+	defer s.Stop()
+	for deadline := time.Now().Add(2 * time.Second); frames.Load() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			return 0, errors.New("portaudio: probing the JACK period: the server ran no cycle in 2 s")
+		}
+	}
+	return int(frames.Load()), nil
+}
+
+// openError turns PortAudio's refusals that are the user's to fix into
+// ErrBadDevice.
+func openError(err error, dev *pa.DeviceInfo, cfg audio.Config) error {
+	var pe pa.Error
+	if errors.As(err, &pe) {
+		switch pe {
+		case pa.DeviceUnavailable:
+			return &audio.ErrBadDevice{Msg: fmt.Sprintf("--device %q: %s is busy (another program has it open)", cfg.Device, deviceName(dev))}
+		case pa.InvalidSampleRate:
+			return &audio.ErrBadDevice{Msg: fmt.Sprintf("--rate %d: %s does not run at this rate (its default is %d Hz)", cfg.Rate, deviceName(dev), int(dev.DefaultSampleRate))}
+		case pa.InvalidChannelCount:
+			return &audio.ErrBadDevice{Msg: fmt.Sprintf("--channels %d: %s has %d playback and %d capture channels", cfg.Channels, deviceName(dev), dev.MaxOutputChannels, dev.MaxInputChannels)}
+		case pa.InvalidDevice, pa.BadIODeviceCombination, pa.SampleFormatNotSupported:
+			return &audio.ErrBadDevice{Msg: fmt.Sprintf("--device %q: %s refuses this stream: %v", cfg.Device, deviceName(dev), err)}
+		}
+	}
+	return fmt.Errorf("portaudio: opening %s: %w", deviceName(dev), err)
+}
+
+// Start, Wait and Transfer are the blocking Driver's; a CallbackDriver is
+// driven through Run.
+func (d *Driver) Start() (int64, error) {
+	return 0, errors.New("portaudio: the driver is callback-driven; call Run")
+}
+
+// Wait is unused; see Start.
+func (d *Driver) Wait(*rundata.Sample) error { return errors.New("portaudio: use Run") }
+
+// Transfer is unused; see Start.
+func (d *Driver) Transfer(*rundata.Sample) error { return errors.New("portaudio: use Run") }
+
+// Run starts the stream and calls step from PortAudio's callback thread
+// once per period until step returns false or stop is closed; then it
+// stops the stream.
+func (d *Driver) Run(step func(p *rundata.Sample) bool, stop <-chan struct{}) error {
+	if d.stream == nil {
+		return errors.New("portaudio: Run before Open")
+	}
+	d.step = step
+	d.stopped.Store(false)
+	if err := d.stream.Start(); err != nil {
+		return fmt.Errorf("portaudio: starting the stream: %w", err)
+	}
+	select {
+	case <-d.done:
+	case <-stop:
+	}
+	d.stopped.Store(true)
+	if err := d.stream.Stop(); err != nil {
+		return fmt.Errorf("portaudio: stopping the stream: %w", err)
+	}
+	return nil
+}
+
+// Close closes the stream and releases PortAudio.
+func (d *Driver) Close() error {
+	var err error
+	if d.stream != nil {
+		restore := quietStderr(d.cfg.Verbose)
+		err = d.stream.Close()
+		restore()
+		d.stream = nil
+	}
+	d.terminate()
+	if err != nil {
+		return fmt.Errorf("portaudio: closing the stream: %w", err)
+	}
+	return nil
+}
+
+func (d *Driver) playbackCallback(out []float32, ti pa.StreamCallbackTimeInfo, fl pa.StreamCallbackFlags) {
+	d.callback(audio.Now(), nil, out, ti, fl)
+}
+
+func (d *Driver) captureCallback(in []float32, ti pa.StreamCallbackTimeInfo, fl pa.StreamCallbackFlags) {
+	d.callback(audio.Now(), in, nil, ti, fl)
+}
+
+func (d *Driver) duplexCallback(in, out []float32, ti pa.StreamCallbackTimeInfo, fl pa.StreamCallbackFlags) {
+	d.callback(audio.Now(), in, out, ti, fl)
+}
+
+// callback is one period, on PortAudio's thread. It must not allocate.
+// woke is taken by the caller as its first statement.
+func (d *Driver) callback(woke int64, in, out []float32, ti pa.StreamCallbackTimeInfo, fl pa.StreamCallbackFlags) {
+	if d.stopped.Load() {
+		clear(out)
+		return
+	}
+	p := &d.sample
+	*p = rundata.Sample{Index: d.index, Woke: woke}
+	d.index++
+	clock := math.NaN()
+	if d.jack {
+		// PortAudio's JACK stream time is jack_frame_time() − t0 over
+		// the server's rate: the frame clock, read just before calling
+		// back.
+		clock = ti.CurrentTime.Seconds() * d.rate
+	}
+	due, missed := d.grid.next(woke, clock)
+	periodNS := d.grid.periodNS()
+	if !d.jack && fl&(pa.OutputUnderflow|pa.InputOverflow) != 0 {
+		// A buffered host API found its buffer ran dry (or over) and
+		// restarted the stream. The buffer held d.buffer frames from
+		// the previous period's due instant, so it ran dry then plus
+		// the buffer's length; the xrun lasted from then to now, and
+		// at least one period.
+		dry := d.prevDue + int64(float64(d.buffer)*d.grid.nsFrame)
+		p.Xrun = max(woke-dry, int64(periodNS))
+		if fl&pa.InputOverflow != 0 && (fl&pa.OutputUnderflow == 0 || !d.playback) {
+			p.Flags |= rundata.FlagCapture
+		}
+		d.grid.restart(woke)
+		due = woke
+	}
+	if d.jack && d.index > 1 {
+		// The server did not get this stream's output for the missed
+		// cycles, and a callback that ended after the next cycle began
+		// missed its own: JACK's xrun, from this stream's point of view.
+		x := int64(float64(missed) * periodNS)
+		if late := d.prevEnd - (d.prevDue + int64(periodNS)); late > x {
+			x = late
+		}
+		if x > 0 {
+			p.Xrun = x
+			if !d.playback {
+				p.Flags |= rundata.FlagCapture
+			}
+		}
+	}
+	// PortAudio shows no hardware-pointer instant: the due instant is
+	// the grid's.
+	p.Due, p.Grid = due, due
+	late := max(woke-due, 0)
+	// PortAudio hands over one period per callback; lateness frees (or
+	// fills) more of the host's buffer, up to all of it.
+	p.Avail = int32(min(int64(d.cfg.PeriodFrames)+int64(float64(late)/d.grid.nsFrame), max(d.buffer, int64(d.cfg.PeriodFrames))))
+	d.fill(out)
+	ok := d.step(p)
+	d.prevDue = due
+	d.prevEnd = audio.Now()
+	if !ok {
+		d.stopped.Store(true)
+		select {
+		case d.done <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// fill writes the period's output: silence, or a sine of Config.ToneHz
+// on every channel.
+func (d *Driver) fill(out []float32) {
+	if d.dphase == 0 {
+		clear(out)
+		return
+	}
+	ch := d.cfg.Channels
+	for i := 0; i+ch <= len(out); i += ch {
+		v := float32(0.25 * math.Sin(d.phase))
+		for c := 0; c < ch; c++ {
+			out[i+c] = v
+		}
+		d.phase += d.dphase
+		if d.phase > 2*math.Pi {
+			d.phase -= 2 * math.Pi
+		}
+	}
+}

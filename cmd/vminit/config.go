@@ -28,9 +28,15 @@ type config struct {
 	Timeout string `json:"timeout"`
 
 	timeout time.Duration
+	// grace is how long after its own -test.timeout a test binary (and
+	// whatever it started) is killed.
+	grace time.Duration
 }
 
-const defaultTimeout = 5 * time.Minute
+const (
+	defaultTimeout = 5 * time.Minute
+	defaultGrace   = 30 * time.Second
+)
 
 // readConfig reads the config file; a missing file means the defaults.
 func readConfig(path string) (config, error) {
@@ -45,7 +51,7 @@ func readConfig(path string) (config, error) {
 			return c, fmt.Errorf("config %s: %w", path, err)
 		}
 	}
-	c.timeout = defaultTimeout
+	c.timeout, c.grace = defaultTimeout, defaultGrace
 	if c.Timeout != "" {
 		d, err := time.ParseDuration(c.Timeout)
 		if err != nil || d <= 0 {

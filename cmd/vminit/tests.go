@@ -81,14 +81,10 @@ func testArgs(cfg config, name string) []string {
 	return args
 }
 
-// killGrace is how long after its own -test.timeout a test binary (and
-// whatever it started) is killed.
-const killGrace = 30 * time.Second
-
 func runTest(out io.Writer, bin string, cfg config) testResult {
 	name := filepath.Base(bin)
 	res := testResult{name: name}
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout+killGrace)
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout+cfg.grace)
 	defer cancel()
 	args := testArgs(cfg, name)
 	cmd := exec.CommandContext(ctx, bin, args...)

@@ -1,49 +1,18 @@
 package kmod
 
 import (
-	"bytes"
-	"debug/elf"
-	"encoding/binary"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"latencytest/internal/initramfs/kmod/kmodtest"
 )
 
-// writeKO writes a minimal relocatable ELF file whose only content is a
-// .modinfo section holding the given key=value strings, which is all of a
-// kernel module that kmod looks at.
 func writeKO(t *testing.T, path string, modinfo ...string) {
 	t.Helper()
-	info := []byte(strings.Join(modinfo, "\x00") + "\x00")
-	shstr := []byte("\x00.modinfo\x00.shstrtab\x00")
-	const ehsize, shentsize = 64, 64
-	infoOff := uint64(ehsize)
-	strOff := infoOff + uint64(len(info))
-	shOff := (strOff + uint64(len(shstr)) + 7) &^ 7
-	var b bytes.Buffer
-	hdr := elf.Header64{
-		Type: uint16(elf.ET_REL), Machine: uint16(elf.EM_X86_64), Version: uint32(elf.EV_CURRENT),
-		Shoff: shOff, Ehsize: ehsize, Shentsize: shentsize, Shnum: 3, Shstrndx: 2,
-	}
-	copy(hdr.Ident[:], elf.ELFMAG)
-	hdr.Ident[elf.EI_CLASS] = byte(elf.ELFCLASS64)
-	hdr.Ident[elf.EI_DATA] = byte(elf.ELFDATA2LSB)
-	hdr.Ident[elf.EI_VERSION] = byte(elf.EV_CURRENT)
-	must(t, binary.Write(&b, binary.LittleEndian, hdr))
-	b.Write(info)
-	b.Write(shstr)
-	b.Write(make([]byte, shOff-uint64(b.Len())))
-	for _, s := range []elf.Section64{
-		{},
-		{Name: 1, Type: uint32(elf.SHT_PROGBITS), Off: infoOff, Size: uint64(len(info)), Addralign: 1},
-		{Name: 10, Type: uint32(elf.SHT_STRTAB), Off: strOff, Size: uint64(len(shstr)), Addralign: 1},
-	} {
-		must(t, binary.Write(&b, binary.LittleEndian, s))
-	}
-	must(t, os.MkdirAll(filepath.Dir(path), 0o755))
-	must(t, os.WriteFile(path, b.Bytes(), 0o644))
+	must(t, kmodtest.WriteModule(path, modinfo...))
 }
 
 func must(t *testing.T, err error) {

@@ -1,0 +1,161 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestReadConfig(t *testing.T) {
+	dir := t.TempDir()
+	c, err := readConfig(filepath.Join(dir, "missing.json"))
+	must(t, err)
+	if c.timeout != defaultTimeout || c.Run != "" {
+		t.Errorf("no file: %+v, want the defaults", c)
+	}
+	p := filepath.Join(dir, "vmtest.json")
+	must(t, os.WriteFile(p, []byte(`{"run": "TestX/a\\d", "timeout": "90s", "tests": {"a.test": "^(TestA)$"}}`), 0o644))
+	c, err = readConfig(p)
+	must(t, err)
+	if c.Run != `TestX/a\d` || c.timeout != 90*time.Second || c.Tests["a.test"] != "^(TestA)$" {
+		t.Errorf("got %+v", c)
+	}
+	for _, bad := range []string{`{"timeout": "soon"}`, `{"timeout": "-1s"}`, `{"run": "("}`, `{"tests": {"a.test": "["}}`, `{`} {
+		must(t, os.WriteFile(p, []byte(bad), 0o644))
+		if _, err := readConfig(p); err == nil {
+			t.Errorf("config %s accepted", bad)
+		}
+	}
+}
+
+func TestTestArgs(t *testing.T) {
+	cfg := config{timeout: time.Minute, Tests: map[string]string{"a.test": "^(TestA)$"}}
+	if got, want := testArgs(cfg, "a.test"), []string{"-test.v", "-test.timeout=1m0s", "-test.run=^(TestA)$"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("default: %q, want %q", got, want)
+	}
+	if got, want := testArgs(cfg, "b.test"), []string{"-test.v", "-test.timeout=1m0s"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("binary without vm test list: %q, want %q", got, want)
+	}
+	cfg.Run = "TestB"
+	if got, want := testArgs(cfg, "a.test"), []string{"-test.v", "-test.timeout=1m0s", "-test.run=TestB"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("-run given: %q, want %q", got, want)
+	}
+}
+
+func TestLineScanner(t *testing.T) {
+	var l lineScanner
+	out := "=== RUN   TestA\n--- PASS: TestA (0.00s)\n=== RUN   TestB\n    --- FAIL: TestB/sub (0.01s)\n--- FA"
+	// Written in pieces that split lines, as a pipe delivers them.
+	for _, piece := range []string{out[:10], out[10:50], out[50:]} {
+		l.Write([]byte(piece))
+	}
+	l.Write([]byte("IL: TestB (0.01s)\nok"))
+	l.flush()
+	if !reflect.DeepEqual(l.failed, []string{"TestB/sub", "TestB"}) || l.passed != 1 {
+		t.Fatalf("failed %q passed %d, want [TestB/sub TestB] and 1", l.failed, l.passed)
+	}
+}
+
+func TestResultLine(t *testing.T) {
+	if got := resultLine(nil); got != "\nVMTEST RESULT: PASS\n" {
+		t.Errorf("pass: %q", got)
+	}
+	if got := resultLine([]string{"a.test: TestX", "b.test: timed out"}); got != "\nVMTEST RESULT: FAIL (a.test: TestX; b.test: timed out)\n" {
+		t.Errorf("fail: %q", got)
+	}
+}
+
+func TestPCMNodes(t *testing.T) {
+	dir := t.TempDir()
+	proc, dev := filepath.Join(dir, "asound"), filepath.Join(dir, "snd")
+	for _, d := range []string{"card0/pcm0p", "card0/pcm0c", "card1/pcm1p", "card1/pcm10c", "card1/oss"} {
+		must(t, os.MkdirAll(filepath.Join(proc, d), 0o755))
+	}
+	must(t, os.WriteFile(filepath.Join(proc, "cards"), []byte(" 0 [Dummy ]: Dummy - Dummy\n"), 0o644))
+	must(t, os.MkdirAll(dev, 0o755))
+	for _, n := range []string{"pcmC0D0p", "pcmC1D10c"} {
+		must(t, os.WriteFile(filepath.Join(dev, n), nil, 0o644))
+	}
+	nodes, missing, err := pcmNodes(proc, dev)
+	must(t, err)
+	rel := func(ps []string) (r []string) {
+		for _, p := range ps {
+			r = append(r, filepath.Base(p))
+		}
+		return r
+	}
+	if want := []string{"pcmC0D0c", "pcmC0D0p", "pcmC1D10c", "pcmC1D1p"}; !reflect.DeepEqual(rel(nodes), want) {
+		t.Errorf("nodes %q, want %q", rel(nodes), want)
+	}
+	if want := []string{"pcmC0D0c", "pcmC1D1p"}; !reflect.DeepEqual(rel(missing), want) {
+		t.Errorf("missing %q, want %q", rel(missing), want)
+	}
+	var out bytes.Buffer
+	err = waitPCMNodes(&out, proc, dev, 100*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "pcmC0D0c") {
+		t.Errorf("waitPCMNodes with nodes missing: %v", err)
+	}
+	for _, n := range []string{"pcmC0D0c", "pcmC1D1p"} {
+		must(t, os.WriteFile(filepath.Join(dev, n), nil, 0o644))
+	}
+	must(t, waitPCMNodes(&out, proc, dev, 100*time.Millisecond))
+	if err := waitPCMNodes(&out, filepath.Join(dir, "none"), dev, 100*time.Millisecond); err == nil || !strings.Contains(err.Error(), "no PCM device") {
+		t.Errorf("waitPCMNodes without cards: %v", err)
+	}
+}
+
+// fakeTest writes an executable shell script standing in for a test
+// binary.
+func fakeTest(t *testing.T, dir, name, script string) {
+	t.Helper()
+	must(t, os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"+script+"\n"), 0o755))
+}
+
+func TestRunTests(t *testing.T) {
+	dir := t.TempDir()
+	fakeTest(t, dir, "a.test", `echo "args: $*"; pwd; echo '--- PASS: TestA (0.00s)'`)
+	must(t, os.Mkdir(filepath.Join(dir, "a"), 0o755)) // a.test runs here
+	fakeTest(t, dir, "b.test", `echo '--- FAIL: TestB (0.00s)'; echo '--- FAIL: TestC (0.00s)'; exit 1`)
+	fakeTest(t, dir, "c.test", `echo 'panic: boom' >&2; exit 2`)
+	fakeTest(t, dir, "d.test", `sleep 60 & wait`)
+	cfg := config{timeout: 200 * time.Millisecond, grace: 100 * time.Millisecond, Tests: map[string]string{"a.test": "^(TestA)$"}}
+	var out bytes.Buffer
+	start := time.Now()
+	failures := runTests(&out, dir, cfg)
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("runTests took %v: the hanging d.test was not killed", took)
+	}
+	want := []string{"b.test: TestB, TestC", "c.test: exit status 2", "d.test: timed out"}
+	if !reflect.DeepEqual(failures, want) {
+		t.Errorf("failures %q, want %q\n%s", failures, want, out.String())
+	}
+	for _, s := range []string{
+		"args: -test.v -test.timeout=200ms -test.run=^(TestA)$\n" + filepath.Join(dir, "a") + "\n",
+		"panic: boom", // stderr is streamed too
+		"4 test binaries, 3 tests run, 3 binaries failed",
+	} {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("output lacks %q:\n%s", s, out.String())
+		}
+	}
+}
+
+func TestRunTestsWithoutBinaries(t *testing.T) {
+	var out bytes.Buffer
+	if f := runTests(&out, t.TempDir(), config{timeout: time.Second}); len(f) != 1 || !strings.Contains(f[0], "no test binaries") {
+		t.Errorf("failures %q, want one saying there are no test binaries", f)
+	}
+}

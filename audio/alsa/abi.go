@@ -276,4 +276,5 @@ const (
 	ioctlCtlCardInfo      = iocRead | uintptr(unsafe.Sizeof(ctlCardInfo{}))<<16 | 'U'<<8 | 0x01
 	ioctlCtlPCMNextDevice = iocRead | 4<<16 | 'U'<<8 | 0x30
 	ioctlCtlPCMInfo       = iocRead | iocWrite | uintptr(unsafe.Sizeof(pcmInfo{}))<<16 | 'U'<<8 | 0x31
+	ioctlCtlPCMPreferSub  = iocWrite | 4<<16 | 'U'<<8 | 0x32
 )

@@ -140,6 +140,7 @@ func layoutChecks() []struct {
 		{"SNDRV_CTL_IOCTL_CARD_INFO", ioctlCtlCardInfo},
 		{"SNDRV_CTL_IOCTL_PCM_NEXT_DEVICE", ioctlCtlPCMNextDevice},
 		{"SNDRV_CTL_IOCTL_PCM_INFO", ioctlCtlPCMInfo},
+		{"SNDRV_CTL_IOCTL_PCM_PREFER_SUBDEVICE", ioctlCtlPCMPreferSub},
 		{"SNDRV_PCM_MMAP_OFFSET_STATUS", mmapOffsetStatus},
 		{"SNDRV_PCM_MMAP_OFFSET_CONTROL", mmapOffsetControl},
 		{"SNDRV_PCM_FORMAT_S16_LE", formatS16LE},

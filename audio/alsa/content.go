@@ -1,0 +1,233 @@
+//go:build linux && (amd64 || arm64)
+
+package alsa
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+)
+
+// What the playback side plays. Everything is rendered at Open into one
+// loop in the device's format, so the period loop only copies bytes.
+
+// pcmData is decoded audio: interleaved samples in [-1, 1].
+type pcmData struct {
+	rate     int
+	channels int
+	samples  []float32
+}
+
+func (d *pcmData) frames() int { return len(d.samples) / d.channels }
+
+// readWAV decodes a RIFF WAVE file with 16-, 24- or 32-bit integer PCM or
+// 32-bit float samples.
+func readWAV(path string) (*pcmData, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	d, err := decodeWAV(f)
+	if err != nil {
+		return nil, fmt.Errorf("--file %s: %w", path, err)
+	}
+	return d, nil
+}
+
+func decodeWAV(r io.Reader) (*pcmData, error) {
+	var hdr [12]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil || string(hdr[0:4]) != "RIFF" || string(hdr[8:12]) != "WAVE" {
+		return nil, errors.New("not a WAV file (no RIFF/WAVE header)")
+	}
+	le := binary.LittleEndian
+	var (
+		haveFmt                    bool
+		tag, channels, bits, align int
+		rate                       int
+	)
+	for {
+		var ch [8]byte
+		if _, err := io.ReadFull(r, ch[:]); err != nil {
+			return nil, errors.New("no data chunk")
+		}
+		id, size := string(ch[0:4]), int64(le.Uint32(ch[4:8]))
+		switch id {
+		case "fmt ":
+			if size < 16 || size > 1<<16 {
+				return nil, fmt.Errorf("fmt chunk of %d bytes", size)
+			}
+			b := make([]byte, size+size%2)
+			if _, err := io.ReadFull(r, b); err != nil {
+				return nil, fmt.Errorf("fmt chunk: %w", err)
+			}
+			tag = int(le.Uint16(b[0:]))
+			channels = int(le.Uint16(b[2:]))
+			rate = int(le.Uint32(b[4:]))
+			align = int(le.Uint16(b[12:]))
+			bits = int(le.Uint16(b[14:]))
+			if tag == 0xFFFE && size >= 40 { // WAVE_FORMAT_EXTENSIBLE: the subformat GUID starts with the tag
+				tag = int(le.Uint16(b[24:]))
+			}
+			haveFmt = true
+		case "data":
+			if !haveFmt {
+				return nil, errors.New("data chunk before fmt chunk")
+			}
+			return decodeSamples(r, size, tag, channels, rate, bits, align)
+		default:
+			if _, err := io.CopyN(io.Discard, r, size+size%2); err != nil {
+				return nil, fmt.Errorf("chunk %q: %w", id, err)
+			}
+		}
+	}
+}
+
+func decodeSamples(r io.Reader, size int64, tag, channels, rate, bits, align int) (*pcmData, error) {
+	switch {
+	case tag == 1 && (bits == 16 || bits == 24 || bits == 32):
+	case tag == 3 && bits == 32:
+	default:
+		return nil, fmt.Errorf("%d-bit samples of format %d: want 16-, 24- or 32-bit integer PCM or 32-bit float", bits, tag)
+	}
+	if channels < 1 || rate < 1 {
+		return nil, fmt.Errorf("%d channels at %d Hz", channels, rate)
+	}
+	bps := bits / 8
+	if align != bps*channels {
+		return nil, fmt.Errorf("block align %d for %d channels of %d bits", align, channels, bits)
+	}
+	// Files written while streaming carry a size of 0 or 0xFFFFFFFF:
+	// read to the end then.
+	var raw []byte
+	var err error
+	if size == 0 || size == 0xFFFFFFFF {
+		raw, err = io.ReadAll(r)
+	} else {
+		raw = make([]byte, size)
+		var n int
+		n, err = io.ReadFull(r, raw)
+		if err == io.ErrUnexpectedEOF { // truncated file: play what is there
+			raw, err = raw[:n], nil
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("data: %w", err)
+	}
+	n := len(raw) / align * channels
+	if n == 0 {
+		return nil, errors.New("no samples")
+	}
+	d := &pcmData{rate: rate, channels: channels, samples: make([]float32, n)}
+	le := binary.LittleEndian
+	for i := range d.samples {
+		b := raw[i*bps:]
+		var v float32
+		switch {
+		case tag == 3:
+			v = math.Float32frombits(le.Uint32(b))
+		case bits == 16:
+			v = float32(int16(le.Uint16(b))) / (1 << 15)
+		case bits == 24:
+			v = float32(int32(uint32(b[0])<<8|uint32(b[1])<<16|uint32(b[2])<<24)>>8) / (1 << 23)
+		default:
+			v = float32(float64(int32(le.Uint32(b))) / (1 << 31))
+		}
+		d.samples[i] = v
+	}
+	return d, nil
+}
+
+// convert resamples d to rate (linear interpolation: this is a test
+// signal, not a mastering chain) and maps its channels onto channels:
+// fewer channels are averaged down, more repeat the source's cyclically.
+func convert(d *pcmData, rate, channels int) *pcmData {
+	outFrames := int(int64(d.frames()) * int64(rate) / int64(d.rate))
+	if outFrames < 1 {
+		outFrames = 1
+	}
+	out := &pcmData{rate: rate, channels: channels, samples: make([]float32, outFrames*channels)}
+	in := d.frames()
+	step := float64(d.rate) / float64(rate)
+	for i := 0; i < outFrames; i++ {
+		x := float64(i) * step
+		j := int(x)
+		frac := float32(x - float64(j))
+		k := j + 1
+		if k >= in {
+			k = 0 // the file loops: interpolate towards its start
+		}
+		for c := 0; c < channels; c++ {
+			var v float32
+			if channels >= d.channels {
+				sc := c % d.channels
+				a, b := d.samples[j*d.channels+sc], d.samples[k*d.channels+sc]
+				v = a + (b-a)*frac
+			} else {
+				n := 0
+				for sc := c; sc < d.channels; sc += channels {
+					a, b := d.samples[j*d.channels+sc], d.samples[k*d.channels+sc]
+					v += a + (b-a)*frac
+					n++
+				}
+				v /= float32(n)
+			}
+			out.samples[i*channels+c] = v
+		}
+	}
+	return out
+}
+
+// tone renders a loop of a sine at hz, at half of full scale, on every
+// channel. The loop is one second long with a whole number of cycles, so
+// hz is rounded to a whole number to loop without a click.
+func tone(hz float64, rate, channels int) (*pcmData, float64) {
+	cycles := math.Round(hz)
+	if cycles < 1 {
+		cycles = 1
+	}
+	d := &pcmData{rate: rate, channels: channels, samples: make([]float32, rate*channels)}
+	for i := 0; i < rate; i++ {
+		v := float32(0.5 * math.Sin(2*math.Pi*cycles*float64(i)/float64(rate)))
+		for c := 0; c < channels; c++ {
+			d.samples[i*channels+c] = v
+		}
+	}
+	return d, cycles
+}
+
+// encode writes d in the device's sample format.
+func encode(d *pcmData, format int) []byte {
+	bps := bytesPerSample(format)
+	out := make([]byte, len(d.samples)*bps)
+	le := binary.LittleEndian
+	for i, v := range d.samples {
+		v = max(-1, min(1, v))
+		switch format {
+		case formatS16LE:
+			le.PutUint16(out[i*2:], uint16(int16(math.Round(float64(v)*32767))))
+		case formatS32LE:
+			le.PutUint32(out[i*4:], uint32(int32(math.Round(float64(v)*2147483647))))
+		case formatFloatLE:
+			le.PutUint32(out[i*4:], math.Float32bits(v))
+		}
+	}
+	return out
+}
+
+// decodeSample reads sample i of a buffer in the device's format, in
+// [-1, 1]; tests and the capture side use it.
+func decodeSample(b []byte, format, i int) float32 {
+	le := binary.LittleEndian
+	switch format {
+	case formatS16LE:
+		return float32(int16(le.Uint16(b[i*2:]))) / 32768
+	case formatS32LE:
+		return float32(float64(int32(le.Uint32(b[i*4:]))) / 2147483648)
+	default:
+		return math.Float32frombits(le.Uint32(b[i*4:]))
+	}
+}

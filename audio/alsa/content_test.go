@@ -1,0 +1,226 @@
+//go:build linux && (amd64 || arm64)
+
+package alsa
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// wav builds a WAV file: tag 1 (PCM) or 3 (float), or 0xFFFE for an
+// extensible header around PCM.
+func wav(tag, channels, rate, bits int, samples []int64) []byte {
+	le := binary.LittleEndian
+	bps := bits / 8
+	var data bytes.Buffer
+	for _, s := range samples {
+		var b [4]byte
+		le.PutUint32(b[:], uint32(s))
+		data.Write(b[:bps])
+	}
+	var f bytes.Buffer
+	fmtLen := 16
+	if tag == 0xFFFE {
+		fmtLen = 40
+	}
+	f.WriteString("RIFF")
+	binary.Write(&f, le, uint32(4+8+fmtLen+8+8+data.Len()))
+	f.WriteString("WAVE")
+	f.WriteString("LIST") // a chunk to skip
+	binary.Write(&f, le, uint32(0))
+	f.WriteString("fmt ")
+	binary.Write(&f, le, uint32(fmtLen))
+	binary.Write(&f, le, uint16(tag))
+	binary.Write(&f, le, uint16(channels))
+	binary.Write(&f, le, uint32(rate))
+	binary.Write(&f, le, uint32(rate*channels*bps))
+	binary.Write(&f, le, uint16(channels*bps))
+	binary.Write(&f, le, uint16(bits))
+	if tag == 0xFFFE {
+		binary.Write(&f, le, uint16(22))
+		binary.Write(&f, le, uint16(bits))
+		binary.Write(&f, le, uint32(3))
+		binary.Write(&f, le, uint16(1)) // KSDATAFORMAT_SUBTYPE_PCM starts with 1
+		f.Write(make([]byte, 14))
+	}
+	f.WriteString("data")
+	binary.Write(&f, le, uint32(data.Len()))
+	f.Write(data.Bytes())
+	return f.Bytes()
+}
+
+func TestDecodeWAV(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		tag     int
+		bits    int
+		samples []int64
+		want    []float32
+	}{
+		{"16-bit", 1, 16, []int64{0, 16384, -32768, 32767}, []float32{0, 0.5, -1, 32767.0 / 32768}},
+		{"24-bit", 1, 24, []int64{0, 1 << 22, -(1 << 23), -1}, []float32{0, 0.5, -1, -1.0 / (1 << 23)}},
+		{"32-bit", 1, 32, []int64{0, 1 << 30, -(1 << 31), 1 << 29}, []float32{0, 0.5, -1, 0.25}},
+		{"extensible 24-bit", 0xFFFE, 24, []int64{1 << 21, -(1 << 22)}, []float32{0.25, -0.5}},
+		{"float", 3, 32, []int64{int64(math.Float32bits(0.75)), int64(math.Float32bits(-0.125))}, []float32{0.75, -0.125}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := decodeWAV(bytes.NewReader(wav(tc.tag, 2, 44100, tc.bits, tc.samples)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.rate != 44100 || d.channels != 2 || len(d.samples) != len(tc.want) {
+				t.Fatalf("got %d Hz %d ch %d samples", d.rate, d.channels, len(d.samples))
+			}
+			for i, w := range tc.want {
+				if math.Abs(float64(d.samples[i]-w)) > 1e-7 {
+					t.Errorf("sample %d = %v, want %v", i, d.samples[i], w)
+				}
+			}
+		})
+	}
+}
+
+func TestDecodeWAVRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		data []byte
+		err  string
+	}{
+		{"8-bit", wav(1, 1, 8000, 8, []int64{1, 2}), "8-bit samples"},
+		{"not riff", []byte("ID3\x04 an mp3"), "not a WAV file"},
+		{"no data", wav(1, 1, 8000, 16, nil)[:44], "no data chunk"},
+		{"empty data", wav(1, 1, 8000, 16, nil), "no samples"},
+	} {
+		if _, err := decodeWAV(bytes.NewReader(tc.data)); err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%s: error %v, want %q", tc.name, err, tc.err)
+		}
+	}
+	p := filepath.Join(t.TempDir(), "x.wav")
+	os.WriteFile(p, wav(1, 1, 8000, 8, []int64{1}), 0o644)
+	if _, err := readWAV(p); err == nil || !strings.HasPrefix(err.Error(), "--file "+p+": ") {
+		t.Errorf("readWAV error %v does not name --file", err)
+	}
+}
+
+// A 1 kHz sine at 24 kHz mono, converted to 48 kHz stereo, is still a
+// 1 kHz sine on both channels.
+func TestConvertRateAndChannels(t *testing.T) {
+	src := &pcmData{rate: 24000, channels: 1}
+	for i := 0; i < 2400; i++ {
+		src.samples = append(src.samples, float32(math.Sin(2*math.Pi*1000*float64(i)/24000)))
+	}
+	out := convert(src, 48000, 2)
+	if out.frames() != 4800 || out.channels != 2 {
+		t.Fatalf("%d frames %d ch, want 4800 frames 2 ch", out.frames(), out.channels)
+	}
+	var worst float64
+	for i := 0; i < out.frames(); i++ {
+		want := math.Sin(2 * math.Pi * 1000 * float64(i) / 48000)
+		l, r := float64(out.samples[2*i]), float64(out.samples[2*i+1])
+		if l != r {
+			t.Fatalf("frame %d: channels differ %v %v", i, l, r)
+		}
+		worst = max(worst, math.Abs(l-want))
+	}
+	// Linear interpolation of a 1 kHz sine sampled at 24 kHz is off by at
+	// most 1−cos(π/24) ≈ 0.0086 midway between samples.
+	if worst > 0.01 {
+		t.Errorf("converted sine off by %v", worst)
+	}
+
+	stereo := &pcmData{rate: 8000, channels: 4, samples: []float32{1, 0.5, -1, 0.25}}
+	down := convert(stereo, 8000, 2)
+	if down.samples[0] != 0 || down.samples[1] != 0.375 {
+		t.Errorf("4→2 channels: %v, want averages [0 0.375]", down.samples)
+	}
+}
+
+func TestEncodeRoundTrip(t *testing.T) {
+	d := &pcmData{rate: 8000, channels: 1, samples: []float32{0, 0.5, -0.5, 1, -1, 2}}
+	for _, f := range preferredFormats {
+		b := encode(d, f)
+		if len(b) != len(d.samples)*bytesPerSample(f) {
+			t.Fatalf("%s: %d bytes", formatName(f), len(b))
+		}
+		for i, v := range d.samples {
+			v = min(v, 1) // clipped
+			if got := decodeSample(b, f, i); math.Abs(float64(got-v)) > 1.0/32767 {
+				t.Errorf("%s sample %d: %v, want %v", formatName(f), i, got, v)
+			}
+		}
+	}
+}
+
+func TestToneLoops(t *testing.T) {
+	d, hz := tone(440.4, 48000, 2)
+	if hz != 440 {
+		t.Errorf("tone rounded to %v, want 440", hz)
+	}
+	if d.frames() != 48000 {
+		t.Fatalf("%d frames", d.frames())
+	}
+	// The sample after the last is the first: continuing the sine past
+	// the loop's end must give the loop's start.
+	next := 0.5 * math.Sin(2*math.Pi*440*48000/48000)
+	if math.Abs(next-float64(d.samples[0])) > 1e-6 {
+		t.Errorf("loop seam: %v vs %v", next, d.samples[0])
+	}
+	var peak float32
+	for _, v := range d.samples {
+		peak = max(peak, v)
+	}
+	if peak < 0.499 || peak > 0.5 {
+		t.Errorf("peak %v, want 0.5", peak)
+	}
+}
+
+func TestFillLoops(t *testing.T) {
+	d := &Driver{content: []byte{1, 2, 3, 4, 5}}
+	buf := make([]byte, 4)
+	var got []byte
+	for range 3 {
+		d.fill(buf)
+		got = append(got, buf...)
+	}
+	if want := []byte{1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1, 2}; !bytes.Equal(got, want) {
+		t.Errorf("fill: %v, want %v", got, want)
+	}
+	silent := &Driver{}
+	buf = make([]byte, 4)
+	silent.fill(buf)
+	if !bytes.Equal(buf, make([]byte, 4)) {
+		t.Errorf("silence filled %v", buf)
+	}
+}
+
+func TestGridFitFollowsDrift(t *testing.T) {
+	var g gridFit
+	nominal := 1e9 / 48000.0
+	g.reset(nominal)
+	if g.at(100) != 0 || g.slope() != nominal {
+		t.Fatalf("empty fit: at %d slope %v", g.at(100), g.slope())
+	}
+	// A card running 100 ppm fast against the system clock, pointer
+	// updates every 64 frames with ±20 µs of jitter, an hour in.
+	real := nominal / (1 + 100e-6)
+	t0 := int64(3600e9)
+	base := uint64(1 << 40)
+	jitter := []int64{0, 20000, -20000, 5000, -5000, 12000, -12000}
+	for k := 0; k < 200000; k++ {
+		x := base + uint64(k)*64
+		g.add(x, t0+int64(float64(k*64)*real)+jitter[k%len(jitter)])
+	}
+	if ppm := (g.slope()/real - 1) * 1e6; math.Abs(ppm) > 0.01 {
+		t.Errorf("slope off by %.4f ppm", ppm)
+	}
+	k := 250000
+	want := t0 + int64(float64(k*64)*real)
+	if got := g.at(base + uint64(k)*64); math.Abs(float64(got-want)) > 1000 {
+		t.Errorf("grid at period %d: off by %d ns", k, got-want)
+	}
+}

@@ -1,0 +1,533 @@
+//go:build linux && (amd64 || arm64)
+
+package alsa
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"latencytest/audio"
+	"latencytest/rundata"
+)
+
+// Driver is the ALSA driver. Its zero value is not usable; call New.
+type Driver struct {
+	sys system
+	cfg audio.Config
+
+	play, capt *side
+	sides      []*side // the open sides, playback first
+	linked     bool    // capture starts and stops with playback
+
+	format       int
+	rate         int
+	periodFrames int
+	periodNS     int64 // nominal
+
+	content    []byte // playback loop in the device format; nil: silence
+	contentPos int
+
+	pfds      [2]unix.PollFd
+	timeoutNS int64
+	ts        unix.Timespec // ppoll writes the time left back into it
+
+	grid gridFit // the primary side's pointer clock
+}
+
+// side is one direction of the stream and where its pointers are.
+type side struct {
+	pcm  *pcm
+	name string // "hw:0,0"
+	buf  []byte // one period
+
+	raw  uint64 // last hardware pointer read, as the kernel keeps it (wraps at boundary)
+	pos  uint64 // frames the hardware has moved since the stream (re)started
+	appl uint64 // frames the application has moved since then
+
+	ready bool
+	due   int64 // when the pending period became due
+	xrun  bool  // the stream was found stopped by an xrun
+}
+
+// New returns an ALSA driver.
+func New() *Driver { return &Driver{sys: defaultSystem()} }
+
+// Present reports whether there is a playback device to open.
+func Present() bool { return defaultSystem().anyPlayback() }
+
+// Open opens and configures the device(s) cfg names. Errors the user can
+// fix (no such device, busy, a rate or period the device refuses) are
+// *audio.ErrBadDevice.
+func (d *Driver) Open(cfg audio.Config) (g audio.Granted, err error) {
+	if cfg.Stream == "" {
+		cfg.Stream = "playback"
+	}
+	if cfg.Stream != "playback" && cfg.Stream != "capture" && cfg.Stream != "duplex" {
+		return g, &audio.ErrBadDevice{Msg: fmt.Sprintf("--stream %q: want playback, capture or duplex", cfg.Stream)}
+	}
+	if cfg.Rate <= 0 || cfg.Channels <= 0 || cfg.PeriodFrames <= 0 || cfg.Periods < 2 {
+		return g, &audio.ErrBadDevice{Msg: fmt.Sprintf("alsa: rate %d, channels %d, period %d, periods %d: need all > 0 and periods ≥ 2", cfg.Rate, cfg.Channels, cfg.PeriodFrames, cfg.Periods)}
+	}
+	if cfg.ToneHz != 0 && cfg.File != "" {
+		return g, &audio.ErrBadDevice{Msg: "--tone and --file: choose one"}
+	}
+	if cfg.ToneHz < 0 || cfg.ToneHz >= float64(cfg.Rate)/2 {
+		return g, &audio.ErrBadDevice{Msg: fmt.Sprintf("--tone %g: want a frequency between 0 and %d Hz (half the rate)", cfg.ToneHz, cfg.Rate/2)}
+	}
+	d.cfg = cfg
+	defer func() {
+		if err != nil {
+			d.Close()
+		}
+	}()
+	want := shape{channels: cfg.Channels, rate: cfg.Rate, periodFrames: cfg.PeriodFrames, periods: cfg.Periods}
+	var notes []string
+	if cfg.Stream != "capture" {
+		if d.play, notes, err = d.openSide(cfg.Device, streamPlayback, &want); err != nil {
+			return g, err
+		}
+		d.sides = append(d.sides, d.play)
+	}
+	if cfg.Stream != "playback" {
+		name := cfg.Device
+		if cfg.Stream == "duplex" && cfg.CaptureDevice != "" {
+			name = cfg.CaptureDevice
+		}
+		var n []string
+		if d.capt, n, err = d.openSide(name, streamCapture, &want); err != nil {
+			return g, err
+		}
+		d.sides = append(d.sides, d.capt)
+		notes = append(notes, n...)
+	}
+	d.format, d.rate, d.periodFrames = want.format, want.rate, want.periodFrames
+	d.periodNS = int64(d.periodFrames) * 1e9 / int64(d.rate)
+	// A poll that sees no period for many buffers means the device died.
+	d.timeoutNS = max(int64(want.periods)*d.periodNS*20, 1e9)
+	if d.play != nil && d.capt != nil {
+		fd := int32(d.capt.pcm.fd)
+		d.linked = ioctl(d.play.pcm.fd, ioctlLink, unsafe.Pointer(&fd)) == 0
+	}
+	for _, s := range d.sides {
+		if s.pcm.status == nil {
+			notes = append(notes, fmt.Sprintf("%s: status page not mappable here; pointer timestamps read with SYNC_PTR", s.name))
+		}
+	}
+	if n, err := d.loadContent(want); err != nil {
+		return g, err
+	} else if n != "" {
+		notes = append(notes, n)
+	}
+	g = audio.Granted{
+		Device:       d.describe(),
+		Format:       formatName(want.format),
+		Rate:         want.rate,
+		Channels:     want.channels,
+		PeriodFrames: want.periodFrames,
+		Periods:      want.periods,
+		Notes:        notes,
+	}
+	return g, nil
+}
+
+// openSide opens one direction of name and negotiates *want on it. The
+// first side negotiates what was asked; a second (duplex) side must take
+// exactly what the first was granted, since both move one period per
+// wakeup.
+func (d *Driver) openSide(name string, stream int, want *shape) (*side, []string, error) {
+	dn, err := parseDevice(name)
+	if err != nil {
+		return nil, nil, &audio.ErrBadDevice{Msg: err.Error()}
+	}
+	c, err := d.sys.resolve(dn)
+	if err != nil {
+		return nil, nil, &audio.ErrBadDevice{Msg: fmt.Sprintf("--device %q: %v", name, err)}
+	}
+	dir := "playback"
+	if stream == streamCapture {
+		dir = "capture"
+	}
+	hw := fmt.Sprintf("hw:%d,%d", c.index, dn.device)
+	label := fmt.Sprintf("%s (%s %s)", hw, c.id, dir)
+	path := d.sys.pcmPath(c, dn.device, stream)
+	p, err := d.openPCM(c, dn, path, stream)
+	if err != nil {
+		switch {
+		case errors.Is(err, unix.ENOENT):
+			return nil, nil, &audio.ErrBadDevice{Msg: fmt.Sprintf("--device %q: card %d [%s] has no %s device %d (it has %s)", name, c.index, c.id, dir, dn.device, d.sys.describeDevices(c, stream))}
+		case errors.Is(err, unix.EBUSY) || errors.Is(err, unix.EAGAIN):
+			who := d.sys.holder(c, dn.device, stream)
+			if who == "" {
+				who = "another process"
+			}
+			return nil, nil, &audio.ErrBadDevice{Msg: fmt.Sprintf("--device %q: %s is busy: held by %s", name, label, who)}
+		case errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM):
+			return nil, nil, &audio.ErrBadDevice{Msg: fmt.Sprintf("--device %q: %v (join the audio group, or run as root)", name, err)}
+		}
+		return nil, nil, fmt.Errorf("open %s: %w", label, err)
+	}
+	s := &side{pcm: p, name: hw}
+	h := anyParams()
+	var notes []string
+	if want.format == 0 {
+		notes, err = negotiate(p, &h, *want)
+	} else {
+		err = pinExactly(p, &h, *want)
+	}
+	if err != nil {
+		p.close()
+		var bp *badParam
+		if errors.As(err, &bp) {
+			prefix := ""
+			if bp.flag != "" {
+				prefix = bp.flag + ": "
+			}
+			return nil, nil, &audio.ErrBadDevice{Msg: fmt.Sprintf("%s%s %s", prefix, label, bp.msg)}
+		}
+		return nil, nil, fmt.Errorf("%s: %w", label, err)
+	}
+	if err := p.setup(&h, *want); err != nil {
+		p.close()
+		return nil, nil, err
+	}
+	got := grantedShape(&h)
+	if want.format == 0 {
+		*want = got
+	}
+	s.buf = make([]byte, got.periodFrames*p.frameBytes)
+	return s, notes, nil
+}
+
+// openPCM opens the node, asking the control device for a particular
+// subdevice when the name gives one.
+func (d *Driver) openPCM(c card, dn deviceName, path string, stream int) (*pcm, error) {
+	if dn.subdevice >= 0 {
+		fd, err := unix.Open(filepath.Join(d.sys.dev, fmt.Sprintf("controlC%d", c.index)), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, err
+		}
+		defer unix.Close(fd)
+		sub := int32(dn.subdevice)
+		if e := ioctl(fd, ioctlCtlPCMPreferSub, unsafe.Pointer(&sub)); e != 0 {
+			return nil, fmt.Errorf("prefer subdevice %d: %w", dn.subdevice, e)
+		}
+	}
+	return openPCM(path, stream)
+}
+
+// pinExactly asks a duplex's second side for the first side's shape.
+func pinExactly(r refiner, h *hwParams, s shape) error {
+	if err := r.refine(h); err != nil {
+		return fmt.Errorf("the device refuses every configuration: %w", err)
+	}
+	ok := tryMask(r, h, paramAccess, accessRWInterleaved) && tryMask(r, h, paramFormat, s.format) &&
+		trySet(r, h, paramChannels, uint32(s.channels)) && trySet(r, h, paramRate, uint32(s.rate)) &&
+		trySet(r, h, paramPeriodSize, uint32(s.periodFrames)) && trySet(r, h, paramPeriods, uint32(s.periods))
+	if !ok {
+		return &badParam{flag: "--capture-device", msg: fmt.Sprintf("cannot match the playback side (%s, %d channels, %d Hz, %d×%d frames)", formatName(s.format), s.channels, s.rate, s.periods, s.periodFrames)}
+	}
+	trySet(r, h, paramBufferSize, uint32(s.periods*s.periodFrames))
+	return nil
+}
+
+// describe is Granted.Device.
+func (d *Driver) describe() string {
+	var parts []string
+	for _, s := range d.sides {
+		dir := "playback"
+		if s == d.capt {
+			dir = "capture"
+		}
+		parts = append(parts, fmt.Sprintf("%s %s", s.name, dir))
+	}
+	return strings.Join(parts, " + ")
+}
+
+// loadContent renders what the playback side plays into one loop.
+func (d *Driver) loadContent(s shape) (note string, err error) {
+	var data *pcmData
+	switch {
+	case d.cfg.File != "":
+		src, err := readWAV(d.cfg.File)
+		if err != nil {
+			return "", &audio.ErrBadDevice{Msg: err.Error()}
+		}
+		if src.rate != s.rate || src.channels != s.channels {
+			note = fmt.Sprintf("%s: %d Hz %d ch converted to %d Hz %d ch", filepath.Base(d.cfg.File), src.rate, src.channels, s.rate, s.channels)
+		}
+		data = convert(src, s.rate, s.channels)
+	case d.cfg.ToneHz > 0:
+		var hz float64
+		data, hz = tone(d.cfg.ToneHz, s.rate, s.channels)
+		if hz != d.cfg.ToneHz {
+			note = fmt.Sprintf("tone %g Hz rounded to %g Hz so that it loops without a click", d.cfg.ToneHz, hz)
+		}
+	default:
+		return "", nil
+	}
+	if d.play == nil {
+		return "nothing is played on a capture stream: --tone and --file ignored", nil
+	}
+	d.content = encode(data, s.format)
+	return note, nil
+}
+
+// Start fills the playback buffer and starts the stream. It returns the
+// kernel's trigger timestamp.
+func (d *Driver) Start() (int64, error) {
+	if err := d.restart(); err != nil {
+		return 0, err
+	}
+	s := d.sides[0]
+	if e := s.pcm.statusNow(); e != 0 {
+		return audio.Now(), nil
+	}
+	return s.pcm.st.TriggerTstamp.ns(), nil
+}
+
+// restart (re)prepares every side, refills the playback buffer, starts
+// the stream and resets the pointer bookkeeping. After an xrun the period
+// grid starts afresh, as on any ALSA application that recovers.
+func (d *Driver) restart() error {
+	for _, s := range d.sides {
+		s.pcm.drop()
+		if e := s.pcm.prepare(); e != 0 {
+			return fmt.Errorf("%s: prepare: %w", s.name, e)
+		}
+		_, raw, _, e := s.pcm.readStatus()
+		if e != 0 {
+			return fmt.Errorf("%s: status: %w", s.name, e)
+		}
+		s.raw, s.pos, s.appl, s.ready, s.xrun = raw, 0, 0, false, false
+	}
+	if s := d.play; s != nil {
+		for n := 0; n < s.pcm.bufferFrames; n += d.periodFrames {
+			d.fill(s.buf)
+			k, e := s.pcm.xferi(s.buf, d.periodFrames)
+			if e != 0 {
+				return fmt.Errorf("%s: prefill: %w", s.name, e)
+			}
+			s.appl += uint64(k)
+		}
+	}
+	for i, s := range d.sides {
+		if i > 0 && d.linked {
+			break
+		}
+		if e := s.pcm.start(); e != 0 {
+			return fmt.Errorf("%s: start: %w", s.name, e)
+		}
+	}
+	d.grid.reset(float64(d.periodNS) / float64(d.periodFrames))
+	return nil
+}
+
+// fill copies the next period of the playback loop into buf (left as
+// silence when there is nothing to play).
+func (d *Driver) fill(buf []byte) {
+	if d.content == nil {
+		return
+	}
+	for n := 0; n < len(buf); {
+		c := copy(buf[n:], d.content[d.contentPos:])
+		n += c
+		d.contentPos += c
+		if d.contentPos == len(d.content) {
+			d.contentPos = 0
+		}
+	}
+}
+
+// need is the hardware position at which side s has its next period: room
+// for one in the playback buffer, or one captured.
+func (d *Driver) need(s *side) uint64 {
+	if s == d.play {
+		return s.appl + uint64(d.periodFrames) - uint64(s.pcm.bufferFrames)
+	}
+	return s.appl + uint64(d.periodFrames)
+}
+
+// check reads side s's status and marks it ready when its next period is
+// complete (or the stream stopped).
+func (d *Driver) check(s *side) error {
+	state, raw, ts, e := s.pcm.readStatus()
+	if e != 0 {
+		return fmt.Errorf("%s: status: %w", s.name, e)
+	}
+	s.pos += (raw + s.pcm.boundary - s.raw) % s.pcm.boundary
+	s.raw = raw
+	if state != stateRunning {
+		if state == stateXrun || state == stateSuspended {
+			s.ready, s.xrun, s.due = true, true, ts
+			return nil
+		}
+		return fmt.Errorf("%s: stream %s", s.name, stateName(state))
+	}
+	need := d.need(s)
+	if s.pos < need {
+		return nil
+	}
+	// ts is the last pointer update. If the pointer has gone more than a
+	// period past the boundary since, we woke late enough for further
+	// updates: step back by whole periods on the fitted clock.
+	excess := s.pos - need
+	late := excess / uint64(d.periodFrames) * uint64(d.periodFrames)
+	s.due = ts - int64(float64(late)*d.grid.slope())
+	s.ready = true
+	if s == d.sides[0] && late == 0 {
+		d.grid.add(s.pos, ts)
+	}
+	return nil
+}
+
+// Wait blocks in poll until every side has its next period, then fills
+// p.Due (the later side's pointer timestamp), p.Woke, p.Avail (of the
+// first side) and p.Grid.
+func (d *Driver) Wait(p *rundata.Sample) error {
+	woke := audio.Now()
+	for {
+		n := 0
+		for _, s := range d.sides {
+			if s.ready {
+				continue
+			}
+			if err := d.check(s); err != nil {
+				return err
+			}
+			if !s.ready {
+				ev := int16(unix.POLLOUT)
+				if s == d.capt {
+					ev = unix.POLLIN
+				}
+				d.pfds[n] = unix.PollFd{Fd: int32(s.pcm.fd), Events: ev}
+				n++
+			}
+		}
+		if n == 0 {
+			break
+		}
+		k, err := d.poll(n)
+		woke = audio.Now()
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("poll: %w", err)
+		}
+		if k == 0 {
+			return fmt.Errorf("%s: no period in %d ms: the device stopped moving", d.sides[0].name, d.timeoutNS/1e6)
+		}
+	}
+	p.Woke = woke
+	for _, s := range d.sides {
+		p.Due = max(p.Due, s.due)
+	}
+	first := d.sides[0]
+	avail := int64(first.pos) - int64(first.appl)
+	if first == d.play {
+		avail += int64(first.pcm.bufferFrames)
+	}
+	p.Avail = int32(avail)
+	if !first.xrun {
+		p.Grid = d.grid.at(d.need(first))
+	}
+	return nil
+}
+
+// Transfer writes (and reads) the period. An xrun found on the way is
+// measured as aplay measures it (now minus the trigger timestamp of the
+// stop) and recovered from by restarting the stream.
+func (d *Driver) Transfer(p *rundata.Sample) error {
+	for _, s := range d.sides {
+		s.ready = false
+		if s == d.play {
+			d.fill(s.buf)
+		}
+		e := unix.EPIPE
+		if !s.xrun {
+			e = d.xfer(s)
+		}
+		switch e {
+		case 0:
+			continue
+		case unix.EPIPE, unix.ESTRPIPE:
+			now := audio.Now()
+			x := int64(1)
+			if s.pcm.statusNow() == 0 && s.pcm.st.State == stateXrun {
+				x = max(now-s.pcm.st.TriggerTstamp.ns(), 1)
+			}
+			p.Xrun = x
+			if s == d.capt {
+				p.Flags |= rundata.FlagCapture
+			}
+			return d.restart()
+		default:
+			return fmt.Errorf("%s: transfer: %w", s.name, e)
+		}
+	}
+	return nil
+}
+
+// poll waits for the first n of d.pfds.
+func (d *Driver) poll(n int) (int, error) {
+	d.ts.Sec, d.ts.Nsec = d.timeoutNS/1e9, d.timeoutNS%1e9
+	return unix.Ppoll(d.pfds[:n], &d.ts, nil)
+}
+
+// xfer moves one period of side s; the device may take it in pieces.
+func (d *Driver) xfer(s *side) unix.Errno {
+	fb := s.pcm.frameBytes
+	for done := 0; done < d.periodFrames; {
+		k, e := s.pcm.xferi(s.buf[done*fb:], d.periodFrames-done)
+		if e == unix.EAGAIN {
+			// Not enough room yet: cannot happen after poll said there
+			// is a period, but wait rather than spin if it does.
+			d.pfds[0] = unix.PollFd{Fd: int32(s.pcm.fd), Events: unix.POLLOUT | unix.POLLIN}
+			d.poll(1)
+			continue
+		}
+		if e != 0 {
+			return e
+		}
+		done += k
+		s.appl += uint64(k)
+	}
+	return 0
+}
+
+// Captured is the last period read on the capture side, in the device's
+// format (see Format); it is overwritten by the next Transfer.
+func (d *Driver) Captured() []byte {
+	if d.capt == nil {
+		return nil
+	}
+	return d.capt.buf
+}
+
+// Close stops the stream and releases the devices.
+func (d *Driver) Close() error {
+	var first error
+	for _, s := range []*side{d.capt, d.play} {
+		if s == nil {
+			continue
+		}
+		if err := s.pcm.close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	d.play, d.capt, d.sides = nil, nil, nil
+	return first
+}
+
+func stateName(s int32) string {
+	names := []string{"open", "setup", "prepared", "running", "xrun", "draining", "paused", "suspended", "disconnected"}
+	if s >= 0 && int(s) < len(names) {
+		return names[s]
+	}
+	return fmt.Sprintf("state %d", s)
+}

@@ -1,0 +1,52 @@
+//go:build linux && (amd64 || arm64)
+
+package alsa
+
+// gridFit is the ideal period grid: a least-squares line through the
+// (hardware position, timestamp) pairs of on-time pointer updates since
+// the stream (re)started. Its slope is the card's real frame period on
+// the system clock, so the grid follows the card's clock drift instead of
+// the nominal rate. It uses Welford's running form, which stays exact
+// over hours where naive sums of squares would cancel.
+type gridFit struct {
+	nominal  float64 // ns per frame at the nominal rate, used until fitted
+	n        float64
+	x0       uint64 // first point, subtracted to keep the sums small
+	y0       int64
+	mx, my   float64 // running means of x−x0, y−y0
+	sxx, sxy float64 // running sums of squared and cross deviations
+}
+
+func (g *gridFit) reset(nominal float64) { *g = gridFit{nominal: nominal} }
+
+// add records that the hardware pointer was at x frames at y ns.
+func (g *gridFit) add(x uint64, y int64) {
+	if g.n == 0 {
+		g.x0, g.y0 = x, y
+	}
+	dx, dy := float64(x-g.x0), float64(y-g.y0)
+	g.n++
+	ddx := dx - g.mx
+	g.mx += ddx / g.n
+	g.my += (dy - g.my) / g.n
+	g.sxx += ddx * (dx - g.mx)
+	g.sxy += ddx * (dy - g.my)
+}
+
+// slope is the fitted ns per frame (the nominal until two distinct
+// points).
+func (g *gridFit) slope() float64 {
+	if g.n < 2 || g.sxx == 0 {
+		return g.nominal
+	}
+	return g.sxy / g.sxx
+}
+
+// at is the instant the fitted clock reaches position x; 0 before the
+// first point.
+func (g *gridFit) at(x uint64) int64 {
+	if g.n == 0 {
+		return 0
+	}
+	return g.y0 + int64(g.my+g.slope()*(float64(int64(x-g.x0))-g.mx))
+}

@@ -1,0 +1,206 @@
+//go:build linux && (amd64 || arm64)
+
+package alsa
+
+import (
+	"fmt"
+	"os"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// pcm is one open PCM substream: /dev/snd/pcmCxDyp or ...c.
+type pcm struct {
+	fd     int
+	path   string
+	stream int // streamPlayback or streamCapture
+
+	// status points into the kernel's status page when it could be
+	// mapped (x86 and other cache-coherent architectures); elsewhere sync
+	// carries the same record through the SYNC_PTR ioctl.
+	status    *mmapStatus
+	statusMap []byte
+	sync      syncPtr
+
+	st   pcmStatus // STATUS ioctl, for the trigger timestamp of an xrun
+	xfer xferi
+
+	frameBytes   int
+	periodFrames int
+	bufferFrames int
+	boundary     uint64 // pointers wrap here
+}
+
+// ioctl calls the PCM ioctl req with arg, retrying on EINTR. It returns
+// the errno (0 on success) rather than an error so that the period loop
+// can test it without allocating.
+func ioctl(fd int, req uintptr, arg unsafe.Pointer) unix.Errno {
+	for {
+		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), req, uintptr(arg))
+		if e != unix.EINTR {
+			return e
+		}
+	}
+}
+
+func errnoErr(e unix.Errno) error {
+	if e == 0 {
+		return nil
+	}
+	return e
+}
+
+// openPCM opens a PCM node non-blocking: open fails at once with EBUSY
+// instead of waiting for the owner to let go, and the period loop never
+// blocks anywhere but in poll.
+func openPCM(path string, stream int) (*pcm, error) {
+	fd, err := unix.Open(path, unix.O_RDWR|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	p := &pcm{fd: fd, path: path, stream: stream}
+	// Tell the kernel which protocol we speak; it gates the status mmap on
+	// drivers that need an explicit appl_ptr sync. Kernels older than 4.14
+	// lack the ioctl, which is harmless.
+	v := int32(pcmVersion)
+	ioctl(fd, ioctlUserPVersion, unsafe.Pointer(&v))
+	return p, nil
+}
+
+func (p *pcm) refine(h *hwParams) error {
+	if e := ioctl(p.fd, ioctlHWRefine, unsafe.Pointer(h)); e != 0 {
+		if e == unix.EINVAL {
+			return errEmpty
+		}
+		return fmt.Errorf("%s: HW_REFINE: %w", p.path, e)
+	}
+	return nil
+}
+
+// setup installs the negotiated hw_params and the sw_params the period
+// loop relies on: wake when one period is available, timestamp every
+// pointer update with CLOCK_MONOTONIC, stop (xrun) only when the whole
+// buffer ran out, and never start by itself.
+func (p *pcm) setup(h *hwParams, s shape) error {
+	if e := ioctl(p.fd, ioctlHWParams, unsafe.Pointer(h)); e != 0 {
+		return fmt.Errorf("%s: HW_PARAMS: %w", p.path, e)
+	}
+	g := grantedShape(h)
+	p.frameBytes = g.channels * bytesPerSample(g.format)
+	p.periodFrames = g.periodFrames
+	p.bufferFrames = int(h.interval(paramBufferSize).lo())
+	// The kernel's boundary: the largest buffer_size × 2^n that leaves
+	// room for one more buffer below LONG_MAX (snd_pcm_hw_params).
+	p.boundary = uint64(p.bufferFrames)
+	for p.boundary*2 <= math64Max-uint64(p.bufferFrames) {
+		p.boundary *= 2
+	}
+	tt := int32(tstampTypeMonotonic)
+	if e := ioctl(p.fd, ioctlTTstamp, unsafe.Pointer(&tt)); e != 0 {
+		return fmt.Errorf("%s: TTSTAMP monotonic: %w", p.path, e)
+	}
+	sw := swParams{
+		TstampMode:     tstampEnable,
+		PeriodStep:     1,
+		AvailMin:       uint64(p.periodFrames),
+		StartThreshold: p.boundary, // we start explicitly
+		StopThreshold:  uint64(p.bufferFrames),
+		Boundary:       p.boundary,
+		Proto:          pcmVersion,
+		TstampType:     tstampTypeMonotonic,
+	}
+	if e := ioctl(p.fd, ioctlSWParams, unsafe.Pointer(&sw)); e != 0 {
+		return fmt.Errorf("%s: SW_PARAMS: %w", p.path, e)
+	}
+	p.mapStatus()
+	return nil
+}
+
+const math64Max = 1<<63 - 1
+
+// mapStatus maps the kernel's status page read-only. Only cache-coherent
+// architectures allow it (x86, powerpc, alpha); elsewhere mmap fails with
+// ENXIO and readStatus uses SYNC_PTR instead.
+func (p *pcm) mapStatus() {
+	if p.statusMap != nil {
+		return
+	}
+	b, err := unix.Mmap(p.fd, mmapOffsetStatus, os.Getpagesize(), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return
+	}
+	p.statusMap = b
+	p.status = (*mmapStatus)(unsafe.Pointer(&b[0]))
+}
+
+// readStatus returns the stream state, the hardware pointer and the
+// timestamp of the pointer's last update, without asking the driver for a
+// fresh pointer: the point is when the kernel last moved it (the period
+// interrupt), not where it is now.
+func (p *pcm) readStatus() (state int32, hw uint64, tstamp int64, err unix.Errno) {
+	if s := p.status; s != nil {
+		// The kernel updates the page under its stream lock, which we
+		// cannot take: read until two reads agree.
+		for {
+			hw = atomic.LoadUint64(&s.HWPtr)
+			sec := atomic.LoadInt64(&s.Tstamp.Sec)
+			nsec := atomic.LoadInt64(&s.Tstamp.Nsec)
+			state = atomic.LoadInt32(&s.State)
+			if atomic.LoadUint64(&s.HWPtr) == hw && atomic.LoadInt64(&s.Tstamp.Sec) == sec && atomic.LoadInt64(&s.Tstamp.Nsec) == nsec {
+				return state, hw, sec*1e9 + nsec, 0
+			}
+		}
+	}
+	// Read-only sync: take appl_ptr and avail_min from the kernel instead
+	// of giving it ours, and no HWSYNC.
+	p.sync.Flags = syncPtrAppl | syncPtrAvailMin
+	if e := ioctl(p.fd, ioctlSyncPtr, unsafe.Pointer(&p.sync)); e != 0 {
+		return 0, 0, 0, e
+	}
+	return p.sync.Status.State, p.sync.Status.HWPtr, p.sync.Status.Tstamp.ns(), 0
+}
+
+// applPtr asks the kernel for the application pointer.
+func (p *pcm) applPtr() (uint64, error) {
+	p.sync.Flags = syncPtrAppl | syncPtrAvailMin
+	if e := ioctl(p.fd, ioctlSyncPtr, unsafe.Pointer(&p.sync)); e != 0 {
+		return 0, fmt.Errorf("%s: SYNC_PTR: %w", p.path, e)
+	}
+	return p.sync.Control.ApplPtr, nil
+}
+
+// triggerTstamp is when the stream last changed state (started, or
+// stopped by an xrun), as the STATUS ioctl reports it.
+func (p *pcm) statusNow() unix.Errno {
+	return ioctl(p.fd, ioctlStatus, unsafe.Pointer(&p.st))
+}
+
+func (p *pcm) prepare() unix.Errno { return ioctl(p.fd, ioctlPrepare, nil) }
+func (p *pcm) start() unix.Errno   { return ioctl(p.fd, ioctlStart, nil) }
+func (p *pcm) drop() unix.Errno    { return ioctl(p.fd, ioctlDrop, nil) }
+
+// xfer writes (playback) or reads (capture) frames of buf, which must hold
+// them. It returns the frames moved.
+func (p *pcm) xferi(buf []byte, frames int) (int, unix.Errno) {
+	p.xfer.Result = 0
+	p.xfer.Buf = uintptr(unsafe.Pointer(&buf[0]))
+	p.xfer.Frames = uint64(frames)
+	req := uintptr(ioctlWriteiFrames)
+	if p.stream == streamCapture {
+		req = ioctlReadiFrames
+	}
+	e := ioctl(p.fd, req, unsafe.Pointer(&p.xfer))
+	p.xfer.Buf = 0
+	return int(p.xfer.Result), e
+}
+
+func (p *pcm) close() error {
+	if p.statusMap != nil {
+		unix.Munmap(p.statusMap)
+		p.statusMap, p.status = nil, nil
+	}
+	ioctl(p.fd, ioctlDrop, nil)
+	return unix.Close(p.fd)
+}

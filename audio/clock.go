@@ -1,7 +1,7 @@
 package audio
 
 import (
-	_ "unsafe" // for go:linkname
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -16,16 +16,38 @@ func nanotime() int64
 // Now returns CLOCK_MONOTONIC in nanoseconds.
 func Now() int64 { return nanotime() }
 
+//go:linkname procPin runtime.procPin
+func procPin() int
+
+//go:linkname procUnpin runtime.procUnpin
+func procUnpin()
+
+// pin makes the calling goroutine non-preemptible until unpin: the Go
+// scheduler's preemption of a goroutine locked to its thread hands the
+// thread's P to another, ordinary-priority thread and waits for it to hand
+// the goroutine back, which under load takes milliseconds. While pinned
+// the goroutine must not block in the scheduler (channels, mutexes) nor
+// make system calls that may lose the P: only raw ones.
+func pin()   { procPin() }
+func unpin() { procUnpin() }
+
 // Sleeper sleeps on CLOCK_MONOTONIC. It keeps its Timespec with it so that
 // sleeping does not allocate.
 type Sleeper struct{ ts unix.Timespec }
 
 // Until sleeps until the absolute CLOCK_MONOTONIC instant t, as cyclictest
-// does (clock_nanosleep with TIMER_ABSTIME), resuming after signals.
+// does (clock_nanosleep with TIMER_ABSTIME), resuming after signals. The
+// call is raw: the runtime is not told, so the thread keeps its P and
+// wakes straight back into the loop (see pin).
 func (s *Sleeper) Until(t int64) {
 	s.ts.Sec = t / 1e9
 	s.ts.Nsec = t % 1e9
-	for unix.ClockNanosleep(unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME, &s.ts, nil) == unix.EINTR {
+	for {
+		_, _, e := unix.RawSyscall6(unix.SYS_CLOCK_NANOSLEEP, unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME,
+			uintptr(unsafe.Pointer(&s.ts)), 0, 0, 0)
+		if e != unix.EINTR {
+			return
+		}
 	}
 }
 

@@ -63,6 +63,14 @@ type Driver interface {
 	Close() error
 }
 
+// Pinnable is implemented by drivers whose Wait and Transfer make only raw
+// system calls (unix.RawSyscall*, audio.Sleeper), never ones through which
+// the Go runtime may hand the thread's P away. The engine then pins its
+// loop so that the Go scheduler can never preempt it: see docs/method.md.
+type Pinnable interface {
+	PinnableLoop() bool
+}
+
 // A CallbackDriver owns the thread that runs each period (PortAudio calls
 // back from its own thread). Run starts the stream and calls step once per
 // period, after filling p.Due, p.Woke and p.Avail as Wait would; step burns

@@ -115,6 +115,10 @@ func (e *Engine) Run() error {
 		return fmt.Errorf("start stream: %w", err)
 	}
 	e.begin(start)
+	if p, ok := e.d.(Pinnable); ok && p.PinnableLoop() {
+		pin()
+		defer unpin()
+	}
 	var s rundata.Sample
 	for !e.stop.Load() {
 		if done, err := e.period(&s); done || err != nil {

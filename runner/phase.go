@@ -59,6 +59,9 @@ func runEngine(ctx context.Context, exe string, req engineRequest, sink sampleSi
 		return nil, err
 	}
 	cmd.ExtraFiles = []*os.File{pw}
+	// No preemption signals: they would interrupt the loop's sleeps every
+	// 10 ms only to be refused (the loop is pinned, see audio.Pinnable).
+	cmd.Env = append(os.Environ(), "GODEBUG=asyncpreemptoff=1")
 	// Its own process group keeps the terminal's Ctrl-C away from the
 	// engine (the parent stops it and keeps what it measured); Pdeathsig
 	// ends it if the parent dies.

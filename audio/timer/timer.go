@@ -90,5 +90,8 @@ func Xrun(due, end int64, periods int, periodNS int64) int64 {
 	return max(0, end-dry)
 }
 
+// PinnableLoop reports that Wait and Transfer make only raw system calls.
+func (d *Driver) PinnableLoop() bool { return true }
+
 // Close does nothing: there is nothing to release.
 func (d *Driver) Close() error { return nil }

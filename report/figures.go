@@ -217,6 +217,7 @@ func series(e *envelope, f func(*bucket) (float64, float64)) (xs, lo, hi, marks 
 type histSeries struct {
 	label string
 	h     *rundata.Histogram
+	color color.NRGBA // zero: the palette colour of its position
 }
 
 // histFigure draws one histogram filled, or several as outlines with a
@@ -280,6 +281,9 @@ func histFigure(title string, ss []histSeries, periodUS, bufferUS float64, singl
 		if outline || c.A == 0 {
 			c = paletteAt(i)
 		}
+		if s.color.A != 0 {
+			c = s.color
+		}
 		h := &Hist{Bins: s.h.Bins, Overflow: s.h.Overflow, OverflowX: ofX * (1 + 0.006*float64(i)), Color: c, Outline: outline}
 		p.Add(h)
 		if outline {
@@ -293,7 +297,9 @@ func histFigure(title string, ss []histSeries, periodUS, bufferUS float64, singl
 		p.Add(refV(bufferUS, "buffer", colBuffer))
 	}
 	if overflow {
-		p.Add(refV(binsEnd, fmt.Sprintf("overflow ≥ %s µs", fmtNum(binsEnd)), colFG))
+		v := refV(binsEnd, fmt.Sprintf("overflow ≥ %s µs", fmtNum(binsEnd)), colFG)
+		v.LabelY = 0.6 // below the legend
+		p.Add(v)
 	}
 	return svgOf(p, figW, map[bool]vg.Length{false: figHHist, true: figHHistO}[outline])
 }

@@ -67,13 +67,14 @@ func row(p *phaseData) []cell {
 
 // markBest flags, in each metric where lower or higher is better, the best
 // value among rows (nil rows are phases that did not run). Ties are all
-// best; a metric nobody measured has no best.
+// best; a metric fewer than two rows measured has no best.
 func markBest(ps []*phaseData, rows [][]cell) {
 	for mi, m := range metrics {
 		if m.better == 0 {
 			continue
 		}
 		best := math.NaN()
+		measured := 0
 		for _, p := range ps {
 			if p == nil {
 				continue
@@ -82,12 +83,13 @@ func markBest(ps []*phaseData, rows [][]cell) {
 			if math.IsNaN(v) {
 				continue
 			}
+			measured++
 			if math.IsNaN(best) || float64(m.better)*(v-best) > 0 {
 				best = v
 			}
 		}
-		if math.IsNaN(best) {
-			continue
+		if measured < 2 {
+			continue // nothing to be best against
 		}
 		for ri, p := range ps {
 			if p != nil && m.format(m.get(p)) == m.format(best) {

@@ -90,10 +90,12 @@ func (h *HLine) Plot(c draw.Canvas, p *plot.Plot) {
 	}
 }
 
-// VLine is a vertical reference line with its label at the top.
+// VLine is a vertical reference line with its label near the top, or at
+// LabelY (a fraction of the height from the bottom) when set.
 type VLine struct {
-	X     float64
-	Label string
+	X      float64
+	Label  string
+	LabelY float64
 	Style draw.LineStyle
 	Text  draw.TextStyle
 }
@@ -109,7 +111,11 @@ func (v *VLine) Plot(c draw.Canvas, p *plot.Plot) {
 	if v.Label != "" {
 		t := v.Text
 		t.XAlign, t.YAlign = draw.XLeft, draw.YTop
-		c.FillText(t, vg.Point{X: x + 2, Y: c.Max.Y - 2}, v.Label)
+		y := c.Max.Y - 2
+		if v.LabelY > 0 {
+			y = c.Min.Y + vg.Length(v.LabelY)*(c.Max.Y-c.Min.Y)
+		}
+		c.FillText(t, vg.Point{X: x + 2, Y: y}, v.Label)
 	}
 }
 

@@ -1,12 +1,48 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"latencytest/report"
+	"latencytest/rundata"
 )
 
-// reportMain is provided by the report issue; until then it says so.
+// reportMain renders a results directory again, e.g. after upgrading
+// latencytest or after copying the directory from the machine measured.
 func reportMain(args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "latencytest report: not built yet")
-	return 1
+	fset := flag.NewFlagSet("report", flag.ContinueOnError)
+	fset.SetOutput(io.Discard)
+	if err := fset.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stdout, "Usage: latencytest report DIR\n\nRenders DIR/index.html and DIR/stats.csv from DIR/run.json and the samples files.")
+			return 0
+		}
+		fmt.Fprintf(stderr, "latencytest report: %v; usage: latencytest report DIR\n", err)
+		return 2
+	}
+	if fset.NArg() != 1 {
+		fmt.Fprintf(stderr, "latencytest report: want exactly one results directory, got %d arguments\n", fset.NArg())
+		return 2
+	}
+	dir := fset.Arg(0)
+	if _, err := os.Stat(filepath.Join(dir, rundata.RunFile)); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			fmt.Fprintf(stderr, "latencytest report: %s is not a results directory (no %s)\n", dir, rundata.RunFile)
+			return 2
+		}
+		fmt.Fprintf(stderr, "latencytest report: %v\n", err)
+		return 1
+	}
+	if err := report.Render(dir); err != nil {
+		fmt.Fprintf(stderr, "latencytest report: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "wrote %s and %s\n", filepath.Join(dir, report.IndexFile), filepath.Join(dir, report.StatsFile))
+	return 0
 }

@@ -1,0 +1,276 @@
+package report
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"html/template"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"latencytest/rundata"
+)
+
+// ErrBadInput marks errors caused by what the user passed (a missing path,
+// a file of unknown format), as opposed to a failure while working.
+var ErrBadInput = errors.New("bad input")
+
+// DefaultCyclictestPhase is the phase name given to a cyclictest file when
+// the caller does not choose one.
+const DefaultCyclictestPhase = "cyclictest"
+
+// Input is one run to compare.
+type Input struct {
+	Path string
+	// Label names the run in the page; default: the base name of Path.
+	Label string
+	// Phase is the phase a cyclictest file is compared in, so that it can
+	// sit beside a latencytest phase of the same name; default
+	// DefaultCyclictestPhase. Ignored for results directories.
+	Phase string
+}
+
+// Compare renders several runs side by side into out. Inputs are results
+// directories or cyclictest files (its --histfile text and its --json
+// output of rt-tests 2.x).
+func Compare(inputs []string, out string) error {
+	ins := make([]Input, len(inputs))
+	for i, p := range inputs {
+		ins[i] = Input{Path: p}
+	}
+	return CompareInputs(ins, out)
+}
+
+// compared is one loaded input.
+type compared struct {
+	Input
+	run    *rundata.Run // nil for cyclictest
+	ct     *ctRun       // nil for a results directory
+	phases []*phaseData
+}
+
+// CompareInputs is Compare with labels and cyclictest phase names.
+// Errors caused by the inputs wrap ErrBadInput; out is only written when
+// everything could be read.
+func CompareInputs(ins []Input, out string) error {
+	if len(ins) == 0 {
+		return fmt.Errorf("%w: nothing to compare: give at least one results directory or cyclictest file", ErrBadInput)
+	}
+	cs := make([]*compared, len(ins))
+	errs := make([]error, len(ins))
+	var wg sync.WaitGroup
+	for i, in := range ins {
+		wg.Go(func() { cs[i], errs[i] = loadInput(in) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err // the first, in the order given: one line for the user
+		}
+	}
+	labels := map[string]int{}
+	for _, c := range cs {
+		labels[c.Label]++
+	}
+	for i, c := range cs {
+		if labels[c.Label] > 1 {
+			c.Label = fmt.Sprintf("%s #%d", c.Label, i+1)
+		}
+	}
+	page, err := renderCompare(cs)
+	if err != nil {
+		return err
+	}
+	return rundata.WriteFileAtomic(out, page)
+}
+
+func loadInput(in Input) (*compared, error) {
+	c := &compared{Input: in}
+	if c.Label == "" {
+		c.Label = filepath.Base(filepath.Clean(in.Path))
+	}
+	fi, err := os.Stat(in.Path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadInput, err)
+	}
+	if fi.IsDir() {
+		if _, err := os.Stat(filepath.Join(in.Path, rundata.RunFile)); err != nil {
+			return nil, fmt.Errorf("%w: %s: not a results directory (no %s)", ErrBadInput, in.Path, rundata.RunFile)
+		}
+		rd, err := load(in.Path)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrBadInput, in.Path, err)
+		}
+		c.run, c.phases = rd.run, rd.phases
+		return c, nil
+	}
+	b, err := os.ReadFile(in.Path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadInput, err)
+	}
+	ct, err := parseCyclictest(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrBadInput, in.Path, err)
+	}
+	name := in.Phase
+	if name == "" {
+		name = DefaultCyclictestPhase
+	}
+	c.ct = ct
+	c.phases = []*phaseData{ctPhase(name, ct)}
+	return c, nil
+}
+
+type inputView struct {
+	Label, Source, Kernel, Preempt, Host, Period, Notes string
+	Color                                               template.CSS
+}
+
+type compareRow struct {
+	Key, Label string
+	Cells      []cell
+}
+
+type sectionView struct {
+	ID, Name string
+	Runs     []string
+	Rows     []compareRow
+	Hist     template.HTML
+}
+
+type comparePage struct {
+	Inputs   []inputView
+	Sections []sectionView
+}
+
+func renderCompare(cs []*compared) ([]byte, error) {
+	pg := &comparePage{}
+	for i, c := range cs {
+		col := paletteAt(i)
+		iv := inputView{Label: c.Label, Source: c.Path,
+			Color: template.CSS(fmt.Sprintf("color:#%02x%02x%02x", col.R, col.G, col.B))}
+		switch {
+		case c.run != nil:
+			r := c.run
+			iv.Kernel, iv.Preempt, iv.Host = r.System.KernelRelease, r.System.Preempt, r.System.Hostname
+			iv.Period = fmt.Sprintf("%d frames × %d at %d Hz = %s ms", r.PeriodFrames, r.Periods, r.Rate, fmtNum(r.PeriodUS/1000))
+			var notes []string
+			notes = append(notes, "latencytest "+r.Driver+" driver")
+			if r.Simulated {
+				notes = append(notes, "xruns simulated")
+			}
+			if r.Interrupted {
+				notes = append(notes, "interrupted")
+			}
+			iv.Notes = strings.Join(notes, ", ")
+		default:
+			iv.Kernel, iv.Host = c.ct.kernel, "—"
+			if c.ct.version != "" {
+				iv.Preempt = c.ct.version
+			}
+			if c.ct.realtime {
+				iv.Preempt = "PREEMPT_RT"
+			}
+			iv.Period = "—"
+			iv.Notes = fmt.Sprintf("cyclictest, %d thread(s) merged, %d cycles", c.ct.threads, c.ct.cycles)
+			if c.ct.cmdline != "" {
+				iv.Notes += ": " + c.ct.cmdline
+			}
+		}
+		pg.Inputs = append(pg.Inputs, iv)
+	}
+
+	// One section per phase name, in order of first appearance.
+	var names []string
+	seen := map[string]bool{}
+	for _, c := range cs {
+		for _, p := range c.phases {
+			if !seen[p.Name] {
+				seen[p.Name] = true
+				names = append(names, p.Name)
+			}
+		}
+	}
+	periodUS, bufferUS := commonPeriod(cs)
+	pg.Sections = make([]sectionView, len(names))
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for si, name := range names {
+		sv := &pg.Sections[si]
+		sv.ID, sv.Name = "phase-"+strconv.Itoa(si+1), name
+		var ps []*phaseData // nil for a phase that was skipped
+		var skipped []string
+		var hs []histSeries
+		for ci, c := range cs {
+			for _, p := range c.phases {
+				if p.Name != name {
+					continue
+				}
+				sv.Runs = append(sv.Runs, c.Label)
+				if p.Skipped != "" {
+					ps = append(ps, nil)
+					skipped = append(skipped, p.Skipped)
+					break
+				}
+				ps = append(ps, p)
+				skipped = append(skipped, "")
+				if p.hist != nil && p.hist.Count > 0 {
+					hs = append(hs, histSeries{label: c.Label, h: p.hist, color: paletteAt(ci)})
+				}
+				break
+			}
+		}
+		byPhase := make([][]cell, len(ps))
+		for i, p := range ps {
+			if p != nil {
+				byPhase[i] = row(p)
+			}
+		}
+		markBest(ps, byPhase)
+		for mi, m := range metrics {
+			cr := compareRow{Key: m.key, Label: m.label}
+			for i := range ps {
+				if ps[i] == nil {
+					cr.Cells = append(cr.Cells, cell{Key: m.key, Text: "skipped: " + skipped[i]})
+					continue
+				}
+				cr.Cells = append(cr.Cells, byPhase[i][mi])
+			}
+			sv.Rows = append(sv.Rows, cr)
+		}
+		wg.Go(func() {
+			sv.Hist, errs[si] = histFigure(name, hs, periodUS, bufferUS, colLatency)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if err := tmpl.ExecuteTemplate(&b, "compare", pg); err != nil {
+		return nil, fmt.Errorf("render compare page: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// commonPeriod returns the period and buffer to mark on the histograms
+// when every latencytest run shares them; 0 otherwise.
+func commonPeriod(cs []*compared) (periodUS, bufferUS float64) {
+	first := true
+	for _, c := range cs {
+		if c.run == nil {
+			continue
+		}
+		if first {
+			periodUS, bufferUS, first = c.run.PeriodUS, c.run.BufferUS, false
+			continue
+		}
+		if c.run.PeriodUS != periodUS || c.run.BufferUS != bufferUS {
+			return 0, 0
+		}
+	}
+	return periodUS, bufferUS
+}

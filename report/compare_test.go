@@ -1,0 +1,247 @@
+package report
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/html"
+
+	"latencytest/report/synth"
+)
+
+func readFixture(t *testing.T, name string) *ctRun {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "cyclictest", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := parseCyclictest(b)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return c
+}
+
+// The fixtures are real cyclictest runs (rt-tests 2.x) that wrote both a
+// histogram file and a JSON file; the two parsers must agree on them.
+func TestCyclictestHistAndJSONAgree(t *testing.T) {
+	for _, run := range []struct {
+		name    string
+		threads int
+		cycles  uint64 // -l loops × threads
+	}{{"idle", 1, 2000}, {"hackbench", 2, 4000}} {
+		h, j := readFixture(t, run.name+".hist"), readFixture(t, run.name+".json")
+		if h.threads != run.threads || j.threads != run.threads {
+			t.Errorf("%s: threads hist %d json %d, want %d", run.name, h.threads, j.threads, run.threads)
+		}
+		if h.hist.Count != run.cycles || j.hist.Count != run.cycles {
+			t.Errorf("%s: count hist %d json %d, want %d", run.name, h.hist.Count, j.hist.Count, run.cycles)
+		}
+		if h.hist.Overflow == 0 || h.hist.Overflow != j.hist.Overflow {
+			t.Errorf("%s: overflow hist %d json %d (the fixtures were made to overflow)", run.name, h.hist.Overflow, j.hist.Overflow)
+		}
+		if h.hist.MinNS != j.hist.MinNS || h.hist.MaxNS != j.hist.MaxNS {
+			t.Errorf("%s: min/max hist %d/%d json %d/%d", run.name, h.hist.MinNS, h.hist.MaxNS, j.hist.MinNS, j.hist.MaxNS)
+		}
+		for i, n := range h.hist.Bins {
+			var m uint64
+			if i < len(j.hist.Bins) {
+				m = j.hist.Bins[i]
+			}
+			if n != m {
+				t.Fatalf("%s: bin %d hist %d json %d", run.name, i, n, m)
+			}
+		}
+		if len(j.hist.Bins) != len(h.hist.Bins) {
+			t.Errorf("%s: JSON histogram range %d, hist file %d (the range comes from the JSON's command line)", run.name, len(j.hist.Bins), len(h.hist.Bins))
+		}
+		if j.kernel == "" || j.cmdline == "" {
+			t.Errorf("%s: JSON system or command line not read", run.name)
+		}
+		// Percentiles that land among the overflowed values are the maximum.
+		if p := h.hist.Percentile(1); p != float64(h.hist.MaxNS)/1000 {
+			t.Errorf("%s: p100 = %v, want the max %v", run.name, p, float64(h.hist.MaxNS)/1000)
+		}
+	}
+}
+
+func TestCyclictestHistofall(t *testing.T) {
+	c := readFixture(t, "histofall.hist")
+	// -H adds a sum column to the bins and to some summary lines; it must
+	// not count as a third thread nor double the counts.
+	if c.threads != 2 || c.hist.Count != 2000 {
+		t.Fatalf("threads %d count %d, want 2 and 2000 (1000 loops × 2)", c.threads, c.hist.Count)
+	}
+	var in uint64
+	for _, n := range c.hist.Bins {
+		in += n
+	}
+	if in+c.hist.Overflow != c.hist.Count || c.hist.Overflow != 22 {
+		t.Errorf("bins %d + overflow %d != count %d", in, c.hist.Overflow, c.hist.Count)
+	}
+	p := ctPhase("x", c)
+	// The histogram stops at 100 µs with overflows: "within 1 ms" is unknown.
+	if !strings.Contains(fmtPct(p.WithinMS1), "—") || fmtPct(p.WithinUS100) == "—" {
+		t.Errorf("within 1 ms %v, within 100 µs %v", p.WithinMS1, p.WithinUS100)
+	}
+}
+
+func TestCyclictestRejects(t *testing.T) {
+	for _, in := range []string{"", "hello\n", "# Histogram\n000000 000001\n", "{\"thread\": {}}", "{not json"} {
+		if _, err := parseCyclictest([]byte(in)); err == nil {
+			t.Errorf("parseCyclictest(%q) succeeded", in)
+		}
+	}
+}
+
+// parseFile parses an HTML file written by the package.
+func parseFile(t *testing.T, path string) *html.Node {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	doc, err := html.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// sectionTable returns the compare section of a phase: its run labels and
+// the cells of its rows by metric key.
+func sectionTable(t *testing.T, doc *html.Node, phase string) ([]string, map[string][]*html.Node) {
+	t.Helper()
+	for _, s := range findAll(doc, tag("section")) {
+		h2 := findAll(s, tag("h2"))
+		if len(h2) == 0 || text(h2[0]) != "Phase: "+phase {
+			continue
+		}
+		if n := len(findAll(s, tag("svg"))); n != 1 {
+			t.Errorf("phase %s: %d figures, want 1", phase, n)
+		}
+		var runs []string
+		for _, th := range findAll(findAll(s, tag("thead"))[0], tag("th"))[1:] {
+			runs = append(runs, text(th))
+		}
+		rows := map[string][]*html.Node{}
+		for _, tr := range findAll(findAll(s, tag("tbody"))[0], tag("tr")) {
+			rows[attr(tr, "class")] = findAll(tr, tag("td"))
+		}
+		return runs, rows
+	}
+	t.Fatalf("no section for phase %q", phase)
+	return nil, nil
+}
+
+func TestCompareTwoRuns(t *testing.T) {
+	a := synth.Default()
+	a.PhaseLength = 3 * time.Second
+	a.Hostname = "kernel-rt"
+	b := a
+	b.Hostname, b.Seed = "kernel-generic", 2
+	b.Phases = []synth.Phase{synth.Idle(), synth.Hackbench()}
+	b.Phases[0].MedianUS, b.Phases[1].MedianUS, b.Phases[1].SpikeProb = 9, 40, 1e-2
+	dirA, runA := writeRun(t, a)
+	dirB, runB := writeRun(t, b)
+	out := filepath.Join(t.TempDir(), "compare.html")
+	if err := CompareInputs([]Input{{Path: dirA, Label: "rt"}, {Path: dirB, Label: "generic"}}, out); err != nil {
+		t.Fatal(err)
+	}
+	doc := parseFile(t, out)
+	for pi, name := range []string{"idle", "hackbench"} {
+		runs, rows := sectionTable(t, doc, name)
+		if strings.Join(runs, ",") != "rt,generic" {
+			t.Fatalf("%s: columns %v", name, runs)
+		}
+		pa, pb := runA.Phases[pi], runB.Phases[pi]
+		// The best of each row is the run whose run.json says so.
+		for _, m := range []struct {
+			key  string
+			a, b float64
+		}{{"p99_us", pa.Latency.P99, pb.Latency.P99}, {"avg_us", pa.Latency.Avg, pb.Latency.Avg}, {"within_100us_pct", -pa.WithinUS100, -pb.WithinUS100}} {
+			cells := rows[m.key]
+			if len(cells) != 2 {
+				t.Fatalf("%s %s: %d cells", name, m.key, len(cells))
+			}
+			wantA, wantB := m.a <= m.b, m.b <= m.a
+			if hasClass(cells[0], "best") != wantA || hasClass(cells[1], "best") != wantB {
+				t.Errorf("%s %s: best marks %v/%v, values %v/%v", name, m.key, hasClass(cells[0], "best"), hasClass(cells[1], "best"), m.a, m.b)
+			}
+		}
+		if got := cellValue(t, &html.Node{Type: html.ElementNode, Data: "tr", FirstChild: cells0(rows["p999_us"])}, "p999_us"); got != pa.Latency.P999 {
+			t.Errorf("%s p99.9 of rt = %v, run.json %v", name, got, pa.Latency.P999)
+		}
+	}
+}
+
+// cells0 detaches the first cell of a row so cellValue can read it alone.
+func cells0(cs []*html.Node) *html.Node {
+	c := *cs[0]
+	c.NextSibling, c.PrevSibling, c.Parent = nil, nil, nil
+	return &c
+}
+
+func TestCompareCyclictest(t *testing.T) {
+	dir, _ := writeRun(t, func() synth.Config { c := synth.Default(); c.PhaseLength = 2 * time.Second; return c }())
+	fx := func(n string) string { return filepath.Join("testdata", "cyclictest", n) }
+	out := filepath.Join(t.TempDir(), "c.html")
+	err := CompareInputs([]Input{
+		{Path: dir, Label: "latencytest"},
+		{Path: fx("idle.hist"), Phase: "idle"},
+		{Path: fx("idle.json"), Label: "idle json", Phase: "idle"},
+		{Path: fx("hackbench.json")},
+		{Path: fx("hackbench.hist")},
+	}, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := parseFile(t, out)
+	runs, rows := sectionTable(t, doc, "idle")
+	if strings.Join(runs, ",") != "latencytest,idle.hist,idle json" {
+		t.Errorf("idle columns %v", runs)
+	}
+	// cyclictest measures no CPU loop and no xruns: unknown, never "best".
+	for _, c := range rows["xruns"][1:] {
+		if text(c) != "—" || hasClass(c, "best") {
+			t.Errorf("cyclictest xruns cell %q best=%v", text(c), hasClass(c, "best"))
+		}
+	}
+	if text(rows["max_us"][1]) != "1935.0" || text(rows["max_us"][2]) != "1935.0" {
+		t.Errorf("cyclictest max %q %q, want the fixture's 1935", text(rows["max_us"][1]), text(rows["max_us"][2]))
+	}
+	runs, rows = sectionTable(t, doc, DefaultCyclictestPhase)
+	if strings.Join(runs, ",") != "hackbench.json,hackbench.hist" || text(rows["periods"][0]) != "4000" {
+		t.Errorf("cyclictest section columns %v periods %q", runs, text(rows["periods"][0]))
+	}
+	// The same run read from its two files ties on every row.
+	for k, cs := range rows {
+		if text(cs[0]) != text(cs[1]) && k != "avg_us" { // the text file rounds averages to 1 µs
+			t.Errorf("%s: json %q hist %q", k, text(cs[0]), text(cs[1]))
+		}
+	}
+}
+
+func TestCompareBadInput(t *testing.T) {
+	dir := t.TempDir()
+	junk := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(junk, []byte("not a cyclictest file\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	good := filepath.Join("testdata", "cyclictest", "idle.hist")
+	for _, in := range [][]string{nil, {filepath.Join(dir, "missing")}, {good, junk}, {dir}} {
+		out := filepath.Join(t.TempDir(), "out.html")
+		err := Compare(in, out)
+		if !errors.Is(err, ErrBadInput) {
+			t.Errorf("Compare(%v) = %v, want ErrBadInput", in, err)
+		}
+		if _, serr := os.Stat(out); !os.IsNotExist(serr) {
+			t.Errorf("Compare(%v) wrote %s despite the error", in, out)
+		}
+	}
+}

@@ -416,7 +416,7 @@ func (d *Driver) Wait(p *rundata.Sample) error {
 		if err == unix.EINTR {
 			continue
 		}
-		if err != nil {
+		if err != 0 {
 			return fmt.Errorf("poll: %w", err)
 		}
 		if k == 0 {
@@ -473,11 +473,18 @@ func (d *Driver) Transfer(p *rundata.Sample) error {
 	return nil
 }
 
-// poll waits for the first n of d.pfds.
-func (d *Driver) poll(n int) (int, error) {
+// poll waits for the first n of d.pfds, with a raw ppoll like every call
+// of the period loop.
+func (d *Driver) poll(n int) (int, unix.Errno) {
 	d.ts.Sec, d.ts.Nsec = d.timeoutNS/1e9, d.timeoutNS%1e9
-	return unix.Ppoll(d.pfds[:n], &d.ts, nil)
+	k, _, e := unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&d.pfds[0])), uintptr(n),
+		uintptr(unsafe.Pointer(&d.ts)), 0, 0, 0)
+	return int(k), e
 }
+
+// PinnableLoop reports that Wait and Transfer make only raw system calls,
+// so the engine may pin the period loop (audio.Pinnable).
+func (d *Driver) PinnableLoop() bool { return true }
 
 // xfer moves one period of side s; the device may take it in pieces.
 func (d *Driver) xfer(s *side) unix.Errno {

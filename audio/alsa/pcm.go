@@ -35,10 +35,11 @@ type pcm struct {
 
 // ioctl calls the PCM ioctl req with arg, retrying on EINTR. It returns
 // the errno (0 on success) rather than an error so that the period loop
-// can test it without allocating.
+// can test it without allocating. The call is raw (the runtime is not
+// told), so the engine can pin its loop: see audio.Pinnable.
 func ioctl(fd int, req uintptr, arg unsafe.Pointer) unix.Errno {
 	for {
-		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), req, uintptr(arg))
+		_, _, e := unix.RawSyscall(unix.SYS_IOCTL, uintptr(fd), req, uintptr(arg))
 		if e != unix.EINTR {
 			return e
 		}

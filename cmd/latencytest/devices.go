@@ -1,12 +1,93 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"strings"
+
+	"latencytest/audio"
 )
 
-// devicesMain is provided by its own issue; until then it says so.
+// devicesMain lists, for every built-in driver that can enumerate what it
+// opens (audio.Devices), its devices and what each offers.
 func devicesMain(args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "latencytest devices: not built yet")
-	return 1
+	fs := flag.NewFlagSet("devices", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	driver := fs.String("driver", "", "list only this driver's devices ("+strings.Join(driverNames(), ", ")+")")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: latencytest devices [-driver NAME]\n\nLists the devices each built-in driver can open, with the rates,\nformats, channels, period and buffer sizes they offer.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "latencytest devices: unexpected argument %q; only -driver NAME is allowed\n", fs.Arg(0))
+		return 2
+	}
+	if *driver != "" {
+		if _, ok := lookupDriver(*driver); !ok {
+			fmt.Fprintf(stderr, "latencytest devices: -driver %q: built-in drivers are %s\n", *driver, strings.Join(driverNames(), ", "))
+			return 2
+		}
+	}
+	listed, failed := 0, false
+	for _, e := range drivers() {
+		if *driver != "" && e.name != *driver {
+			continue
+		}
+		lister, ok := e.new().(audio.Devices)
+		if !ok {
+			continue
+		}
+		devs, err := lister.Devices()
+		if err != nil {
+			fmt.Fprintf(stderr, "latencytest devices: %s: %v\n", e.name, err)
+			failed = true
+			continue
+		}
+		listed++
+		writeDevices(stdout, e.name, devs)
+	}
+	if listed == 0 && !failed {
+		fmt.Fprintf(stdout, "no built-in driver lists devices (built in: %s)\n", strings.Join(driverNames(), ", "))
+	}
+	if failed {
+		return 1
+	}
+	return 0
+}
+
+// writeDevices prints one driver's devices, one block each.
+func writeDevices(w io.Writer, driver string, devs []audio.DeviceInfo) {
+	fmt.Fprintf(w, "%s:\n", driver)
+	if len(devs) == 0 {
+		fmt.Fprintln(w, "  no devices")
+	}
+	for _, d := range devs {
+		fmt.Fprintf(w, "  %s  %s\n", d.Name, d.Description)
+		field := func(name, value string) {
+			if value != "" {
+				fmt.Fprintf(w, "      %-12s %s\n", name+":", value)
+			}
+		}
+		field("streams", strings.Join(d.Streams, ", "))
+		field("rates", d.Rates)
+		field("formats", strings.Join(d.Formats, " "))
+		field("channels", d.Channels)
+		field("period", framesText(d.PeriodSize))
+		field("buffer", framesText(d.BufferSize))
+	}
+}
+
+func framesText(s string) string {
+	if s == "" {
+		return ""
+	}
+	return s + " frames"
 }

@@ -1,0 +1,450 @@
+//go:build vm
+
+// In-VM tests: they need a kernel with snd-dummy and snd-aloop loaded and
+// /bin/latencytest, which scripts/vmtest provides (see docs/vmtest.md).
+// Run them with scripts/vmtest.
+
+package alsa
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"latencytest/audio"
+	"latencytest/rundata"
+)
+
+const vmBinary = "/bin/latencytest"
+
+// latencytest runs the binary and returns its combined output.
+func latencytest(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(vmBinary, args...)
+	out, err := cmd.CombinedOutput()
+	t.Logf("latencytest %s\n%s", strings.Join(args, " "), out)
+	return string(out), err
+}
+
+// runPhase runs one idle phase end to end and returns its run.json.
+func runPhase(t *testing.T, args ...string) *rundata.Run {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "x")
+	args = append([]string{"run", "--driver", "alsa", "--tests", "idle", "--no-report", "--quiet", "--out", out}, args...)
+	if _, err := latencytest(t, args...); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	r, err := rundata.ReadRun(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Phases) != 1 {
+		t.Fatalf("%d phases", len(r.Phases))
+	}
+	return r
+}
+
+// TestVMDummyPlayback: on hw:Dummy the period count matches the duration
+// within 2 %, every period's latency is recorded and an idle run has no
+// xrun.
+func TestVMDummyPlayback(t *testing.T) {
+	for _, shape := range []struct{ period, periods int }{{64, 2}, {256, 3}} {
+		t.Run(fmt.Sprintf("%dx%d", shape.periods, shape.period), func(t *testing.T) {
+			r := runPhase(t, "--device", "hw:Dummy", "--period", strconv.Itoa(shape.period),
+				"--periods", strconv.Itoa(shape.periods), "--duration", "10s")
+			ph := r.Phases[0]
+			if r.Driver != "alsa" || r.PeriodFrames != shape.period || r.Periods != shape.periods || r.Simulated {
+				t.Errorf("run.json: driver %q period %d periods %d simulated %v", r.Driver, r.PeriodFrames, r.Periods, r.Simulated)
+			}
+			want := 10.0 * float64(r.Rate) / float64(shape.period)
+			if d := math.Abs(float64(ph.Periods)-want) / want; d > 0.02 {
+				t.Errorf("%d periods in 10 s, want %.0f ± 2 %%", ph.Periods, want)
+			}
+			if ph.Xruns != 0 {
+				t.Errorf("%d xruns (%.1f ms) in an idle run", ph.Xruns, ph.XrunMSTotal)
+			}
+			if ph.Latency.Max <= 0 || ph.Latency.P50 <= 0 || ph.Latency.Min < 0 {
+				t.Errorf("latencies not recorded: %+v", ph.Latency)
+			}
+			t.Logf("%s: %d periods, latency µs %+v", r.Device, ph.Periods, ph.Latency)
+		})
+	}
+}
+
+// engineProcess finds the `latencytest __engine` child.
+func engineProcess() int {
+	dirs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range dirs {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if len(args) > 1 && filepath.Base(args[0]) == "latencytest" && args[1] == "__engine" {
+			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
+			return pid
+		}
+	}
+	return 0
+}
+
+// TestVMXrunSIGSTOP: stopping the engine for 300 ms at 2×256 frames
+// drains the buffer once; the xrun lasts from the moment the buffer ran
+// out, that is 300 ms minus (up to) the buffer time.
+func TestVMXrunSIGSTOP(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "x")
+	cmd := exec.Command(vmBinary, "run", "--driver", "alsa", "--device", "hw:Dummy", "--period", "256", "--periods", "2",
+		"--tests", "idle", "--duration", "4s", "--no-report", "--quiet", "--out", out)
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	pid := 0
+	for deadline := time.Now().Add(20 * time.Second); pid == 0 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		pid = engineProcess()
+	}
+	if pid == 0 {
+		t.Fatalf("no engine process; output:\n%s", log.String())
+	}
+	time.Sleep(1500 * time.Millisecond) // well into the phase
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	syscall.Kill(pid, syscall.SIGCONT)
+	err := cmd.Wait()
+	t.Logf("output:\n%s", log.String())
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	r, err := rundata.ReadRun(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ph := r.Phases[0]
+	bufferMS := float64(r.Periods*r.PeriodFrames) * 1000 / float64(r.Rate)
+	want := 300 - bufferMS
+	if ph.Xruns != 1 {
+		t.Fatalf("%d xruns (%.1f ms), want exactly 1", ph.Xruns, ph.XrunMSTotal)
+	}
+	if ph.XrunMSTotal < want*0.8 || ph.XrunMSTotal > want*1.2 {
+		t.Errorf("xrun of %.1f ms, want %.1f ms ± 20 %%", ph.XrunMSTotal, want)
+	}
+	if !strings.Contains(log.String(), "underrun!!! (at least") {
+		t.Errorf("no aplay-style underrun line in the output")
+	}
+}
+
+// clickWAV writes a 1 s 16-bit stereo loop at 48 kHz: silence with a
+// 2 ms burst at 0.9 of full scale starting at 250 ms.
+func clickWAV(t *testing.T) string {
+	t.Helper()
+	const rate, ch = 48000, 2
+	le := binary.LittleEndian
+	data := make([]byte, rate*ch*2)
+	for i := rate / 4; i < rate/4+rate/500; i++ {
+		for c := 0; c < ch; c++ {
+			le.PutUint16(data[(i*ch+c)*2:], uint16(29490))
+		}
+	}
+	var f bytes.Buffer
+	f.WriteString("RIFF")
+	binary.Write(&f, le, uint32(36+len(data)))
+	f.WriteString("WAVEfmt ")
+	for _, v := range []any{uint32(16), uint16(1), uint16(ch), uint32(rate), uint32(rate * ch * 2), uint16(ch * 2), uint16(16)} {
+		binary.Write(&f, le, v)
+	}
+	f.WriteString("data")
+	binary.Write(&f, le, uint32(len(data)))
+	f.Write(data)
+	p := filepath.Join(t.TempDir(), "click.wav")
+	if err := os.WriteFile(p, f.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func open(t *testing.T, cfg audio.Config) (*Driver, audio.Granted) {
+	t.Helper()
+	d := New()
+	g, err := d.Open(cfg)
+	if err != nil {
+		t.Fatalf("open %+v: %v", cfg, err)
+	}
+	t.Cleanup(func() { d.Close() })
+	t.Logf("granted %+v", g)
+	return d, g
+}
+
+// loop runs n periods and returns the peak |sample| of each captured one.
+func loop(t *testing.T, d *Driver, n int) []float32 {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if _, err := d.Start(); err != nil {
+		t.Error(err)
+		return nil
+	}
+	var peaks []float32
+	var s rundata.Sample
+	for i := 0; i < n; i++ {
+		s = rundata.Sample{}
+		if err := d.Wait(&s); err != nil {
+			t.Error(err)
+			return peaks
+		}
+		if err := d.Transfer(&s); err != nil {
+			t.Error(err)
+			return peaks
+		}
+		if b := d.Captured(); b != nil {
+			var peak float32
+			for j := 0; j < len(b)/bytesPerSample(d.format); j++ {
+				peak = max(peak, float32(math.Abs(float64(decodeSample(b, d.format, j)))))
+			}
+			peaks = append(peaks, peak)
+		}
+	}
+	return peaks
+}
+
+// clicks returns the indexes of the periods where a click starts.
+func clicks(peaks []float32) []int {
+	var at []int
+	for i, p := range peaks {
+		if p > 0.5 && (i == 0 || peaks[i-1] <= 0.5) {
+			at = append(at, i)
+		}
+	}
+	return at
+}
+
+// TestVMLoopbackCapture: a click played into hw:Loopback,0 by one stream
+// is captured from hw:Loopback,1 by another, once per second of loop.
+func TestVMLoopbackCapture(t *testing.T) {
+	wav := clickWAV(t)
+	cfg := audio.Config{Device: "hw:Loopback,0", Stream: "playback", Rate: 48000, Channels: 2, PeriodFrames: 256, Periods: 4, File: wav}
+	play, _ := open(t, cfg)
+	cfg.Device, cfg.Stream, cfg.File = "hw:Loopback,1", "capture", ""
+	capt, _ := open(t, cfg)
+	n := 3 * 48000 / 256 // 3 s
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); loop(t, play, n+200) }()
+	peaks := loop(t, capt, n)
+	wg.Wait()
+	at := clicks(peaks)
+	t.Logf("clicks at periods %v", at)
+	if len(at) < 2 {
+		t.Fatalf("found %d clicks in 3 s of capture, want 2 or 3 (one per second)", len(at))
+	}
+	// One second apart, to within a period and the jitter of the
+	// loopback's timer.
+	if gap := at[1] - at[0]; math.Abs(float64(gap)-187.5) > 3 {
+		t.Errorf("clicks %d periods apart, want 187.5 (1 s)", gap)
+	}
+}
+
+// TestVMDuplexClick: one duplex stream plays a click into hw:Loopback,0
+// and hears it on hw:Loopback,1; the delay between playing and hearing is
+// what was queued ahead of the hardware (about the buffer).
+func TestVMDuplexClick(t *testing.T) {
+	wav := clickWAV(t)
+	d, g := open(t, audio.Config{Device: "hw:Loopback,0", CaptureDevice: "hw:Loopback,1", Stream: "duplex", Rate: 48000, Channels: 2, PeriodFrames: 256, Periods: 4, File: wav})
+	if !strings.Contains(g.Device, "capture") || !strings.Contains(g.Device, "playback") {
+		t.Errorf("granted device %q does not name both sides", g.Device)
+	}
+	peaks := loop(t, d, 2*48000/256+20)
+	at := clicks(peaks)
+	t.Logf("clicks at periods %v", at)
+	if len(at) == 0 {
+		t.Fatal("the click played on hw:Loopback,0 was not heard on hw:Loopback,1")
+	}
+	// The click leaves the file at period 46.875 (250 ms); the capture
+	// hears it once it has gone through the 4-period playback buffer.
+	if at[0] < 46 || at[0] > 46+4+3 {
+		t.Errorf("click heard at period %d, want 46-53", at[0])
+	}
+}
+
+// TestVMNoAllocs: Wait and Transfer allocate nothing, with content on the
+// playback side and a capture side (duplex through the loopback).
+func TestVMNoAllocs(t *testing.T) {
+	for _, cfg := range []audio.Config{
+		{Device: "hw:Dummy", Rate: 48000, Channels: 2, PeriodFrames: 256, Periods: 2, ToneHz: 440},
+		{Device: "hw:Loopback,0", CaptureDevice: "hw:Loopback,1", Stream: "duplex", Rate: 48000, Channels: 2, PeriodFrames: 256, Periods: 4},
+	} {
+		d, _ := open(t, cfg)
+		runtime.LockOSThread()
+		if _, err := d.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var s rundata.Sample
+		var err error
+		allocs := testing.AllocsPerRun(200, func() {
+			s = rundata.Sample{}
+			if err = d.Wait(&s); err == nil {
+				err = d.Transfer(&s)
+			}
+		})
+		runtime.UnlockOSThread()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if allocs != 0 {
+			t.Errorf("%s: %v allocations per period", cfg.Device, allocs)
+		}
+		d.Close()
+	}
+}
+
+// TestVMTiming: the timestamps are those of the hardware pointer: Due
+// advances by one period (on the card's clock) per period, Woke is never
+// before Due, and the fitted grid stays within a period of Due.
+func TestVMTiming(t *testing.T) {
+	d, g := open(t, audio.Config{Device: "hw:Dummy", Rate: 48000, Channels: 2, PeriodFrames: 256, Periods: 3})
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	start, err := d.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	period := int64(g.PeriodFrames) * 1e9 / int64(g.Rate)
+	ss := make([]rundata.Sample, 400)
+	for i := range ss {
+		if err := d.Wait(&ss[i]); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Transfer(&ss[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if first := ss[0].Due - start; first < period/2 || first > 3*period {
+		t.Errorf("first period due %d ns after start, want about %d", first, period)
+	}
+	for i, s := range ss {
+		if s.Xrun != 0 {
+			t.Logf("period %d: xrun %d ns (emulation stall)", i, s.Xrun)
+			continue
+		}
+		if s.Woke < s.Due {
+			t.Errorf("period %d: woke %d ns before due", i, s.Due-s.Woke)
+		}
+		if s.Avail < int32(g.PeriodFrames) {
+			t.Errorf("period %d: avail %d < one period", i, s.Avail)
+		}
+		if i > 10 && (s.Grid == 0 || abs(s.Grid-s.Due) > period) {
+			t.Errorf("period %d: grid %d vs due %d", i, s.Grid, s.Due)
+		}
+	}
+	// Over the run the hardware clock and the system clock agree (the
+	// dummy's pointer is computed from the system clock).
+	span := float64(ss[len(ss)-1].Due-ss[10].Due) / float64(len(ss)-11)
+	if math.Abs(span/float64(period)-1) > 0.01 {
+		t.Errorf("mean Due step %.0f ns, want %d ± 1 %%", span, period)
+	}
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// TestVMErrors: what the user can fix is an *audio.ErrBadDevice naming
+// the problem.
+func TestVMErrors(t *testing.T) {
+	base := audio.Config{Rate: 48000, Channels: 2, PeriodFrames: 256, Periods: 2}
+	for _, tc := range []struct {
+		dev  string
+		rate int
+		per  int
+		want string
+	}{
+		{dev: "hw:Nope", want: `no sound card "Nope"; cards here: 0 [Dummy], 1 [Loopback]`},
+		{dev: "hw:Dummy,5", want: "has no playback device 5 (it has device 0)"},
+		{dev: "hw:Dummy", rate: 96000, want: "--rate: hw:0,0 (Dummy playback) does not take 96000 Hz; nearest it allows: 48000 Hz"},
+		{dev: "hw:Dummy", per: 8, want: "--period: hw:0,0 (Dummy playback) does not take a period of 8 frames at 48000 Hz; nearest it allows: 16 frames"},
+		{dev: "default", want: "plugins such as default"},
+	} {
+		cfg := base
+		cfg.Device = tc.dev
+		if tc.rate != 0 {
+			cfg.Rate = tc.rate
+		}
+		if tc.per != 0 {
+			cfg.PeriodFrames = tc.per
+		}
+		d := New()
+		_, err := d.Open(cfg)
+		var bad *audio.ErrBadDevice
+		if !errors.As(err, &bad) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("open %s rate %d period %d: %v; want ErrBadDevice containing %q", tc.dev, cfg.Rate, cfg.PeriodFrames, err, tc.want)
+		}
+		d.Close()
+	}
+
+	// Busy: subdevice 0 held by this very process.
+	cfg := base
+	cfg.Device = "hw:Dummy,0,0"
+	open(t, cfg)
+	_, err := New().Open(cfg)
+	var bad *audio.ErrBadDevice
+	if want := fmt.Sprintf("is busy: held by pid %d", os.Getpid()); !errors.As(err, &bad) || !strings.Contains(err.Error(), want) {
+		t.Errorf("second open of hw:Dummy,0,0: %v; want ErrBadDevice containing %q", err, want)
+	}
+
+	// The CLI prints one line and exits 2.
+	out, err := latencytest(t, "run", "--driver", "alsa", "--device", "hw:Nope", "--tests", "idle", "--duration", "1s", "--out", filepath.Join(t.TempDir(), "x"))
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || strings.Count(strings.TrimSpace(out), "\n") != 0 || !strings.Contains(out, "Nope") {
+		t.Errorf("run --device hw:Nope: exit %v, output %q; want exit 2 and one line", err, out)
+	}
+}
+
+// TestVMDevices: `latencytest devices` lists both cards with what they
+// offer.
+func TestVMDevices(t *testing.T) {
+	out, err := latencytest(t, "devices")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"hw:Dummy,0", "hw:Loopback,0", "hw:Loopback,1", "5500-48000", "S16_LE", "playback, capture"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("devices output lacks %q", want)
+		}
+	}
+}
+
+// TestVMCaptureRun: `run --stream capture` and `--stream duplex` through
+// the loopback count their periods like playback.
+func TestVMCaptureRun(t *testing.T) {
+	for _, args := range [][]string{
+		{"--stream", "capture", "--device", "hw:Loopback,1"},
+		{"--stream", "duplex", "--device", "hw:Loopback,0", "--capture-device", "hw:Loopback,1", "--tone", "440"},
+	} {
+		r := runPhase(t, append(args, "--period", "256", "--periods", "4", "--duration", "3s", "--cpu-load", "20")...)
+		ph := r.Phases[0]
+		want := 3.0 * 48000 / 256
+		if d := math.Abs(float64(ph.Periods)-want) / want; d > 0.03 {
+			t.Errorf("%v: %d periods in 3 s, want %.0f", args, ph.Periods, want)
+		}
+		if r.Stream != args[1] {
+			t.Errorf("run.json stream %q, want %q", r.Stream, args[1])
+		}
+	}
+}

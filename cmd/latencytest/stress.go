@@ -3,10 +3,18 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+
+	"latencytest/stress"
 )
 
-// stressMain is provided by its own issue; until then it says so.
+// stressMain runs one stressor by hand (`latencytest stress NAME`), and is
+// also how `run` starts each phase's load in a process of its own.
 func stressMain(args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "latencytest stress: not built yet")
-	return 1
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(stderr, "latencytest stress: cannot find this binary: %v\n", err)
+		return 1
+	}
+	return stress.Main(exe, args, stdout, stderr)
 }

@@ -1,0 +1,49 @@
+package stress
+
+import (
+	"context"
+	"flag"
+	"time"
+)
+
+// diskWriteStressor writes a file sequentially, as dd does, over and over:
+// each pass truncates it, writes --size bytes in 1 MiB blocks and ends with
+// fdatasync.
+type diskWriteStressor struct{}
+
+func (diskWriteStressor) Name() string { return "disk-write" }
+func (diskWriteStressor) Description() string {
+	return "write a --size file in --dir sequentially (as dd), again and again; MB/s"
+}
+
+type diskWrite struct{ *disk }
+
+func (diskWriteStressor) Flags(fs *flag.FlagSet) Load { return diskWrite{diskFlags(fs, false)} }
+
+func (d diskWrite) Run(ctx context.Context, m *Meter) (err error) {
+	f, err := d.create(m, "write")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := closeRemove(f); err == nil {
+			err = cerr
+		}
+	}()
+	m.Unit("MB", 1e6)
+	m.Set("size_bytes", d.bytes)
+	m.Set("dir", d.dir)
+	m.Ready()
+	for ctx.Err() == nil {
+		if err := f.Truncate(0); err != nil {
+			return err
+		}
+		if _, err := fill(ctx, f, blockSource, d.bytes, time.Time{}, m.Add); err != nil {
+			return err
+		}
+		if err := dropCache(f); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,110 @@
+package stress
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// execStressor runs any command as the load (a build, a game, a
+// benchmark), through /bin/sh, restarting it whenever it exits.
+//
+// When the stressor leads its process group (it was started by Start), the
+// command joins that group, so that the group signal of Stop reaches
+// everything the command started; run by hand from a shell, the command
+// gets a group of its own, which the stressor signals when stopped.
+type execStressor struct{}
+
+func (execStressor) Name() string { return "exec" }
+func (execStressor) Description() string {
+	return "any command as the load (--cmd 'make -j4'), restarted whenever it exits; runs completed"
+}
+
+type execLoad struct{ cmd string }
+
+// execRestartMin is the least time between two starts of the command, so
+// a command failing at once does not become a fork storm of its own.
+const execRestartMin = time.Second
+
+func (execStressor) Flags(fs *flag.FlagSet) Load {
+	l := &execLoad{}
+	fs.StringVar(&l.cmd, "cmd", "", "the command, run with /bin/sh -c (required)")
+	return l
+}
+
+func (l *execLoad) Check() error {
+	if l.cmd == "" {
+		return usageErrorf("--cmd is required, e.g. --cmd 'make -j4'")
+	}
+	return nil
+}
+
+func (l *execLoad) Run(ctx context.Context, m *Meter) error {
+	m.Unit("runs", 1)
+	m.Set("cmd", l.cmd)
+	leader := syscall.Getpgrp() == os.Getpid()
+	starts, failures := 0, 0
+	for ctx.Err() == nil {
+		began := time.Now()
+		cmd := exec.Command("/bin/sh", "-c", l.cmd)
+		cmd.Stdin = nil
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: !leader, Pdeathsig: syscall.SIGTERM}
+		exited := make(chan struct{})
+		if err := spawn(cmd, exited); err != nil {
+			return fmt.Errorf("start %q: %w", l.cmd, err)
+		}
+		starts++
+		m.Set("starts", starts)
+		m.Ready()
+		select {
+		case <-exited:
+			if cmd.ProcessState.Success() {
+				m.Add(1)
+			} else {
+				failures++
+				m.Set("failures", failures)
+			}
+		case <-ctx.Done():
+			stopCommand(cmd, leader, exited)
+			return nil
+		}
+		if wait := execRestartMin - time.Since(began); wait > 0 {
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+			}
+		}
+	}
+	return nil
+}
+
+// stopCommand ends the command and whatever it started: SIGTERM, then
+// SIGKILL after a grace period.
+func stopCommand(cmd *exec.Cmd, leader bool, exited <-chan struct{}) {
+	signal := func(sig syscall.Signal) {
+		if !leader {
+			_ = syscall.Kill(-cmd.Process.Pid, sig)
+			return
+		}
+		pids, _ := GroupPIDs(syscall.Getpgrp())
+		for _, pid := range pids {
+			if pid != os.Getpid() {
+				_ = syscall.Kill(pid, sig)
+			}
+		}
+	}
+	signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		signal(syscall.SIGKILL)
+		<-exited
+	}
+	// What the command left running in its group goes too.
+	signal(syscall.SIGKILL)
+}

@@ -1,0 +1,434 @@
+package stress
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// hackbenchStressor is rt-tests hackbench: groups of senders and receivers;
+// each sender writes loops messages of datasize bytes to every receiver of
+// its group, over AF_UNIX stream socketpairs (or pipes), the workers being
+// processes (forked, as hackbench does) or threads. A round is timed from
+// the moment every worker is ready until the last one is reaped.
+type hackbenchStressor struct{}
+
+func (hackbenchStressor) Name() string { return "hackbench" }
+func (hackbenchStressor) Description() string {
+	return "rt-tests hackbench: groups of senders/receivers over socketpairs or pipes; rounds and their times"
+}
+
+type hackbench struct {
+	groups, fds, loops, datasize int
+	pipe, threads, process       bool
+}
+
+// Limits keep a typo from forking a million processes.
+const (
+	hbMaxTasks    = 20000
+	hbMaxDatasize = 1 << 20
+)
+
+func (hackbenchStressor) Flags(fs *flag.FlagSet) Load {
+	h := &hackbench{}
+	for _, n := range []string{"g", "groups"} {
+		fs.IntVar(&h.groups, n, 10, "number of groups")
+	}
+	for _, n := range []string{"f", "fds"} {
+		fs.IntVar(&h.fds, n, 20, "number of senders (and of receivers) per group")
+	}
+	for _, n := range []string{"l", "loops"} {
+		fs.IntVar(&h.loops, n, 100, "messages each sender sends to each receiver")
+	}
+	for _, n := range []string{"s", "datasize"} {
+		fs.IntVar(&h.datasize, n, 100, "message size in bytes")
+	}
+	for _, n := range []string{"p", "pipe"} {
+		fs.BoolVar(&h.pipe, n, false, "send over pipes instead of socketpairs")
+	}
+	for _, n := range []string{"T", "threads"} {
+		fs.BoolVar(&h.threads, n, false, "threads instead of processes")
+	}
+	for _, n := range []string{"P", "process"} {
+		fs.BoolVar(&h.process, n, false, "processes (the default)")
+	}
+	return h
+}
+
+func (h *hackbench) Check() error {
+	switch {
+	case h.groups < 1:
+		return usageErrorf("--groups %d: want 1 or more", h.groups)
+	case h.fds < 1:
+		return usageErrorf("--fds %d: want 1 or more", h.fds)
+	case h.loops < 1:
+		return usageErrorf("--loops %d: want 1 or more", h.loops)
+	case h.datasize < 1 || h.datasize > hbMaxDatasize:
+		return usageErrorf("--datasize %d: want 1 to %d bytes", h.datasize, hbMaxDatasize)
+	case h.threads && h.process:
+		return usageErrorf("-T (threads) and -P (processes) exclude each other")
+	case 2*h.groups*h.fds > hbMaxTasks:
+		return usageErrorf("--groups %d × --fds %d is %d tasks; at most %d", h.groups, h.fds, 2*h.groups*h.fds, hbMaxTasks)
+	}
+	return nil
+}
+
+func (h *hackbench) mode() string {
+	if h.threads {
+		return "threaded"
+	}
+	return "process"
+}
+
+// RunOnce is hackbench without --duration: one round, hackbench's output.
+func (h *hackbench) RunOnce(ctx context.Context, stdout io.Writer) error {
+	fmt.Fprintf(stdout, "Running in %s mode with %d groups using %d file descriptors each (== %d tasks)\n",
+		h.mode(), h.groups, 2*h.fds, 2*h.groups*h.fds)
+	fmt.Fprintf(stdout, "Each sender will pass %d messages of %d bytes\n", h.loops, h.datasize)
+	d, err := h.roundOnThread(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "Time: %s\n", hackbenchTime(d))
+	return nil
+}
+
+// hackbenchTime formats d as hackbench does: seconds, milliseconds
+// truncated.
+func hackbenchTime(d time.Duration) string {
+	ms := d.Milliseconds()
+	return fmt.Sprintf("%d.%03d", ms/1000, ms%1000)
+}
+
+// Run runs rounds back to back, counting rounds and recording their times.
+func (h *hackbench) Run(ctx context.Context, m *Meter) error {
+	m.Unit("rounds", 1)
+	m.Set("groups", h.groups)
+	m.Set("fds", h.fds)
+	m.Set("loops", h.loops)
+	m.Set("datasize", h.datasize)
+	m.Set("mode", h.mode())
+	m.Ready()
+	return h.onThread(func() error {
+		for ctx.Err() == nil {
+			d, err := h.round(ctx)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil // stopped mid-round: the round does not count
+				}
+				return err
+			}
+			m.Append("round_time_s", round3(d.Seconds()))
+			m.Add(1)
+		}
+		return nil
+	})
+}
+
+func (h *hackbench) roundOnThread(ctx context.Context) (d time.Duration, err error) {
+	err = h.onThread(func() error {
+		d, err = h.round(ctx)
+		return err
+	})
+	return d, err
+}
+
+// onThread runs f on a goroutine locked to a thread of its own, which ends
+// with it: forked workers follow that thread's death (PR_SET_PDEATHSIG), so
+// it must live until they are reaped, and no other goroutine may share it.
+func (h *hackbench) onThread(f func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		errc <- f()
+	}()
+	return <-errc
+}
+
+// round is one hackbench run: set up every group, wait until all workers
+// are ready, start them, and time until all are done.
+func (h *hackbench) round(ctx context.Context) (time.Duration, error) {
+	var rw, ww [2]int
+	if err := unix.Pipe2(rw[:], unix.O_CLOEXEC); err != nil {
+		return 0, fmt.Errorf("ready pipe: %w", err)
+	}
+	defer unix.Close(rw[0])
+	defer unix.Close(rw[1])
+	if err := unix.Pipe2(ww[:], unix.O_CLOEXEC); err != nil {
+		return 0, fmt.Errorf("wake pipe: %w", err)
+	}
+	defer unix.Close(ww[0])
+	defer unix.Close(ww[1])
+
+	w := &hbWorkers{threads: h.threads, wakeFd: ww[1]}
+	defer w.cleanup()
+	stop := context.AfterFunc(ctx, w.kill)
+	defer stop()
+	for g := 0; g < h.groups; g++ {
+		if err := h.group(w, rw[1], ww[0]); err != nil {
+			return 0, err
+		}
+	}
+	// Wait for everyone to be ready.
+	var b [1]byte
+	for i := 0; i < w.count(); i++ {
+		if n, err := unix.Read(rw[0], b[:]); n != 1 {
+			return 0, fmt.Errorf("waiting for workers to be ready: %v", err)
+		}
+	}
+	start := time.Now()
+	if _, err := unix.Write(ww[1], b[:]); err != nil {
+		return 0, fmt.Errorf("starting workers: %w", err)
+	}
+	if err := w.reap(); err != nil {
+		return 0, err
+	}
+	return time.Since(start), ctx.Err()
+}
+
+// group makes one group: fds receivers, each with its own socketpair (or
+// pipe), and fds senders writing to all of them.
+func (h *hackbench) group(w *hbWorkers, readyFd, wakeFd int) error {
+	buf := make([]byte, h.datasize)
+	out := make([]int32, 0, h.fds)
+	if !h.threads {
+		// The forked workers have their copies; the threads share ours,
+		// which cleanup closes after the round.
+		defer func() {
+			for _, fd := range out {
+				unix.Close(int(fd))
+			}
+		}()
+	}
+	for i := 0; i < h.fds; i++ {
+		var p [2]int
+		var err error
+		if h.pipe {
+			err = unix.Pipe2(p[:], unix.O_CLOEXEC)
+		} else {
+			p, err = unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		}
+		if err != nil {
+			return fmt.Errorf("hackbench: socketpair/pipe: %w", err)
+		}
+		out = append(out, int32(p[1]))
+		if h.threads {
+			w.own(p[0], p[1])
+		}
+		a := &forkArgs{role: childReceiver, readyFd: uintptr(readyFd), wakeFd: uintptr(wakeFd), closeFd: uintptr(p[1]),
+			fds: []int32{int32(p[0])}, loops: uintptr(h.fds * h.loops), datasize: uintptr(h.datasize), buf: buf, one: [1]byte{'R'}}
+		err = w.start(a)
+		if !h.threads {
+			unix.Close(p[0]) // the receiver has its own copy
+		}
+		if err != nil {
+			return err
+		}
+	}
+	a := &forkArgs{role: childSender, readyFd: uintptr(readyFd), wakeFd: uintptr(wakeFd), closeFd: ^uintptr(0),
+		fds: out, loops: uintptr(h.loops), datasize: uintptr(h.datasize), buf: buf, one: [1]byte{'R'}}
+	for i := 0; i < h.fds; i++ {
+		if err := w.start(a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hbWorkers are one round's workers: forked processes or threads.
+type hbWorkers struct {
+	threads bool
+	wakeFd  int // thread mode: the start signal, for kill
+
+	mu       sync.Mutex
+	pids     []int // process mode
+	nthreads int   // thread mode
+	fds      []int // thread mode: the round's descriptors, closed by cleanup
+	wg       sync.WaitGroup
+	errs     []error
+	killed   bool
+	reaped   bool // thread mode: the round ran to its end
+}
+
+func (w *hbWorkers) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.pids) + w.nthreads
+}
+
+func (w *hbWorkers) own(fds ...int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.fds = append(w.fds, fds...)
+}
+
+// start starts one worker running a (a forked process gets a snapshot of
+// it; a thread gets a copy with a buffer of its own).
+func (w *hbWorkers) start(a *forkArgs) error {
+	if w.threads {
+		c := *a
+		c.buf = make([]byte, len(a.buf))
+		w.mu.Lock()
+		w.nthreads++
+		w.mu.Unlock()
+		w.wg.Add(1)
+		go w.thread(&c)
+		return nil
+	}
+	pid, err := rawFork(a)
+	if err != nil {
+		return fmt.Errorf("hackbench: fork: %w", err)
+	}
+	w.mu.Lock()
+	w.pids = append(w.pids, pid)
+	w.mu.Unlock()
+	return nil
+}
+
+// thread is a worker in thread mode: the same protocol with ordinary
+// blocking system calls, on a thread of its own.
+func (w *hbWorkers) thread(a *forkArgs) {
+	defer w.wg.Done()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := a.threadWork(); err != nil {
+		w.mu.Lock()
+		w.errs = append(w.errs, err)
+		w.mu.Unlock()
+	}
+}
+
+func (a *forkArgs) threadWork() error {
+	if _, err := unix.Write(int(a.readyFd), a.one[:]); err != nil {
+		return err
+	}
+	pfd := []unix.PollFd{{Fd: int32(a.wakeFd), Events: unix.POLLIN}}
+	for {
+		if _, err := unix.Poll(pfd, -1); err != syscall.EINTR {
+			break
+		}
+	}
+	n := a.datasize
+	switch a.role {
+	case childSender:
+		for i := uintptr(0); i < a.loops; i++ {
+			for _, fd := range a.fds {
+				for done := uintptr(0); done < n; {
+					k, err := unix.Write(int(fd), a.buf[done:n])
+					if err != nil {
+						return fmt.Errorf("sender: write: %w", err)
+					}
+					done += uintptr(k)
+				}
+			}
+		}
+	case childReceiver:
+		for i := uintptr(0); i < a.loops; i++ {
+			for done := uintptr(0); done < n; {
+				k, err := unix.Read(int(a.fds[0]), a.buf[done:n])
+				if err != nil || k == 0 {
+					return fmt.Errorf("receiver: read: %v (%d bytes)", err, k)
+				}
+				done += uintptr(k)
+			}
+		}
+	}
+	return nil
+}
+
+// reap waits for every worker.
+func (w *hbWorkers) reap() error {
+	if w.threads {
+		w.wg.Wait()
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.reaped = true
+		if w.killed {
+			return errors.New("hackbench: stopped")
+		}
+		return errors.Join(w.errs...)
+	}
+	w.mu.Lock()
+	pids := append([]int(nil), w.pids...)
+	w.mu.Unlock()
+	var bad int
+	for _, pid := range pids {
+		var ws unix.WaitStatus
+		for {
+			_, err := unix.Wait4(pid, &ws, 0, nil)
+			if err != syscall.EINTR {
+				break
+			}
+		}
+		if !ws.Exited() || ws.ExitStatus() != 0 {
+			bad++
+		}
+	}
+	w.mu.Lock()
+	w.pids = nil
+	w.mu.Unlock()
+	if bad > 0 {
+		return fmt.Errorf("hackbench: %d of %d workers failed", bad, len(pids))
+	}
+	return nil
+}
+
+// kill ends the round early (the load is being stopped, or the round
+// failed): forked workers are killed; threads still waiting are started,
+// and the round's sockets are shut down and its pipes replaced by /dev/null,
+// which wakes every blocked thread without closing a descriptor another
+// thread is using.
+func (w *hbWorkers) kill() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.killed = true
+	for _, pid := range w.pids {
+		_ = unix.Kill(pid, unix.SIGKILL)
+	}
+	if !w.threads || len(w.fds) == 0 {
+		return
+	}
+	_, _ = unix.Write(w.wakeFd, []byte{'!'})
+	null, err := unix.Open("/dev/null", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	for _, fd := range w.fds {
+		if unix.Shutdown(fd, unix.SHUT_RDWR) != nil && err == nil {
+			_ = unix.Dup3(null, fd, unix.O_CLOEXEC)
+		}
+	}
+	if err == nil {
+		unix.Close(null)
+	}
+}
+
+// cleanup kills and reaps what is left of a failed round, waits for the
+// threads, and closes the thread mode's descriptors.
+func (w *hbWorkers) cleanup() {
+	w.mu.Lock()
+	left := len(w.pids) > 0
+	w.mu.Unlock()
+	if left {
+		w.kill()
+		_ = w.reap()
+	}
+	if w.threads {
+		w.mu.Lock()
+		failed := len(w.errs) > 0 || !w.reaped
+		w.mu.Unlock()
+		if failed {
+			w.kill() // a missing thread's peers would wait for it forever
+		}
+		w.wg.Wait()
+		for _, fd := range w.fds {
+			unix.Close(fd)
+		}
+		w.fds = nil
+	}
+}

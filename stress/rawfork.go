@@ -1,0 +1,176 @@
+package stress
+
+import (
+	"runtime"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Go has no fork without exec, yet hackbench's process mode and a fork
+// storm are about exactly that: fork(), a little work, exit. rawFork forks
+// with a bare clone(SIGCHLD) and runs the child on the copy of the calling
+// goroutine's stack without ever returning to the Go runtime: the child
+// code is nosplit (no stack growth), norace, touches only integers and
+// memory the parent prepared (no allocation, no write barrier) and makes
+// raw system calls only, ending with exit_group. Signals are blocked
+// across the clone so no Go signal handler ever runs in the child.
+
+// Child roles.
+const (
+	childExit     = iota // exit at once: the fork storm
+	childSender          // hackbench sender
+	childReceiver        // hackbench receiver
+)
+
+// forkArgs is all a raw-forked child reads. The parent fills it before the
+// fork and may change it for the next child afterwards: each child has its
+// own copy-on-write snapshot.
+type forkArgs struct {
+	role     uintptr
+	ppid     uintptr
+	readyFd  uintptr // write one byte here when ready...
+	wakeFd   uintptr // ...then wait until this is readable
+	closeFd  uintptr // receiver: the sender's end, to close (-1: none)
+	fds      []int32 // sender: the receivers' fds; receiver: fds[0] is its own
+	loops    uintptr // sender: messages per receiver; receiver: messages in total
+	datasize uintptr
+	buf      []byte // datasize bytes
+	poll     unix.PollFd
+	one      [1]byte
+}
+
+// rawFork forks a child running a's role and returns its pid. The caller
+// must be locked to its OS thread (LockOSThread) and keep that thread
+// alive until the child is reaped: the child's PR_SET_PDEATHSIG fires when
+// the forking thread ends.
+func rawFork(a *forkArgs) (int, error) {
+	a.ppid = uintptr(unix.Getpid())
+	var all, old unix.Sigset_t
+	for i := range all.Val {
+		all.Val[i] = ^uint64(0)
+	}
+	if err := unix.PthreadSigmask(unix.SIG_SETMASK, &all, &old); err != nil {
+		return 0, err
+	}
+	pid, errno := forkChild(a)
+	_ = unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
+	runtime.KeepAlive(a)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(pid), nil
+}
+
+//go:nosplit
+//go:norace
+func forkChild(a *forkArgs) (uintptr, syscall.Errno) {
+	pid, _, errno := syscall.RawSyscall6(syscall.SYS_CLONE, uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
+	if errno != 0 || pid != 0 {
+		return pid, errno
+	}
+	childMain(a)
+	return 0, 0 // not reached
+}
+
+//go:nosplit
+//go:norace
+func childMain(a *forkArgs) {
+	syscall.RawSyscall6(syscall.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0, 0, 0, 0)
+	if ppid, _, _ := syscall.RawSyscall6(syscall.SYS_GETPPID, 0, 0, 0, 0, 0, 0); ppid != a.ppid {
+		rawExit(1) // the parent died before we could ask to follow it
+	}
+	switch a.role {
+	case childSender:
+		if !childReady(a) {
+			rawExit(1)
+		}
+		for i := uintptr(0); i < a.loops; i++ {
+			for j := 0; j < len(a.fds); j++ {
+				if !rawWriteFull(uintptr(a.fds[j]), a.buf, a.datasize) {
+					rawExit(1)
+				}
+			}
+		}
+	case childReceiver:
+		if a.closeFd != ^uintptr(0) {
+			syscall.RawSyscall6(syscall.SYS_CLOSE, a.closeFd, 0, 0, 0, 0, 0)
+		}
+		if !childReady(a) || len(a.fds) == 0 {
+			rawExit(1)
+		}
+		for i := uintptr(0); i < a.loops; i++ {
+			if !rawReadFull(uintptr(a.fds[0]), a.buf, a.datasize) {
+				rawExit(1)
+			}
+		}
+	}
+	rawExit(0)
+}
+
+// childReady tells the parent we are ready and waits for the start signal,
+// as hackbench's ready() does.
+//
+//go:nosplit
+//go:norace
+func childReady(a *forkArgs) bool {
+	if n, _, errno := syscall.RawSyscall6(syscall.SYS_WRITE, a.readyFd, uintptr(unsafe.Pointer(&a.one[0])), 1, 0, 0, 0); errno != 0 || n != 1 {
+		return false
+	}
+	a.poll.Fd = int32(a.wakeFd)
+	a.poll.Events = unix.POLLIN
+	for {
+		n, _, errno := syscall.RawSyscall6(syscall.SYS_PPOLL, uintptr(unsafe.Pointer(&a.poll)), 1, 0, 0, 0, 0)
+		if errno == syscall.EINTR {
+			continue
+		}
+		return errno == 0 && n == 1
+	}
+}
+
+//go:nosplit
+//go:norace
+func rawWriteFull(fd uintptr, buf []byte, n uintptr) bool {
+	if n == 0 || uintptr(len(buf)) < n {
+		return n == 0
+	}
+	for done := uintptr(0); done < n; {
+		w, _, errno := syscall.RawSyscall6(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&buf[done])), n-done, 0, 0, 0)
+		if errno == syscall.EINTR {
+			continue
+		}
+		if errno != 0 {
+			return false
+		}
+		done += w
+	}
+	return true
+}
+
+//go:nosplit
+//go:norace
+func rawReadFull(fd uintptr, buf []byte, n uintptr) bool {
+	if n == 0 || uintptr(len(buf)) < n {
+		return n == 0
+	}
+	for done := uintptr(0); done < n; {
+		r, _, errno := syscall.RawSyscall6(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&buf[done])), n-done, 0, 0, 0)
+		if errno == syscall.EINTR {
+			continue
+		}
+		if errno != 0 || r == 0 {
+			return false
+		}
+		done += r
+	}
+	return true
+}
+
+//go:nosplit
+//go:norace
+func rawExit(code uintptr) {
+	for {
+		syscall.RawSyscall6(syscall.SYS_EXIT_GROUP, code, 0, 0, 0, 0, 0)
+	}
+}

@@ -1,0 +1,220 @@
+// Package stress provides the loads latencytest measures under: X11
+// redraws, /proc reads, disk write/copy/read, hackbench, fork storms, busy
+// CPUs, memory churn, a loopback TCP flood and any user command.
+//
+// Each stressor is one file defining a Stressor; NewRegistry lists them
+// (in the manner of node_exporter's collectors). A stressor always runs in
+// a child process of its own, in a process group of its own, as
+// `latencytest stress NAME [flags]`: that is how a user runs one load by
+// hand, and it lets Start/Stop end every process the load started and
+// remove every file it made, even when the load misbehaves.
+package stress
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+)
+
+// A Stressor is one kind of load.
+type Stressor interface {
+	Name() string
+	// Description is one line for `latencytest stress -list`.
+	Description() string
+	// Flags defines the stressor's flags on fs and returns the load they
+	// configure; the load reads its settings only after fs is parsed.
+	Flags(fs *flag.FlagSet) Load
+}
+
+// A Load is a configured stressor, run inside the child process.
+type Load interface {
+	// Check rejects a bad configuration without starting anything; its
+	// error is one line for the user, naming the flag and what is allowed.
+	Check() error
+	// Run loads the machine until ctx is done, counting its work on m and
+	// calling m.Ready once the load is running. It returns only after every
+	// process it started has ended and every file it made is removed.
+	Run(ctx context.Context, m *Meter) error
+}
+
+// A oneShot load does one measured unit of work when no --duration is
+// given, as hackbench runs one round and prints its time.
+type oneShot interface {
+	RunOnce(ctx context.Context, stdout io.Writer) error
+}
+
+// Registry holds the built-in stressors.
+type Registry struct {
+	byName map[string]Stressor
+}
+
+// NewRegistry returns a registry of every built-in stressor.
+func NewRegistry() *Registry {
+	r := &Registry{byName: map[string]Stressor{}}
+	for _, s := range []Stressor{
+		x11Stressor{},
+		procStressor{},
+		diskWriteStressor{},
+		diskCopyStressor{},
+		diskReadStressor{},
+		hackbenchStressor{},
+		forkStressor{},
+		cpuStressor{},
+		memoryStressor{},
+		netStressor{},
+		execStressor{},
+	} {
+		r.byName[s.Name()] = s
+	}
+	return r
+}
+
+// Names returns the stressors' names, sorted.
+func (r *Registry) Names() []string {
+	names := make([]string, 0, len(r.byName))
+	for n := range r.byName {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Lookup returns the stressor called name.
+func (r *Registry) Lookup(name string) (Stressor, bool) {
+	s, ok := r.byName[name]
+	return s, ok
+}
+
+// UsageError is bad input from the user: `latencytest stress` exits 2 on
+// it and `latencytest run` skips the phase with its message.
+type UsageError struct{ msg string }
+
+func (e *UsageError) Error() string { return e.msg }
+
+func usageErrorf(format string, a ...any) error { return &UsageError{fmt.Sprintf(format, a...)} }
+
+// IsUsage reports whether err is bad input rather than a failure while
+// working.
+func IsUsage(err error) bool {
+	var u *UsageError
+	return errors.As(err, &u)
+}
+
+// config is a parsed command line for one stressor.
+type config struct {
+	stressor    Stressor
+	load        Load
+	duration    time.Duration
+	durationSet bool
+	interval    time.Duration
+}
+
+// parse reads args as `latencytest stress NAME args` does. Help goes to
+// usage; flag.ErrHelp comes back when it was asked for.
+func (r *Registry) parse(name string, args []string, usage io.Writer) (*config, error) {
+	s, ok := r.Lookup(name)
+	if !ok {
+		return nil, usageErrorf("stress: unknown stressor %q; allowed: %s", name, strings.Join(r.Names(), ", "))
+	}
+	c := &config{stressor: s}
+	fs := flag.NewFlagSet("latencytest stress "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.DurationVar(&c.duration, "duration", 0, "how long to run (0: until stopped)")
+	fs.DurationVar(&c.interval, "interval", time.Second, "how often to print the throughput")
+	c.load = s.Flags(fs)
+	fs.Usage = func() {} // errors are one line; help is printed below
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(usage, "Usage: latencytest stress %s [flags]\n\n%s\n\nFlags:\n", name, s.Description())
+			fs.SetOutput(usage)
+			fs.PrintDefaults()
+			return nil, err
+		}
+		return nil, usageErrorf("stress %s: %s", name, flagError(err))
+	}
+	if fs.NArg() > 0 {
+		return nil, usageErrorf("stress %s: unexpected argument %q (flags only; see 'latencytest stress %s -h')", name, fs.Arg(0), name)
+	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "duration" {
+			c.durationSet = true
+		}
+	})
+	if c.duration < 0 {
+		return nil, usageErrorf("stress %s: --duration %v: want 0 (until stopped) or more", name, c.duration)
+	}
+	if c.interval <= 0 {
+		return nil, usageErrorf("stress %s: --interval %v: want more than 0", name, c.interval)
+	}
+	if err := c.load.Check(); err != nil {
+		if IsUsage(err) {
+			return nil, usageErrorf("stress %s: %v", name, err)
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+// flagError turns the flag package's messages into the project's style
+// (--name), keeping them to one line.
+func flagError(err error) string {
+	msg := err.Error()
+	msg = strings.Replace(msg, "flag provided but not defined: -", "unknown flag --", 1)
+	msg = strings.Replace(msg, " for flag -", " for flag --", 1)
+	msg = strings.Replace(msg, "flag needs an argument: -", "flag needs an argument: --", 1)
+	return strings.SplitN(msg, "\n", 2)[0]
+}
+
+// Validate parses args as `latencytest stress NAME args` would, without
+// starting anything. Its error is one line for the user.
+func (r *Registry) Validate(name string, args []string) error {
+	_, err := r.parse(name, args, io.Discard)
+	if errors.Is(err, flag.ErrHelp) {
+		return usageErrorf("stress %s: -h is not a load setting", name)
+	}
+	return err
+}
+
+// RunFlags defines every stressor's flags on fs (the flag set of
+// `latencytest run`), each prefixed with its stressor's name up to the first
+// '-' (--hackbench-groups, --disk-size, --exec-cmd), and returns a function
+// giving, for a phase's stressor, the arguments for `latencytest stress NAME`
+// built from the flags the user set. Values are parsed when fs is, so a bad
+// one fails run's own flag parsing. Stressors that share a prefix (disk-*)
+// share the flags of the same name.
+func (r *Registry) RunFlags(fs *flag.FlagSet) func(name string) []string {
+	type mapped struct{ name, runName string }
+	per := map[string][]mapped{}
+	for _, name := range r.Names() {
+		s := r.byName[name]
+		prefix, _, _ := strings.Cut(name, "-")
+		own := flag.NewFlagSet(name, flag.ContinueOnError)
+		s.Flags(own)
+		own.VisitAll(func(f *flag.Flag) {
+			if len(f.Name) == 1 { // hackbench's -g, -l ... are aliases of long names
+				return
+			}
+			runName := prefix + "-" + f.Name
+			if fs.Lookup(runName) == nil {
+				fs.Var(f.Value, runName, fmt.Sprintf("%s (stressor %s)", f.Usage, name))
+			}
+			per[name] = append(per[name], mapped{f.Name, runName})
+		})
+	}
+	return func(name string) []string {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		var args []string
+		for _, m := range per[name] {
+			if set[m.runName] {
+				args = append(args, "--"+m.name+"="+fs.Lookup(m.runName).Value.String())
+			}
+		}
+		return args
+	}
+}

@@ -1,0 +1,282 @@
+package stress
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jezek/xgb"
+	"github.com/jezek/xgb/xproto"
+)
+
+// x11Stressor is an X11 redraw load in the spirit of x11perf -scroll500
+// and -shmput500: a window scrolled by one line per frame with CopyArea, a
+// strip of it redrawn with PutImage and rectangles filled, with a round
+// trip every few frames so that the work lands on the X server rather than
+// queueing in the client. It uses $DISPLAY, or a private Xvfb when there is
+// none (or with --xvfb).
+type x11Stressor struct{}
+
+func (x11Stressor) Name() string { return "x11" }
+func (x11Stressor) Description() string {
+	return "X11 redraws (CopyArea scroll, PutImage, fills) on $DISPLAY or a private Xvfb; frames/s"
+}
+
+type x11Load struct {
+	display string
+	xvfb    bool
+	area    int
+	sync    int
+}
+
+const xvfbStartLimit = 10 * time.Second
+
+func (x11Stressor) Flags(fs *flag.FlagSet) Load {
+	l := &x11Load{}
+	fs.StringVar(&l.display, "display", os.Getenv("DISPLAY"), "X display to draw on (default $DISPLAY; none: start Xvfb)")
+	fs.BoolVar(&l.xvfb, "xvfb", false, "start a private Xvfb even when there is a display")
+	fs.IntVar(&l.area, "area", 500, "side of the square window in pixels, as x11perf's 500")
+	fs.IntVar(&l.sync, "sync-every", 4, "frames between round trips to the server")
+	return l
+}
+
+func (l *x11Load) Check() error {
+	if l.area < 16 || l.area > 4096 {
+		return usageErrorf("--area %d: want 16 to 4096 pixels", l.area)
+	}
+	if l.sync < 1 {
+		return usageErrorf("--sync-every %d: want 1 or more", l.sync)
+	}
+	if l.display == "" || l.xvfb {
+		if _, err := exec.LookPath("Xvfb"); err != nil {
+			if l.xvfb {
+				return usageErrorf("--xvfb: no Xvfb found (Debian package xvfb)")
+			}
+			return usageErrorf("no X server ($DISPLAY is not set) and no Xvfb to start one (Debian package xvfb)")
+		}
+	}
+	return nil
+}
+
+func (l *x11Load) Run(ctx context.Context, m *Meter) (err error) {
+	// xgb logs to stderr when there is no Xauthority; that is normal here.
+	xgb.Logger = log.New(io.Discard, "", 0)
+	display := l.display
+	if display == "" || l.xvfb {
+		x, err := startXvfb(ctx, m)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if serr := x.stop(); err == nil {
+				err = serr
+			}
+		}()
+		display = x.display
+		m.Set("xvfb", true)
+	}
+	m.Set("display", display)
+	conn, err := xgb.NewConnDisplay(display)
+	if err != nil {
+		return fmt.Errorf("connect to X display %q: %w", display, err)
+	}
+	defer conn.Close()
+	go func() { // nothing is asked for, but the queue must never fill
+		for {
+			ev, xerr := conn.WaitForEvent()
+			if ev == nil && xerr == nil {
+				return
+			}
+		}
+	}()
+	s, err := newScroller(conn, l.area)
+	if err != nil {
+		return err
+	}
+	m.Unit("frames", 1)
+	m.Set("area", l.area)
+	m.Ready()
+	for frame := 0; ctx.Err() == nil; frame++ {
+		s.frame(frame)
+		if frame%l.sync == l.sync-1 {
+			if _, err := xproto.GetInputFocus(conn).Reply(); err != nil {
+				if ctx.Err() != nil {
+					return nil // Xvfb got the stop signal first
+				}
+				return fmt.Errorf("X server %s: %w", display, err)
+			}
+			m.Add(int64(l.sync))
+		}
+	}
+	return nil
+}
+
+// scroller draws the frames.
+type scroller struct {
+	conn   *xgb.Conn
+	win    xproto.Window
+	gc     xproto.Gcontext
+	area   int
+	depth  byte
+	stripH int
+	images [2][]byte
+}
+
+func newScroller(conn *xgb.Conn, area int) (*scroller, error) {
+	setup := xproto.Setup(conn)
+	screen := setup.DefaultScreen(conn)
+	s := &scroller{conn: conn, area: area, depth: screen.RootDepth}
+	bpp := 0
+	for _, f := range setup.PixmapFormats {
+		if f.Depth == screen.RootDepth {
+			bpp = int(f.BitsPerPixel)
+		}
+	}
+	if bpp < 8 || bpp%8 != 0 {
+		return nil, fmt.Errorf("X server: root depth %d has %d bits per pixel; want whole bytes", screen.RootDepth, bpp)
+	}
+	// PutImage strips as tall as one request may carry.
+	row := area * bpp / 8
+	maxData := int(setup.MaximumRequestLength)*4 - 64
+	s.stripH = min(area, maxData/row)
+	if s.stripH < 1 {
+		return nil, fmt.Errorf("X server: requests too small (%d bytes) for one row of %d pixels", maxData, area)
+	}
+	for i := range s.images {
+		img := make([]byte, row*s.stripH)
+		for p := range img {
+			img[p] = byte(p*(i+1) + p/row)
+		}
+		s.images[i] = img
+	}
+
+	var err error
+	if s.win, err = xproto.NewWindowId(conn); err != nil {
+		return nil, fmt.Errorf("X server: window id: %w", err)
+	}
+	if err := xproto.CreateWindowChecked(conn, screen.RootDepth, s.win, screen.Root, 0, 0, uint16(area), uint16(area), 0,
+		xproto.WindowClassInputOutput, screen.RootVisual, xproto.CwBackPixel|xproto.CwEventMask,
+		[]uint32{screen.BlackPixel, 0}).Check(); err != nil {
+		return nil, fmt.Errorf("X server: create window: %w", err)
+	}
+	xproto.ChangeProperty(conn, xproto.PropModeReplace, s.win, xproto.AtomWmName, xproto.AtomString, 8,
+		uint32(len("latencytest x11 stressor")), []byte("latencytest x11 stressor"))
+	if s.gc, err = xproto.NewGcontextId(conn); err != nil {
+		return nil, fmt.Errorf("X server: gc id: %w", err)
+	}
+	// No GraphicsExpose/NoExpose events: nobody would read them.
+	if err := xproto.CreateGCChecked(conn, s.gc, xproto.Drawable(s.win), xproto.GcForeground|xproto.GcGraphicsExposures,
+		[]uint32{screen.WhitePixel, 0}).Check(); err != nil {
+		return nil, fmt.Errorf("X server: create gc: %w", err)
+	}
+	// Drawing on an unmapped window is clipped away: map it, and wait.
+	if err := xproto.MapWindowChecked(conn, s.win).Check(); err != nil {
+		return nil, fmt.Errorf("X server: map window: %w", err)
+	}
+	return s, nil
+}
+
+// frame scrolls the window up one line, puts a strip of image and fills
+// a few rectangles.
+func (s *scroller) frame(n int) {
+	a := s.area
+	d := xproto.Drawable(s.win)
+	xproto.CopyArea(s.conn, d, d, s.gc, 0, 1, 0, 0, uint16(a), uint16(a-1))
+	y := (n * s.stripH / 4) % max(1, a-s.stripH+1)
+	xproto.PutImage(s.conn, xproto.ImageFormatZPixmap, d, s.gc, uint16(a), uint16(s.stripH), 0, int16(y), 0, s.depth, s.images[n%2])
+	xproto.ChangeGC(s.conn, s.gc, xproto.GcForeground, []uint32{uint32(n * 2654435761)})
+	rects := make([]xproto.Rectangle, 8)
+	for i := range rects {
+		side := a / 8
+		rects[i] = xproto.Rectangle{X: int16((n*7 + i*side) % (a - side + 1)), Y: int16((n*3 + i*side) % (a - side + 1)), Width: uint16(side), Height: uint16(side)}
+	}
+	xproto.PolyFillRectangle(s.conn, d, s.gc, rects)
+}
+
+// xvfb is a private X server.
+type xvfb struct {
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	display string
+	files   []string
+}
+
+// startXvfb starts Xvfb on a free display (it picks one itself with
+// -displayfd) and records the lock file and socket it makes.
+func startXvfb(ctx context.Context, m *Meter) (*xvfb, error) {
+	path, err := exec.LookPath("Xvfb")
+	if err != nil {
+		return nil, usageErrorf("no Xvfb found (Debian package xvfb)")
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer pr.Close()
+	cmd := exec.Command(path, "-displayfd", "3", "-screen", "0", "1024x768x24", "-nolisten", "tcp", "-noreset")
+	cmd.ExtraFiles = []*os.File{pw}
+	errTail := &tailWriter{max: 2048}
+	cmd.Stderr = errTail
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	cmd.WaitDelay = time.Second
+	x := &xvfb{cmd: cmd, exited: make(chan struct{})}
+	if err := spawn(cmd, x.exited); err != nil {
+		pw.Close()
+		return nil, fmt.Errorf("start Xvfb: %w", err)
+	}
+	pw.Close()
+	line := make(chan string, 1)
+	go func() {
+		s, _ := bufio.NewReader(pr).ReadString('\n')
+		line <- s
+	}()
+	var num string
+	select {
+	case s := <-line:
+		num = strings.TrimSpace(s)
+	case <-time.After(xvfbStartLimit):
+	case <-ctx.Done():
+	}
+	if _, err := strconv.Atoi(num); err != nil {
+		_ = x.stop()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("Xvfb did not start: %s", errTail.lastLine())
+	}
+	x.display = ":" + num
+	x.files = []string{"/tmp/.X" + num + "-lock", "/tmp/.X11-unix/X" + num}
+	for _, f := range x.files {
+		m.File(f)
+	}
+	return x, nil
+}
+
+// stop ends Xvfb, which removes its lock file and socket on SIGTERM; if
+// it has to be killed, we remove them.
+func (x *xvfb) stop() error {
+	_ = x.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-x.exited:
+	case <-time.After(5 * time.Second):
+		_ = x.cmd.Process.Kill()
+		<-x.exited
+	}
+	var errs []error
+	for _, f := range x.files {
+		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

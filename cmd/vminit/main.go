@@ -40,13 +40,14 @@ func main() {
 		os.Exit(2)
 	}
 	out := os.Stdout
-	failures := safeRun(out)
+	failures := safeRun(out, run)
 	fmt.Fprint(out, resultLine(failures))
 	powerOff(out)
 }
 
-// safeRun runs the tests and turns a panic into a failure.
-func safeRun(out io.Writer) (failures []string) {
+// safeRun calls run (which runs the tests) and turns a panic into a
+// failure.
+func safeRun(out io.Writer, run func(io.Writer) []string) (failures []string) {
 	defer func() {
 		if r := recover(); r != nil {
 			fmt.Fprintf(out, "vminit: panic: %v\n%s", r, debug.Stack())

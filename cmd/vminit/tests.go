@@ -49,6 +49,7 @@ type testResult struct {
 	name   string   // the binary's base name
 	err    error    // how it exited, nil for status 0
 	failed []string // names from its "--- FAIL: " lines
+	panic  string   // its first "panic: " line, e.g. its -test.timeout firing
 	passed int      // its "--- PASS: " lines
 	timed  bool     // killed for taking longer than the timeout
 }
@@ -62,6 +63,8 @@ func (r testResult) failure() string {
 		return ""
 	case len(r.failed) > 0:
 		return r.name + ": " + strings.Join(r.failed, ", ")
+	case r.panic != "":
+		return r.name + ": " + r.panic
 	}
 	return r.name + ": " + r.err.Error()
 }
@@ -105,7 +108,7 @@ func runTest(out io.Writer, bin string, cfg config) testResult {
 	res.err = cmd.Run()
 	lines.flush()
 	res.timed = errors.Is(ctx.Err(), context.DeadlineExceeded)
-	res.failed, res.passed = lines.failed, lines.passed
+	res.failed, res.panic, res.passed = lines.failed, lines.panic, lines.passed
 	status := "ok"
 	if res.err != nil {
 		status = res.err.Error()
@@ -122,6 +125,7 @@ var failLine = regexp.MustCompile(`^\s*--- FAIL: (\S+)`)
 type lineScanner struct {
 	partial []byte
 	failed  []string
+	panic   string
 	passed  int
 }
 
@@ -149,5 +153,7 @@ func (l *lineScanner) line(s string) {
 		l.failed = append(l.failed, m[1])
 	} else if strings.HasPrefix(strings.TrimSpace(s), "--- PASS: ") {
 		l.passed++
+	} else if strings.HasPrefix(s, "panic: ") && l.panic == "" {
+		l.panic = s
 	}
 }

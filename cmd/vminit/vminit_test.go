@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -131,6 +132,7 @@ func TestRunTests(t *testing.T) {
 	fakeTest(t, dir, "b.test", `echo '--- FAIL: TestB (0.00s)'; echo '--- FAIL: TestC (0.00s)'; exit 1`)
 	fakeTest(t, dir, "c.test", `echo 'panic: boom' >&2; exit 2`)
 	fakeTest(t, dir, "d.test", `sleep 60 & wait`)
+	fakeTest(t, dir, "e.test", `echo 'panic: test timed out after 1m0s'; exit 2`)
 	cfg := config{timeout: 200 * time.Millisecond, grace: 100 * time.Millisecond, Tests: map[string]string{"a.test": "^(TestA)$"}}
 	var out bytes.Buffer
 	start := time.Now()
@@ -138,14 +140,14 @@ func TestRunTests(t *testing.T) {
 	if took := time.Since(start); took > 20*time.Second {
 		t.Errorf("runTests took %v: the hanging d.test was not killed", took)
 	}
-	want := []string{"b.test: TestB, TestC", "c.test: exit status 2", "d.test: timed out"}
+	want := []string{"b.test: TestB, TestC", "c.test: panic: boom", "d.test: timed out", "e.test: panic: test timed out after 1m0s"}
 	if !reflect.DeepEqual(failures, want) {
 		t.Errorf("failures %q, want %q\n%s", failures, want, out.String())
 	}
 	for _, s := range []string{
 		"args: -test.v -test.timeout=200ms -test.run=^(TestA)$\n" + filepath.Join(dir, "a") + "\n",
 		"panic: boom", // stderr is streamed too
-		"4 test binaries, 3 tests run, 3 binaries failed",
+		"5 test binaries, 3 tests run, 4 binaries failed",
 	} {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("output lacks %q:\n%s", s, out.String())
@@ -157,5 +159,19 @@ func TestRunTestsWithoutBinaries(t *testing.T) {
 	var out bytes.Buffer
 	if f := runTests(&out, t.TempDir(), config{timeout: time.Second}); len(f) != 1 || !strings.Contains(f[0], "no test binaries") {
 		t.Errorf("failures %q, want one saying there are no test binaries", f)
+	}
+}
+
+func TestSafeRunTurnsPanicIntoFailure(t *testing.T) {
+	var out bytes.Buffer
+	f := safeRun(&out, func(io.Writer) []string { panic("oops") })
+	if len(f) != 1 || f[0] != "vminit panic: oops" {
+		t.Errorf("failures %q, want [vminit panic: oops]", f)
+	}
+	if !strings.Contains(out.String(), "vminit: panic: oops") || !strings.Contains(resultLine(f), "VMTEST RESULT: FAIL (vminit panic: oops)") {
+		t.Errorf("output %q", out.String())
+	}
+	if f := safeRun(&out, func(io.Writer) []string { return nil }); f != nil {
+		t.Errorf("no panic: failures %q", f)
 	}
 }

@@ -94,9 +94,17 @@ type Phase struct {
 	Latency     LatencyStats `json:"latency_us"`
 	WithinUS100 float64      `json:"wakeups_within_100us_pct"`
 	WithinMS1   float64      `json:"wakeups_within_1ms_pct"`
-	Xruns       int          `json:"xruns"`
-	XrunMSTotal float64      `json:"xrun_ms_total"`
-	CPULoop     CPULoop      `json:"cpu_loop"`
+	// GridLateness is the wakeup measured against the ideal period grid
+	// fitted to the soundcard's clock (rundata.Sample.Grid), for drivers
+	// that have one; it separates the thread's lateness from the jitter
+	// of the interrupt itself.
+	GridLateness *LatencyStats `json:"grid_lateness_us,omitempty"`
+	// HeadroomMinUS is the least audio still queued at any wakeup: how
+	// close the phase came to an xrun without having one.
+	HeadroomMinUS float64 `json:"headroom_min_us"`
+	Xruns         int     `json:"xruns"`
+	XrunMSTotal   float64 `json:"xrun_ms_total"`
+	CPULoop       CPULoop `json:"cpu_loop"`
 	// Lost counts periods the engine measured but could not hand over
 	// (its ring was full); they are in the figures of no statistic.
 	Lost int64 `json:"lost,omitempty"`

@@ -163,6 +163,10 @@ func lastLine(s string) string {
 type accumulator struct {
 	mu         sync.Mutex
 	hist       *rundata.Histogram
+	grid       *rundata.Histogram // lateness against the fitted grid, when the driver has one
+	bufFrames  int64              // frames in the whole buffer
+	rate       int64
+	headroom   int64 // least frames queued at a wakeup; -1 before the first
 	nominalDSP int64
 	dspMax     int64
 	dspNear    int64 // CPU loops within 100 µs of nominal
@@ -177,8 +181,16 @@ type accumulator struct {
 	onXrun     func(s *rundata.Sample)
 }
 
-func newAccumulator(w *rundata.SampleWriter, onXrun func(*rundata.Sample)) *accumulator {
-	return &accumulator{hist: rundata.NewHistogram(rundata.DefaultHistUS), writer: w, onXrun: onXrun}
+func newAccumulator(w *rundata.SampleWriter, g audioShape, onXrun func(*rundata.Sample)) *accumulator {
+	return &accumulator{
+		hist:      rundata.NewHistogram(rundata.DefaultHistUS),
+		grid:      rundata.NewHistogram(rundata.DefaultHistUS),
+		bufFrames: int64(g.PeriodFrames * g.Periods),
+		rate:      int64(g.Rate),
+		headroom:  -1,
+		writer:    w,
+		onXrun:    onXrun,
+	}
 }
 
 func (a *accumulator) sample(s *rundata.Sample) {
@@ -191,6 +203,12 @@ func (a *accumulator) sample(s *rundata.Sample) {
 	}
 	a.lastDue = s.Due
 	a.periods++
+	if s.Grid != 0 {
+		a.grid.Add(s.Woke - s.Grid)
+	}
+	if q := a.bufFrames - int64(s.Avail); s.Xrun == 0 && (a.headroom < 0 || q < a.headroom) {
+		a.headroom = max(q, 0)
+	}
 	if a.nominalDSP > 0 {
 		a.dspMax = max(a.dspMax, s.DSP)
 		if d := s.DSP - a.nominalDSP; d <= 100_000 && d >= -100_000 {
@@ -209,6 +227,9 @@ func (a *accumulator) sample(s *rundata.Sample) {
 		a.onXrun(s)
 	}
 }
+
+// audioShape is the part of a granted stream the statistics need.
+type audioShape struct{ Rate, PeriodFrames, Periods int }
 
 // snapshot is a consistent view for the progress display.
 type snapshot struct {
@@ -239,6 +260,13 @@ func (a *accumulator) fill(ph *rundata.Phase) {
 	ph.Overflow = a.hist.Overflow
 	ph.WithinUS100 = 100 * a.hist.FractionBelow(100_000)
 	ph.WithinMS1 = 100 * a.hist.FractionBelow(1_000_000)
+	if a.grid.Count > 0 {
+		g := a.grid.Stats()
+		ph.GridLateness = &g
+	}
+	if a.headroom >= 0 && a.rate > 0 {
+		ph.HeadroomMinUS = float64(a.headroom) * 1e6 / float64(a.rate)
+	}
 	ph.Xruns = a.xruns
 	ph.XrunMSTotal = float64(a.xrunNS) / 1e6
 	ph.CPULoop = rundata.CPULoop{NominalUS: float64(a.nominalDSP) / 1000, MaxUS: float64(a.dspMax) / 1000}

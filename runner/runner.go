@@ -229,6 +229,7 @@ func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, run *ru
 	res, err := runEngine(ctx, cfg.Exe, req, sinkFunc(func(s *rundata.Sample) { acc.sample(s) }), func(h engineHello) error {
 		*opened = true
 		g := h.Granted
+		shape := audioShape{Rate: g.Rate, PeriodFrames: g.PeriodFrames, Periods: g.Periods}
 		if !cfg.NoSamples {
 			rel := filepath.Join("samples", fmt.Sprintf("%02d-%s.bin", i+1, name))
 			f, err := os.Create(filepath.Join(cfg.Out, rel))
@@ -237,9 +238,9 @@ func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, run *ru
 			}
 			file = f
 			ph.SamplesFile = rel
-			acc = newAccumulator(rundata.NewSampleWriter(f, rundata.NewSampleHeader(g.Rate, g.PeriodFrames, g.Periods)), onXrun)
+			acc = newAccumulator(rundata.NewSampleWriter(f, rundata.NewSampleHeader(g.Rate, g.PeriodFrames, g.Periods)), shape, onXrun)
 		} else {
-			acc = newAccumulator(nil, onXrun)
+			acc = newAccumulator(nil, shape, onXrun)
 		}
 		acc.nominalDSP = h.NominalDSP
 		if run.RT.Obtained.Policy == "" { // first phase: what the driver and kernel granted

@@ -1,0 +1,71 @@
+package runner
+
+import (
+	"strings"
+	"testing"
+
+	"latencytest/rundata"
+)
+
+func TestAccumulatorFill(t *testing.T) {
+	var xr []int64
+	a := newAccumulator(nil, audioShape{Rate: 48000, PeriodFrames: 48, Periods: 2}, func(s *rundata.Sample) { xr = append(xr, s.Xrun) })
+	a.nominalDSP = 800_000
+	lat := []int64{10_000, 50_000, 150_000, 2_000_000}
+	dsp := []int64{800_000, 850_000, 950_000, 799_000}
+	for i := range lat {
+		s := rundata.Sample{Index: int64(i), Due: int64(i) * 1e6, DSP: dsp[i], Avail: 48, Grid: int64(i)*1e6 + 5_000}
+		s.Woke = s.Due + lat[i]
+		if i == 3 {
+			s.Xrun = 1_000_000
+		}
+		a.sample(&s)
+	}
+	var ph rundata.Phase
+	a.fill(&ph)
+	if ph.Periods != 4 || ph.Xruns != 1 || ph.XrunMSTotal != 1 || len(xr) != 1 {
+		t.Fatalf("periods %d xruns %d (%g ms), callbacks %v", ph.Periods, ph.Xruns, ph.XrunMSTotal, xr)
+	}
+	if ph.WithinUS100 != 50 || ph.WithinMS1 != 75 {
+		t.Errorf("within 100 µs %g %%, within 1 ms %g %%; want 50 and 75", ph.WithinUS100, ph.WithinMS1)
+	}
+	// 800, 850, 799 µs are within 100 µs of 800 µs; 950 is not.
+	if ph.CPULoop.Within100USPct != 75 || ph.CPULoop.NominalUS != 800 || ph.CPULoop.MaxUS != 950 {
+		t.Errorf("cpu loop %+v", ph.CPULoop)
+	}
+	if ph.GridLateness == nil || ph.GridLateness.Min != 5 || ph.GridLateness.Max != 1995 {
+		t.Errorf("grid lateness %+v", ph.GridLateness)
+	}
+	// 48 of 96 frames queued at the worst wakeup without an xrun: 1 ms.
+	if ph.HeadroomMinUS != 1000 {
+		t.Errorf("headroom %g µs, want 1000", ph.HeadroomMinUS)
+	}
+}
+
+func TestHistFileIsCyclictestFormat(t *testing.T) {
+	a, b := rundata.NewHistogram(100), rundata.NewHistogram(100)
+	for _, v := range []int64{3_200, 3_900, 5_000} {
+		a.Add(v)
+	}
+	b.Add(1_000)
+	b.Add(500_000) // overflow
+	got := string(histFile([]*rundata.Histogram{a, b}))
+	for _, want := range []string{
+		"# Histogram\n000000 000000\t000000\n",
+		"000003 000002\t000000\n",
+		"000005 000001\t000000\n",
+		"# Total: 000000003 000000001\n",
+		"# Min Latencies: 00003 00001\n",
+		"# Max Latencies: 00005 00500\n",
+		"# Histogram Overflows: 00000 00001\n",
+		"# Thread 1:\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("histfile lacks %q:\n%s", want, got)
+		}
+	}
+	// Rows run to the largest maximum within range: 0..99 here.
+	if n := strings.Count(got, "\n000"); n != 100 {
+		t.Errorf("%d rows, want 100", n)
+	}
+}

@@ -81,6 +81,10 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.noReport, "no-report", false, "do not render index.html at the end")
 	fs.StringVar(&f.testStall, "test-stall", "", "testing hook: PERIOD:DURATION stalls the loop at that period of each phase")
 	loads := newLoads(fs)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: latencytest run [flags]\n\nMeasures the wakeup latency of an audio thread, phase by phase under the --tests loads,\nwrites a results directory and renders its report.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0

@@ -96,8 +96,8 @@ type VLine struct {
 	X      float64
 	Label  string
 	LabelY float64
-	Style draw.LineStyle
-	Text  draw.TextStyle
+	Style  draw.LineStyle
+	Text   draw.TextStyle
 }
 
 // Plot implements plot.Plotter.

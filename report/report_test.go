@@ -285,7 +285,9 @@ func TestRenderEscapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, doc := renderDoc(t, dir)
-	if n := findAll(doc, func(n *html.Node) bool { return n.Data == "script" || n.Data == "img" || n.Data == "b" || n.Data == "i" }); len(n) != 0 {
+	if n := findAll(doc, func(n *html.Node) bool {
+		return n.Data == "script" || n.Data == "img" || n.Data == "b" || n.Data == "i"
+	}); len(n) != 0 {
 		t.Fatalf("user text became markup: %d script/img/b/i elements", len(n))
 	}
 	for _, bad := range []string{"<script", "<img", "<b>hack", "<svg onload"} {

@@ -1,0 +1,139 @@
+// Package check inspects this machine's real-time configuration: the
+// limits, kernel options and device settings that decide whether an audio
+// thread can wake up in time. Each check says OK or WARN with why it matters
+// and a one-line fix; a fact that cannot be read is reported as INFO saying
+// so, never guessed.
+//
+// Checks only read (files under /proc and /sys, resource limits, access
+// permissions), need no root to not fail, and finish well under a second.
+// Each lives in a file of its own and parses file contents with a function
+// of its own, so fixtures test the parsing.
+package check
+
+import (
+	"io/fs"
+	"os"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"latencytest/rundata"
+	"latencytest/sysinfo"
+)
+
+// Statuses of a finding.
+const (
+	OK   = "OK"
+	WARN = "WARN"
+	INFO = "INFO"
+)
+
+// env is what the checks read: the file system from / (a fixture in
+// tests) and the few facts that come from system calls.
+type env struct {
+	fsys     fs.FS // rooted at /; paths without the leading slash
+	rtprio   limit
+	memlock  limit
+	tempDir  string
+	sys      rundata.System
+	writable func(path string) bool // may this process open path for writing?
+}
+
+// limit is a resource limit's soft value; unlimited is RLIM_INFINITY.
+type limit struct {
+	cur       uint64
+	unlimited bool
+	err       error
+}
+
+// checker is one check; it returns one finding, or several for checks that
+// cover more than one fact.
+type checker func(e *env) []rundata.Finding
+
+// checks is the fixed list of checks, in the order they are reported.
+var checks = []checker{
+	checkRTPrio,
+	checkMemlock,
+	checkPreempt,
+	checkThreadIRQs,
+	checkHighRes,
+	checkNoHZ,
+	checkGovernor,
+	checkSMT,
+	checkDMALatency,
+	checkSoundIRQ,
+	checkMitigations,
+	checkSwappiness,
+	checkTempFS,
+}
+
+// Run inspects this machine's real-time configuration.
+func Run() []rundata.Finding {
+	return run(systemEnv())
+}
+
+func run(e *env) []rundata.Finding {
+	var out []rundata.Finding
+	for _, c := range checks {
+		out = append(out, c(e)...)
+	}
+	return out
+}
+
+func systemEnv() *env {
+	return &env{
+		fsys:    os.DirFS("/"),
+		rtprio:  getLimit(unix.RLIMIT_RTPRIO),
+		memlock: getLimit(unix.RLIMIT_MEMLOCK),
+		tempDir: os.TempDir(),
+		sys:     sysinfo.Read(),
+		writable: func(path string) bool {
+			return unix.Access(path, unix.W_OK) == nil
+		},
+	}
+}
+
+func getLimit(res int) limit {
+	var r unix.Rlimit
+	if err := unix.Getrlimit(res, &r); err != nil {
+		return limit{err: err}
+	}
+	return limit{cur: r.Cur, unlimited: r.Cur == unix.RLIM_INFINITY}
+}
+
+// read returns the contents of an absolute path in e's file system.
+func (e *env) read(path string) (string, error) {
+	b, err := fs.ReadFile(e.fsys, strings.TrimPrefix(path, "/"))
+	return string(b), err
+}
+
+// glob returns the absolute paths matching pattern.
+func (e *env) glob(pattern string) []string {
+	ms, _ := fs.Glob(e.fsys, strings.TrimPrefix(pattern, "/"))
+	for i := range ms {
+		ms[i] = "/" + ms[i]
+	}
+	return ms
+}
+
+// cmdlineHas reports whether the kernel command line holds word, alone or
+// as word=value.
+func cmdlineHas(cmdline, word string) (value string, ok bool) {
+	for _, f := range strings.Fields(cmdline) {
+		if f == word {
+			return "", true
+		}
+		if v, found := strings.CutPrefix(f, word+"="); found {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+func finding(name, status, value, why, fix string) rundata.Finding {
+	return rundata.Finding{Name: name, Status: status, Value: value, Why: why, Fix: fix}
+}
+
+func statFS(e *env, path string) (fs.FileInfo, error) {
+	return fs.Stat(e.fsys, strings.TrimPrefix(path, "/"))
+}

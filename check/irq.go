@@ -1,0 +1,213 @@
+package check
+
+import (
+	"fmt"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"latencytest/rundata"
+)
+
+// irqLine is one numbered line of /proc/interrupts.
+type irqLine struct {
+	irq     string   // "16"
+	chip    string   // "IO-APIC 16-fasteoi", as far as it can be told apart
+	actions []string // the handlers sharing the line: "snd_hda_intel:card0", "ehci_hcd:usb1"
+}
+
+// parseInterrupts parses /proc/interrupts. A line is "N: count per CPU,
+// chip words, then the handlers separated by ', '"; only numbered lines are
+// device interrupts. The handler list is what follows the last field that
+// looks like a chip or trigger description, which is good enough to find
+// sound and USB handlers by name.
+func parseInterrupts(s string) []irqLine {
+	lines := strings.Split(s, "\n")
+	if len(lines) == 0 {
+		return nil
+	}
+	ncpu := len(strings.Fields(lines[0]))
+	var out []irqLine
+	for _, line := range lines[1:] {
+		k, rest, ok := strings.Cut(line, ":")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" || k[0] < '0' || k[0] > '9' {
+			continue
+		}
+		fs := strings.Fields(rest)
+		if len(fs) <= ncpu {
+			continue
+		}
+		tail := fs[ncpu:]
+		// Handlers come after the chip name and the hwirq-trigger word
+		// ("IO-APIC 16-fasteoi", "PCI-MSI 327680-edge"): find the last
+		// trigger word ("-edge", "-fasteoi", "-level") and split there.
+		cut := 0
+		for i, f := range tail {
+			if strings.HasSuffix(f, "-edge") || strings.HasSuffix(f, "-fasteoi") || strings.HasSuffix(f, "-level") || f == "edge" || f == "level" {
+				cut = i + 1
+			}
+		}
+		if cut == 0 && len(tail) > 1 {
+			cut = 1
+		}
+		l := irqLine{irq: k, chip: strings.Join(tail[:cut], " ")}
+		for _, a := range strings.Split(strings.Join(tail[cut:], " "), ",") {
+			if a = strings.TrimSpace(a); a != "" {
+				l.actions = append(l.actions, a)
+			}
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// isSound tells a soundcard's interrupt handler by name: ALSA drivers
+// register as snd_*, Sound Open Firmware as sof-audio-*.
+func isSound(action string) bool {
+	a := strings.ToLower(action)
+	return strings.HasPrefix(a, "snd") || strings.HasPrefix(a, "sof-audio") || strings.Contains(a, "audio")
+}
+
+// isUSBHost tells a USB host controller's handler by name.
+func isUSBHost(action string) bool {
+	for _, p := range []string{"xhci", "ehci", "ohci", "uhci"} {
+		if strings.HasPrefix(action, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// parseStatPriority returns the scheduling policy and real-time priority
+// from /proc/PID/stat (fields 41 and 40). The command name, field 2, may
+// hold spaces and parentheses, so fields are counted from the last ')'.
+func parseStatPriority(stat string) (policy, prio int, ok bool) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, 0, false
+	}
+	fs := strings.Fields(stat[i+1:]) // fs[0] is field 3
+	if len(fs) < 39 {
+		return 0, 0, false
+	}
+	prio, err1 := strconv.Atoi(fs[40-3])
+	policy, err2 := strconv.Atoi(fs[41-3])
+	return policy, prio, err1 == nil && err2 == nil
+}
+
+var policyNames = map[int]string{0: "SCHED_OTHER", 1: "SCHED_FIFO", 2: "SCHED_RR", 3: "SCHED_BATCH", 5: "SCHED_IDLE", 6: "SCHED_DEADLINE"}
+
+// irqThread is a threaded handler: "irq/16-snd_hda_intel".
+type irqThread struct {
+	comm         string
+	pid          string
+	policy, prio int
+}
+
+// irqThreads finds the kernel threads of the given IRQ numbers.
+func (e *env) irqThreads(irqs map[string]bool) []irqThread {
+	var out []irqThread
+	for _, dir := range e.glob("/proc/[0-9]*") {
+		comm, err := e.read(dir + "/comm")
+		if err != nil {
+			continue
+		}
+		comm = strings.TrimSpace(comm)
+		rest, ok := strings.CutPrefix(comm, "irq/")
+		if !ok {
+			continue
+		}
+		n, _, _ := strings.Cut(rest, "-")
+		if !irqs[n] {
+			continue
+		}
+		t := irqThread{comm: comm, pid: path.Base(dir)}
+		if st, err := e.read(dir + "/stat"); err == nil {
+			t.policy, t.prio, _ = parseStatPriority(st)
+		}
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].comm < out[j].comm })
+	return out
+}
+
+// defaultIRQPrio is the priority the kernel gives every IRQ thread; a
+// soundcard's thread at it competes equally with the disk's and network's.
+const defaultIRQPrio = 50
+
+func checkSoundIRQ(e *env) []rundata.Finding {
+	const nameThreads = "soundcard IRQ threads"
+	const nameShared = "soundcard IRQ shared with USB"
+	const whyThreads = "the soundcard's interrupt thread must run before other IRQ threads, or a busy disk or network delays every period"
+	const fixThreads = "raise it: chrt -f -p 90 PID, or install rtirq (Debian: rtirq-init) to do it at boot"
+	const whyShared = "a USB controller on the same line runs its handler on every soundcard interrupt and vice versa, adding its latency to every period"
+	const fixShared = "move the card to another slot, use MSI (pci=msi kernel default), or disable the USB controller in the firmware"
+	s, err := e.read("/proc/interrupts")
+	if err != nil {
+		return []rundata.Finding{
+			finding(nameThreads, INFO, "cannot read /proc/interrupts", whyThreads, ""),
+		}
+	}
+	var sound []irqLine
+	for _, l := range parseInterrupts(s) {
+		for _, a := range l.actions {
+			if isSound(a) {
+				sound = append(sound, l)
+				break
+			}
+		}
+	}
+	if len(sound) == 0 {
+		return []rundata.Finding{
+			finding(nameThreads, INFO, "no soundcard interrupt in /proc/interrupts (no PCI soundcard; a USB card uses its controller's interrupt)", whyThreads, ""),
+		}
+	}
+	irqs := map[string]bool{}
+	var shared []string
+	for _, l := range sound {
+		irqs[l.irq] = true
+		for _, a := range l.actions {
+			if isUSBHost(a) {
+				shared = append(shared, fmt.Sprintf("IRQ %s: %s", l.irq, strings.Join(l.actions, ", ")))
+				break
+			}
+		}
+	}
+	var out []rundata.Finding
+	threads := e.irqThreads(irqs)
+	switch {
+	case len(threads) == 0:
+		out = append(out, finding(nameThreads, WARN, fmt.Sprintf("IRQ %s not threaded", irqList(sound)), whyThreads,
+			"add threadirqs to the kernel command line, then raise the thread: chrt -f -p 90 PID"))
+	default:
+		var low, parts []string
+		for _, t := range threads {
+			p := fmt.Sprintf("%s (pid %s) %s %d", t.comm, t.pid, policyNames[t.policy], t.prio)
+			parts = append(parts, p)
+			if t.prio <= defaultIRQPrio {
+				low = append(low, p)
+			}
+		}
+		if len(low) > 0 {
+			out = append(out, finding(nameThreads, WARN, strings.Join(low, "; ")+fmt.Sprintf(": not above the default IRQ priority %d", defaultIRQPrio), whyThreads, fixThreads))
+		} else {
+			out = append(out, finding(nameThreads, OK, strings.Join(parts, "; "), whyThreads, ""))
+		}
+	}
+	if len(shared) > 0 {
+		out = append(out, finding(nameShared, WARN, strings.Join(shared, "; "), whyShared, fixShared))
+	} else {
+		out = append(out, finding(nameShared, OK, "IRQ "+irqList(sound)+" not shared with a USB controller", whyShared, ""))
+	}
+	return out
+}
+
+func irqList(ls []irqLine) string {
+	var s []string
+	for _, l := range ls {
+		s = append(s, l.irq)
+	}
+	return strings.Join(s, ", ")
+}

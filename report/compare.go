@@ -241,6 +241,9 @@ func renderCompare(cs []*compared) ([]byte, error) {
 			}
 			sv.Rows = append(sv.Rows, cr)
 		}
+		if len(hs) == 0 {
+			continue // the phase was skipped in every run
+		}
 		wg.Go(func() {
 			sv.Hist, errs[si] = histFigure(name, hs, periodUS, bufferUS, colLatency)
 		})

@@ -2,12 +2,16 @@ package stress
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // execStressor runs any command as the load (a build, a game, a
@@ -47,6 +51,11 @@ func (l *execLoad) Run(ctx context.Context, m *Meter) error {
 	m.Unit("runs", 1)
 	m.Set("cmd", l.cmd)
 	leader := syscall.Getpgrp() == os.Getpid()
+	// Whatever the command leaves behind, even outside its group, comes
+	// to us when its parent ends, for reapChildren to end.
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("PR_SET_CHILD_SUBREAPER: %w", err)
+	}
 	starts, failures := 0, 0
 	for ctx.Err() == nil {
 		began := time.Now()
@@ -71,7 +80,13 @@ func (l *execLoad) Run(ctx context.Context, m *Meter) error {
 			}
 		case <-ctx.Done():
 			stopCommand(cmd, leader, exited)
-			return nil
+			return reapChildren(5 * time.Second)
+		}
+		// Reap the orphans of this run (nothing else of ours is running).
+		for {
+			if pid, err := unix.Wait4(-1, nil, unix.WNOHANG, nil); pid <= 0 || err != nil {
+				break
+			}
 		}
 		if wait := execRestartMin - time.Since(began); wait > 0 {
 			select {
@@ -80,7 +95,7 @@ func (l *execLoad) Run(ctx context.Context, m *Meter) error {
 			}
 		}
 	}
-	return nil
+	return reapChildren(5 * time.Second)
 }
 
 // stopCommand ends the command and whatever it started: SIGTERM, then
@@ -107,4 +122,48 @@ func stopCommand(cmd *exec.Cmd, leader bool, exited <-chan struct{}) {
 	}
 	// What the command left running in its group goes too.
 	signal(syscall.SIGKILL)
+}
+
+// reapChildren kills and reaps every child we have left: the orphans of
+// the command that were reparented to us (we are their subreaper).
+func reapChildren(grace time.Duration) error {
+	deadline := time.Now().Add(grace)
+	for {
+		for {
+			pid, err := unix.Wait4(-1, nil, unix.WNOHANG, nil)
+			if errors.Is(err, unix.ECHILD) {
+				return nil
+			}
+			if pid <= 0 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			return errors.New("processes left by the command would not end")
+		}
+		for _, pid := range childPIDs(os.Getpid()) {
+			_ = unix.Kill(pid, unix.SIGKILL)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// childPIDs lists the children of process ppid, from /proc.
+func childPIDs(ppid int) []int {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		if f := statFields(b); len(f) > 1 && f[1] == strconv.Itoa(ppid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }

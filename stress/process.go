@@ -51,7 +51,6 @@ func Start(exe, name string, args []string) (*Process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stress %s: report pipe: %w", name, err)
 	}
-	defer pr.Close()
 	cmd := exec.Command(exe, append([]string{"stress", name, "--duration", "0"}, args...)...)
 	cmd.Env = append(os.Environ(), envReportFD+"=3", envParent+"="+strconv.Itoa(os.Getpid()))
 	cmd.ExtraFiles = []*os.File{pw}
@@ -61,6 +60,7 @@ func Start(exe, name string, args []string) (*Process, error) {
 	cmd.WaitDelay = killGrace
 	if err := spawn(cmd, p.exited); err != nil {
 		pw.Close()
+		pr.Close()
 		return nil, fmt.Errorf("stress %s: %w", name, err)
 	}
 	pw.Close()
@@ -122,6 +122,7 @@ func spawn(cmd *exec.Cmd, exited chan<- struct{}) error {
 func (p *Process) read(pr *os.File, out chan<- message) {
 	defer close(p.readDone)
 	defer close(out)
+	defer pr.Close()
 	sc := bufio.NewScanner(pr)
 	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
 	for sc.Scan() {
@@ -276,14 +277,20 @@ func GroupPIDs(pgid int) ([]int, error) {
 	return pids, nil
 }
 
-// statPgrp reads the process group from a /proc/PID/stat line: the fields
-// after the command name, which is in parentheses and may contain anything.
-func statPgrp(stat []byte) (int, bool) {
+// statFields are the fields of a /proc/PID/stat line after the command
+// name (which is in parentheses and may contain anything): state, ppid,
+// pgrp...
+func statFields(stat []byte) []string {
 	i := bytes.LastIndexByte(stat, ')')
 	if i < 0 {
-		return 0, false
+		return nil
 	}
-	f := strings.Fields(string(stat[i+1:])) // state ppid pgrp ...
+	return strings.Fields(string(stat[i+1:]))
+}
+
+// statPgrp reads the process group from a /proc/PID/stat line.
+func statPgrp(stat []byte) (int, bool) {
+	f := statFields(stat)
 	if len(f) < 3 {
 		return 0, false
 	}

@@ -1,0 +1,294 @@
+package stress
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The test binary doubles as latencytest: `TESTBIN stress NAME ...` is the
+// stressor child Start runs, and `TESTBIN stress-helper NAME ...` is a
+// parent that starts a stressor, reports it and waits to be SIGKILLed.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "stress":
+			os.Exit(Main(os.Args[0], os.Args[2:], os.Stdout, os.Stderr))
+		case "stress-helper":
+			os.Exit(stressHelper(os.Args[2], os.Args[3:]))
+		}
+	}
+	// Orphans of a killed parent come to us, as they would to init, so that
+	// the tests can reap them (PID 1 of a container may not).
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "PR_SET_CHILD_SUBREAPER:", err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+// helperReport is what stressHelper prints once its stressor runs.
+type helperReport struct {
+	Pid   int      `json:"pid"`
+	Files []string `json:"files"`
+}
+
+func stressHelper(name string, args []string) int {
+	p, err := Start(os.Args[0], name, args)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	p.mu.Lock()
+	files := p.files
+	p.mu.Unlock()
+	// Wait for a throughput report, so the load is really at work.
+	for p.Progress() == nil {
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = json.NewEncoder(os.Stdout).Encode(helperReport{Pid: p.Pid(), Files: files})
+	select {} // until killed
+}
+
+// testLoads are the stressors with settings small enough for a test.
+func testLoads(t *testing.T) map[string][]string {
+	dir := t.TempDir()
+	return map[string][]string{
+		"x11":        {"--xvfb"},
+		"proc":       nil,
+		"disk-write": {"--dir", dir, "--size", "32M"},
+		"disk-copy":  {"--dir", dir, "--size", "16M"},
+		"disk-read":  {"--dir", dir, "--size", "16M"},
+		"hackbench":  {"-g", "2", "-l", "50"},
+		"fork":       {"--parallel", "2"},
+		"cpu":        {"--threads", "2"},
+		"memory":     {"--size", "32M"},
+		"net":        {"--conns", "2"},
+		"exec":       {"--cmd", "sleep 0.05; echo done >/dev/null"},
+	}
+}
+
+// needXvfb fails under CI (scripts/setup test installs xvfb) and skips
+// elsewhere when Xvfb is missing.
+func needXvfb(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("Xvfb"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("Xvfb is missing (scripts/setup test installs the xvfb package)")
+		}
+		t.Skip("Xvfb is missing; install the xvfb package (scripts/setup test)")
+	}
+}
+
+// count is the work done in a stats map: the value under its unit.
+func count(st map[string]any) float64 {
+	unit, _ := st["unit"].(string)
+	v, _ := st[strings.ToLower(unit)].(float64)
+	return v
+}
+
+func TestRegistryCoversEveryStressor(t *testing.T) {
+	r := NewRegistry()
+	want := []string{"cpu", "disk-copy", "disk-read", "disk-write", "exec", "fork", "hackbench", "memory", "net", "proc", "x11"}
+	if got := r.Names(); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("Names() = %v, want %v", got, want)
+	}
+	loads := testLoads(t)
+	for _, n := range want {
+		if _, ok := loads[n]; !ok {
+			t.Errorf("no test settings for stressor %s", n)
+		}
+	}
+}
+
+// Each stressor starts, reports work within 2 s, and after Stop leaves no
+// process in its group and no file.
+func TestStartStop(t *testing.T) {
+	for name, args := range testLoads(t) {
+		t.Run(name, func(t *testing.T) {
+			if name == "x11" {
+				needXvfb(t)
+			}
+			p, err := Start(os.Args[0], name, append([]string{"--interval", "100ms"}, args...))
+			if err != nil {
+				t.Fatalf("Start: %v", err)
+			}
+			p.mu.Lock()
+			files := p.files
+			p.mu.Unlock()
+			deadline := time.Now().Add(2 * time.Second)
+			for count(p.Progress()) <= 0 && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			progress := p.Progress()
+			st, err := p.Stop()
+			if err != nil {
+				t.Errorf("Stop: %v", err)
+			}
+			if count(progress) <= 0 {
+				t.Errorf("no work reported within 2 s: %v (stderr: %s)", progress, p.stderr.lastLine())
+			}
+			if count(st) <= 0 {
+				t.Errorf("final stats count no work: %v", st)
+			}
+			if _, ok := st[strings.ToLower(st["unit"].(string))+"_per_s"]; !ok {
+				t.Errorf("final stats have no rate: %v", st)
+			}
+			assertGone(t, p.Pid(), files)
+		})
+	}
+}
+
+// The same when the parent that started the stressor is SIGKILLed.
+func TestParentKilled(t *testing.T) {
+	for name, args := range testLoads(t) {
+		t.Run(name, func(t *testing.T) {
+			if name == "x11" {
+				needXvfb(t)
+			}
+			helper := exec.Command(os.Args[0], append([]string{"stress-helper", name}, args...)...)
+			helper.Stderr = os.Stderr
+			out, err := helper.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := helper.Start(); err != nil {
+				t.Fatal(err)
+			}
+			line, err := bufio.NewReader(out).ReadBytes('\n')
+			if err != nil {
+				helper.Process.Kill()
+				helper.Wait()
+				t.Fatalf("helper: %v", err)
+			}
+			var rep helperReport
+			if err := json.Unmarshal(line, &rep); err != nil {
+				t.Fatalf("helper said %q: %v", line, err)
+			}
+			if pids, _ := GroupPIDs(rep.Pid); len(pids) == 0 {
+				t.Fatalf("stressor group %d is empty while running", rep.Pid)
+			}
+			if err := helper.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			helper.Wait()
+			// The stressor and any orphan of its group are ours now
+			// (subreaper): reap them as they exit.
+			deadline := time.Now().Add(20 * time.Second)
+			for time.Now().Before(deadline) {
+				pids, _ := GroupPIDs(rep.Pid)
+				if len(pids) == 0 {
+					break
+				}
+				for _, pid := range pids {
+					var ws unix.WaitStatus
+					unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			assertGone(t, rep.Pid, rep.Files)
+		})
+	}
+}
+
+// assertGone checks that process group pgid is empty and files are gone.
+func assertGone(t *testing.T, pgid int, files []string) {
+	t.Helper()
+	pids, err := GroupPIDs(pgid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pids) > 0 {
+		var states []string
+		for _, pid := range pids {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			states = append(states, string(b))
+		}
+		t.Errorf("processes left in group %d: %v", pgid, states)
+		syscall.Kill(-pgid, syscall.SIGKILL)
+	}
+	for _, f := range files {
+		if _, err := os.Lstat(f); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("file left behind: %s", f)
+			os.RemoveAll(f)
+		}
+	}
+}
+
+// A killed disk stressor's file is removed by the next one, and a running
+// one's is not.
+func TestDiskLeftoversRemoved(t *testing.T) {
+	dir := t.TempDir()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	left := filepath.Join(dir, fmt.Sprintf("%s%d-write-123", filePrefix, dead.Process.Pid))
+	alive := filepath.Join(dir, fmt.Sprintf("%s%d-write-456", filePrefix, os.Getpid()))
+	for _, f := range []string{left, alive} {
+		if err := os.WriteFile(f, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := Start(os.Args[0], "disk-write", []string{"--dir", dir, "--size", "4M"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Stop(); err != nil {
+		t.Error(err)
+	}
+	if _, err := os.Stat(left); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("leftover of dead pid %d not removed", dead.Process.Pid)
+	}
+	if _, err := os.Stat(alive); err != nil {
+		t.Errorf("file of a live process removed: %v", err)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 {
+		t.Errorf("dir holds %d files after stop, want 1 (the live process's)", len(ents))
+	}
+}
+
+// A stressor that cannot start says why, as bad input, and leaves nothing.
+func TestStartCannotRun(t *testing.T) {
+	t.Setenv("PATH", t.TempDir()) // no Xvfb
+	_, err := Start(os.Args[0], "x11", []string{"--display", ""})
+	if err == nil || !IsUsage(err) || !strings.Contains(err.Error(), "no X server") {
+		t.Fatalf("Start x11 without X server and Xvfb: err = %v, want a usage error about no X server", err)
+	}
+	_, err = Start(os.Args[0], "disk-read", []string{"--dir", "/nonexistent/dir"})
+	if err == nil || !IsUsage(err) || !strings.Contains(err.Error(), "--dir") {
+		t.Fatalf("Start disk-read on a missing dir: err = %v", err)
+	}
+}
+
+// An exec stressor whose command never succeeds still stops cleanly and
+// says how often it failed.
+func TestExecFailures(t *testing.T) {
+	p, err := Start(os.Args[0], "exec", []string{"--cmd", "exit 3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	st, err := p.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, _ := st["failures"].(float64); f < 1 {
+		t.Errorf("failures = %v, want at least 1 (stats %v)", st["failures"], st)
+	}
+	if count(st) != 0 {
+		t.Errorf("runs = %v, want 0 for a failing command", count(st))
+	}
+	assertGone(t, p.Pid(), nil)
+}

@@ -1,0 +1,195 @@
+package stress
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// fsImmutableFL is FS_IMMUTABLE_FL of <linux/fs.h> (chattr +i).
+const fsImmutableFL = 0x10
+
+// unwritableDir returns a directory nobody may create files in, root
+// included: an immutable directory when we are root, a read-only one
+// otherwise.
+func unwritableDir(t *testing.T) string {
+	t.Helper()
+	d := filepath.Join(t.TempDir(), "ro")
+	if err := os.Mkdir(d, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() != 0 {
+		return d
+	}
+	f, err := os.Open(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	flags, err := unix.IoctlGetUint32(int(f.Fd()), unix.FS_IOC_GETFLAGS)
+	if err != nil {
+		t.Fatalf("FS_IOC_GETFLAGS: %v", err)
+	}
+	if err := unix.IoctlSetPointerInt(int(f.Fd()), unix.FS_IOC_SETFLAGS, int(flags|fsImmutableFL)); err != nil {
+		t.Fatalf("make %s immutable (needs a filesystem with chattr +i): %v", d, err)
+	}
+	t.Cleanup(func() {
+		if f, err := os.Open(d); err == nil {
+			unix.IoctlSetPointerInt(int(f.Fd()), unix.FS_IOC_SETFLAGS, int(flags&^fsImmutableFL))
+			f.Close()
+		}
+	})
+	return d
+}
+
+func TestValidate(t *testing.T) {
+	r := NewRegistry()
+	noXvfb := t.TempDir()
+	ro := unwritableDir(t)
+	cases := []struct {
+		name string
+		args []string
+		path string // PATH for the case ("": unchanged)
+		want string // in the error; "" means valid
+	}{
+		{"hackbench", []string{"-g", "6", "-l", "100"}, "", ""},
+		{"hackbench", []string{"-T", "-p", "-s", "512", "-f", "4"}, "", ""},
+		{"disk-write", []string{"--size", "64M"}, "", ""},
+		{"exec", []string{"--cmd", "make -j4"}, "", ""},
+		{"nope", nil, "", `unknown stressor "nope"; allowed: cpu, disk-copy`},
+		{"disk-write", []string{"--size", "abc"}, "", `invalid value "abc" for flag --size: want a positive size`},
+		{"disk-write", []string{"--size", "-1G"}, "", "--size"},
+		{"disk-write", []string{"--size", "100000T"}, "", "--size"},
+		{"disk-read", []string{"--size", "1000T"}, "", "more than half the free space"},
+		{"disk-copy", []string{"--dir", "/nonexistent/x"}, "", "--dir /nonexistent/x: no such file or directory"},
+		{"disk-copy", []string{"--dir", "/etc/hostname"}, "", "not a directory"},
+		{"disk-write", []string{"--dir", ro}, "", "--dir " + ro + ": not writable"},
+		{"x11", []string{"--display", ""}, noXvfb, "no X server ($DISPLAY is not set) and no Xvfb"},
+		{"x11", []string{"--xvfb"}, noXvfb, "--xvfb: no Xvfb found"},
+		{"hackbench", []string{"-g", "0"}, "", "--groups 0: want 1 or more"},
+		{"hackbench", []string{"-T", "-P"}, "", "exclude each other"},
+		{"hackbench", []string{"-g", "1000", "-f", "1000"}, "", "tasks; at most"},
+		{"hackbench", []string{"--bogus"}, "", "unknown flag --bogus"},
+		{"cpu", []string{"--threads", "0"}, "", "--threads 0"},
+		{"exec", nil, "", "--cmd is required"},
+		{"fork", []string{"extra"}, "", `unexpected argument "extra"`},
+		{"memory", []string{"--size", "1000T"}, "", "more than half the available memory"},
+		{"proc", []string{"--duration", "-1s"}, "", "--duration -1s"},
+	}
+	for _, c := range cases {
+		t.Run(c.name+" "+strings.Join(c.args, " "), func(t *testing.T) {
+			if c.path != "" {
+				t.Setenv("PATH", c.path)
+			}
+			err := r.Validate(c.name, c.args)
+			if c.want == "" {
+				if err != nil {
+					t.Fatalf("Validate: %v, want nil", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Validate: %v, want an error containing %q", err, c.want)
+			}
+			if !IsUsage(err) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("want a one-line usage error, got %q", err)
+			}
+			// `latencytest stress` says the same in one line and exits 2.
+			var stdout, stderr bytes.Buffer
+			if code := Main("latencytest", append([]string{c.name}, c.args...), &stdout, &stderr); code != 2 {
+				t.Errorf("Main exit code %d, want 2", code)
+			}
+			if lines := strings.Count(stderr.String(), "\n"); lines != 1 || !strings.Contains(stderr.String(), c.want) {
+				t.Errorf("Main stderr = %q, want one line containing %q", stderr.String(), c.want)
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("Main wrote to stdout on bad input: %q", stdout.String())
+			}
+		})
+	}
+}
+
+func TestMainList(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := Main("latencytest", []string{"-list"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	for _, n := range NewRegistry().Names() {
+		if !strings.Contains(stdout.String(), "\n"+n+" ") && !strings.HasPrefix(stdout.String(), n+" ") {
+			t.Errorf("-list does not list %s:\n%s", n, stdout.String())
+		}
+	}
+	if code := Main("latencytest", nil, &stdout, &stderr); code != 2 {
+		t.Errorf("no arguments: exit %d, want 2", code)
+	}
+}
+
+func TestRunFlags(t *testing.T) {
+	r := NewRegistry()
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.Duration("duration", 0, "run's own flag")
+	args := r.RunFlags(fs)
+	err := fs.Parse([]string{"--hackbench-groups", "6", "--disk-size", "512M", "--disk-drop-caches",
+		"--exec-cmd", "make -j4", "--fork-parallel", "3", "--duration", "5s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		"hackbench":  {"--groups=6"},
+		"disk-write": {"--size=512M"},
+		"disk-copy":  {"--size=512M"},
+		"disk-read":  {"--drop-caches=true", "--size=512M"},
+		"exec":       {"--cmd=make -j4"},
+		"fork":       {"--parallel=3"},
+		"proc":       nil,
+		"x11":        nil,
+	}
+	for name, w := range want {
+		got := args(name)
+		slices.Sort(got)
+		if !slices.Equal(got, w) {
+			t.Errorf("args(%s) = %q, want %q", name, got, w)
+		}
+	}
+	// The arguments are what `latencytest stress NAME` accepts.
+	if err := r.Validate("hackbench", args("hackbench")); err != nil {
+		t.Errorf("Validate(hackbench, %q): %v", args("hackbench"), err)
+	}
+	if fs.Lookup("hackbench-g") != nil || fs.Lookup("hackbench-duration") != nil {
+		t.Errorf("short aliases or the duration flag leaked into run's flags")
+	}
+
+	bad := flag.NewFlagSet("run", flag.ContinueOnError)
+	bad.SetOutput(new(bytes.Buffer))
+	r.RunFlags(bad)
+	if err := bad.Parse([]string{"--disk-size", "huge"}); err == nil || !strings.Contains(err.Error(), "disk-size") {
+		t.Errorf("bad --disk-size: err = %v, want one naming the flag", err)
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{
+		"1": 1, "4096": 4096, "64k": 64 << 10, "512M": 512 << 20, "1G": 1 << 30, "1GiB": 1 << 30,
+		"2gb": 2 << 30, "1.5G": 3 << 29, "1T": 1 << 40,
+	} {
+		if got, err := parseSize(in); err != nil || got != want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "abc", "0", "-5M", "1.5", "G", "1X", "99999999T"} {
+		if got, err := parseSize(in); err == nil {
+			t.Errorf("parseSize(%q) = %d, want an error", in, got)
+		}
+	}
+	for _, n := range []int64{1, 1000, 64 << 10, 512 << 20, 3 << 30} {
+		if got, err := parseSize(formatSize(n)); err != nil || got != n {
+			t.Errorf("parseSize(formatSize(%d)=%q) = %d, %v", n, formatSize(n), got, err)
+		}
+	}
+}

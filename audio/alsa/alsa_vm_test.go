@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -335,26 +336,43 @@ func TestVMTiming(t *testing.T) {
 	if first := ss[0].Due - start; first < period/2 || first > 3*period {
 		t.Errorf("first period due %d ns after start, want about %d", first, period)
 	}
+	var steps, lat, off []int64
 	for i, s := range ss {
 		if s.Xrun != 0 {
 			t.Logf("period %d: xrun %d ns (emulation stall)", i, s.Xrun)
 			continue
 		}
+		lat = append(lat, s.Woke-s.Due)
 		if s.Woke < s.Due {
 			t.Errorf("period %d: woke %d ns before due", i, s.Due-s.Woke)
 		}
 		if s.Avail < int32(g.PeriodFrames) {
 			t.Errorf("period %d: avail %d < one period", i, s.Avail)
 		}
-		if i > 10 && (s.Grid == 0 || abs(s.Grid-s.Due) > period) {
-			t.Errorf("period %d: grid %d vs due %d", i, s.Grid, s.Due)
+		// The grid needs one on-time update after each (re)start.
+		restarted := i == 0 || ss[i-1].Xrun != 0
+		if !restarted {
+			if s.Grid == 0 {
+				t.Errorf("period %d: no grid", i)
+			}
+			off = append(off, abs(s.Grid-s.Due))
+			steps = append(steps, s.Due-ss[i-1].Due)
 		}
 	}
-	// Over the run the hardware clock and the system clock agree (the
-	// dummy's pointer is computed from the system clock).
-	span := float64(ss[len(ss)-1].Due-ss[10].Due) / float64(len(ss)-11)
-	if math.Abs(span/float64(period)-1) > 0.01 {
-		t.Errorf("mean Due step %.0f ns, want %d ± 1 %%", span, period)
+	slices.Sort(steps)
+	slices.Sort(lat)
+	slices.Sort(off)
+	// The grid is fitted to the same updates: typically it is within a
+	// fraction of a period of them (an emulated timer is late now and
+	// then, so this is the median).
+	if med := off[len(off)/2]; med > period/4 {
+		t.Errorf("median |grid − due| %d ns, want under a quarter period", med)
+	}
+	t.Logf("latency µs: min %d p50 %d p99 %d max %d", lat[0]/1000, lat[len(lat)/2]/1000, lat[len(lat)*99/100]/1000, lat[len(lat)-1]/1000)
+	// The dummy's pointer runs on the system clock: the typical step of
+	// Due is one period.
+	if med := steps[len(steps)/2]; math.Abs(float64(med)/float64(period)-1) > 0.01 {
+		t.Errorf("median Due step %d ns, want %d ± 1 %%", med, period)
 	}
 }
 

@@ -224,3 +224,22 @@ func TestGridFitFollowsDrift(t *testing.T) {
 		t.Errorf("grid at period %d: off by %d ns", k, got-want)
 	}
 }
+
+// Early on, and against wild jitter, the grid keeps to the nominal rate.
+func TestGridFitGuards(t *testing.T) {
+	var g gridFit
+	nominal := 1e9 / 48000.0
+	g.reset(nominal)
+	g.add(0, 0)
+	g.add(64, 5e6) // an update 3.7 ms late: slope 78000 ns/frame
+	if g.slope() != nominal {
+		t.Errorf("slope %v from 64 frames of points, want the nominal %v", g.slope(), nominal)
+	}
+	for k := 2; k < 2000; k++ {
+		y := int64(float64(k*64) * nominal * 1.02) // a 2 % clock: jitter, not drift
+		g.add(uint64(k*64), y)
+	}
+	if g.slope() != nominal*(1+maxDrift) {
+		t.Errorf("slope %v, want clamped to %v", g.slope(), nominal*(1+maxDrift))
+	}
+}

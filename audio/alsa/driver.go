@@ -388,8 +388,13 @@ func (d *Driver) check(s *side) error {
 // Wait blocks in poll until every side has its next period, then fills
 // p.Due (the later side's pointer timestamp), p.Woke, p.Avail (of the
 // first side) and p.Grid.
+//
+// Woke is read right after the status that shows the period complete,
+// not before it: an update of the pointer between the two would otherwise
+// give a Due after Woke. Reading the status page costs nanoseconds (a
+// SYNC_PTR ioctl about a microsecond), so Woke is still "right after poll
+// returned".
 func (d *Driver) Wait(p *rundata.Sample) error {
-	woke := audio.Now()
 	for {
 		n := 0
 		for _, s := range d.sides {
@@ -412,7 +417,6 @@ func (d *Driver) Wait(p *rundata.Sample) error {
 			break
 		}
 		k, err := d.poll(n)
-		woke = audio.Now()
 		if err == unix.EINTR {
 			continue
 		}
@@ -423,7 +427,7 @@ func (d *Driver) Wait(p *rundata.Sample) error {
 			return fmt.Errorf("%s: no period in %d ms: the device stopped moving", d.sides[0].name, d.timeoutNS/1e6)
 		}
 	}
-	p.Woke = woke
+	p.Woke = audio.Now()
 	for _, s := range d.sides {
 		p.Due = max(p.Due, s.due)
 	}

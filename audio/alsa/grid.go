@@ -9,13 +9,23 @@ package alsa
 // the nominal rate. It uses Welford's running form, which stays exact
 // over hours where naive sums of squares would cancel.
 type gridFit struct {
-	nominal  float64 // ns per frame at the nominal rate, used until fitted
+	nominal  float64 // ns per frame at the nominal rate
 	n        float64
 	x0       uint64 // first point, subtracted to keep the sums small
 	y0       int64
+	span     float64 // frames between the first and the last point
 	mx, my   float64 // running means of x−x0, y−y0
 	sxx, sxy float64 // running sums of squared and cross deviations
 }
+
+// Until the points span minSpan of audio their slope says more about the
+// jitter of the updates than about the clock, so the nominal one is used;
+// and no soundcard's clock is off by maxDrift, so a fit beyond it is
+// jitter too and is clamped.
+const (
+	minSpanNS = 0.5e9
+	maxDrift  = 0.005
+)
 
 func (g *gridFit) reset(nominal float64) { *g = gridFit{nominal: nominal} }
 
@@ -25,6 +35,7 @@ func (g *gridFit) add(x uint64, y int64) {
 		g.x0, g.y0 = x, y
 	}
 	dx, dy := float64(x-g.x0), float64(y-g.y0)
+	g.span = max(g.span, dx)
 	g.n++
 	ddx := dx - g.mx
 	g.mx += ddx / g.n
@@ -33,13 +44,12 @@ func (g *gridFit) add(x uint64, y int64) {
 	g.sxy += ddx * (dy - g.my)
 }
 
-// slope is the fitted ns per frame (the nominal until two distinct
-// points).
+// slope is the fitted ns per frame.
 func (g *gridFit) slope() float64 {
-	if g.n < 2 || g.sxx == 0 {
+	if g.n < 2 || g.sxx == 0 || g.span*g.nominal < minSpanNS {
 		return g.nominal
 	}
-	return g.sxy / g.sxx
+	return min(max(g.sxy/g.sxx, g.nominal*(1-maxDrift)), g.nominal*(1+maxDrift))
 }
 
 // at is the instant the fitted clock reaches position x; 0 before the

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"latencytest/report/synth"
+)
+
+func synthRun(t *testing.T, host string) string {
+	t.Helper()
+	dir := t.TempDir()
+	c := synth.Default()
+	c.PhaseLength = 2 * time.Second
+	c.Hostname = host
+	if _, err := synth.Write(dir, c); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// oneLine checks a bad-input failure: exit 2 and a single line on stderr.
+func oneLine(t *testing.T, r result, what string) {
+	t.Helper()
+	if r.code != 2 {
+		t.Errorf("%s: exit %d, want 2 (stderr %q)", what, r.code, r.stderr)
+	}
+	if n := strings.Count(strings.TrimSpace(r.stderr), "\n"); n != 0 || r.stderr == "" {
+		t.Errorf("%s: stderr is not one line: %q", what, r.stderr)
+	}
+}
+
+func TestReportCommand(t *testing.T) {
+	dir := synthRun(t, "host-a")
+	r := latencytest(t, "report", dir)
+	if r.code != 0 {
+		t.Fatalf("report: exit %d: %s", r.code, r.stderr)
+	}
+	for _, f := range []string{"index.html", "stats.csv"} {
+		if fi, err := os.Stat(filepath.Join(dir, f)); err != nil || fi.Size() == 0 {
+			t.Errorf("%s not written: %v", f, err)
+		}
+	}
+	oneLine(t, latencytest(t, "report"), "report without a directory")
+	oneLine(t, latencytest(t, "report", dir, dir), "report with two directories")
+	empty := t.TempDir()
+	oneLine(t, latencytest(t, "report", empty), "report of a directory without run.json")
+	if _, err := os.Stat(filepath.Join(empty, "index.html")); !os.IsNotExist(err) {
+		t.Error("report of a bad directory wrote index.html")
+	}
+}
+
+func TestCompareCommand(t *testing.T) {
+	a, b := synthRun(t, "host-a"), synthRun(t, "host-b")
+	out := filepath.Join(t.TempDir(), "cmp.html")
+	// Flags after the inputs, as the usage line shows.
+	r := latencytest(t, "compare", a, b, "-o", out)
+	if r.code != 0 {
+		t.Fatalf("compare: exit %d: %s", r.code, r.stderr)
+	}
+	page, err := os.ReadFile(out)
+	if err != nil || !strings.Contains(string(page), "host-b") {
+		t.Fatalf("compare page missing or without the second run: %v", err)
+	}
+	ct := filepath.Join("..", "..", "report", "testdata", "cyclictest")
+	r = latencytest(t, "compare", "-phase", "idle", a, filepath.Join(ct, "idle.hist"), filepath.Join(ct, "hackbench.json"), "-o", out)
+	if r.code != 0 {
+		t.Fatalf("compare with cyclictest files: exit %d: %s", r.code, r.stderr)
+	}
+
+	junk := filepath.Join(t.TempDir(), "notes.txt")
+	os.WriteFile(junk, []byte("hello\n"), 0o644)
+	bad := filepath.Join(t.TempDir(), "never.html")
+	for what, args := range map[string][]string{
+		"no input":       {"compare", "-o", bad},
+		"missing dir":    {"compare", a, filepath.Join(a, "nope"), "-o", bad},
+		"unknown format": {"compare", junk, "-o", bad},
+		"unknown flag":   {"compare", a, "-x", "-o", bad},
+		"empty -o":       {"compare", a, "-o", ""},
+	} {
+		oneLine(t, latencytest(t, args...), what)
+		if _, err := os.Stat(bad); !os.IsNotExist(err) {
+			t.Fatalf("%s: wrote the output anyway", what)
+		}
+	}
+}
+
+func TestCheckCommand(t *testing.T) {
+	r := latencytest(t, "check")
+	if r.code != 0 {
+		t.Fatalf("check: exit %d: %s", r.code, r.stderr)
+	}
+	line := regexp.MustCompile(`(?m)^(OK|WARN|INFO) +\S`)
+	if n := len(line.FindAllString(r.stdout, -1)); n < 10 {
+		t.Errorf("check printed %d findings:\n%s", n, r.stdout)
+	}
+	if !regexp.MustCompile(`(?m)^\d+ OK, \d+ WARN, \d+ INFO$`).MatchString(r.stdout) {
+		t.Errorf("no summary line:\n%s", r.stdout)
+	}
+	// A warning says why and how to fix it.
+	if strings.Contains(r.stdout, "\nWARN") && !strings.Contains(r.stdout, "      fix: ") {
+		t.Errorf("a WARN without its fix:\n%s", r.stdout)
+	}
+	oneLine(t, latencytest(t, "check", "-bogus"), "check with an unknown flag")
+	oneLine(t, latencytest(t, "check", "extra"), "check with an argument")
+}

@@ -151,6 +151,8 @@ func timeFigure(pd *phaseData, periodMS, bufferMS float64) (template.HTML, strin
 	p.Y.Min, p.Y.Max = 0, top
 	p.X.Min, p.X.Max = 0, max(end, 1e-3)
 	p.Add(&Envelope{X: xs, Lo: lo, Hi: hi, XMax: end, Clip: clip, Color: colLatency})
+	// The reference lines go over the data, as in the classic graphs: a
+	// spike through the buffer line is the thing to see.
 	p.Add(refH(periodMS, fmt.Sprintf("period %s ms", fmtNum(periodMS)), colPeriod, false))
 	p.Add(refH(bufferMS, fmt.Sprintf("buffer %s ms", fmtNum(bufferMS)), colBuffer, false))
 	if len(marks) > 0 {
@@ -180,10 +182,10 @@ func cpuFigure(pd *phaseData, periodMS float64) (template.HTML, error) {
 	p := newPlot("CPU loop duration over time", "time (s)", "duration (ms)")
 	p.Y.Min, p.Y.Max = 0, top
 	p.X.Min, p.X.Max = 0, max(end, 1e-3)
+	p.Add(&Envelope{X: xs, Lo: lo, Hi: hi, XMax: end, Clip: clip, Color: colCPU})
 	if nominal > 0 {
 		p.Add(refH(nominal, fmt.Sprintf("nominal %s ms", fmtNum(nominal)), colNominal, true))
 	}
-	p.Add(&Envelope{X: xs, Lo: lo, Hi: hi, XMax: end, Clip: clip, Color: colCPU})
 	p.Add(refH(periodMS, fmt.Sprintf("period %s ms", fmtNum(periodMS)), colPeriod, false))
 	return svgOf(p, figW, figHCPU)
 }

@@ -86,8 +86,27 @@ func (h *HLine) Plot(c draw.Canvas, p *plot.Plot) {
 	if h.Label != "" {
 		t := h.Text
 		t.XAlign, t.YAlign = draw.XRight, draw.YBottom
-		c.FillText(t, vg.Point{X: c.Max.X - 3, Y: y + 1}, h.Label)
+		pt := vg.Point{X: c.Max.X - 3, Y: y + 1.5}
+		labelBackground(c, p, t, pt, h.Label)
+		c.FillText(t, pt, h.Label)
 	}
+}
+
+// labelBackground clears the plot's background behind a right-aligned,
+// bottom-aligned label, so data drawn before it does not garble it.
+func labelBackground(c draw.Canvas, p *plot.Plot, t draw.TextStyle, pt vg.Point, label string) {
+	if p.BackgroundColor == nil {
+		return
+	}
+	w, h := t.Width(label), t.Height(label)
+	var r vg.Path
+	r.Move(vg.Point{X: pt.X - w - 2, Y: pt.Y - 0.5})
+	r.Line(vg.Point{X: pt.X + 1, Y: pt.Y - 0.5})
+	r.Line(vg.Point{X: pt.X + 1, Y: pt.Y + h})
+	r.Line(vg.Point{X: pt.X - w - 2, Y: pt.Y + h})
+	r.Close()
+	c.SetColor(p.BackgroundColor)
+	c.Fill(r)
 }
 
 // VLine is a vertical reference line with its label near the top, or at
@@ -119,8 +138,9 @@ func (v *VLine) Plot(c draw.Canvas, p *plot.Plot) {
 	}
 }
 
-// Marks draws a tick from the top of the plot down at each X, at most one
-// per canvas column: the xruns of a phase.
+// Marks draws a small triangle hanging from the top of the plot at each X,
+// at most one per canvas column: the xruns of a phase. They stay out of the
+// data below, so a phase with hundreds of xruns is still readable.
 type Marks struct {
 	X     []float64
 	Color color.Color
@@ -129,7 +149,7 @@ type Marks struct {
 // Plot implements plot.Plotter.
 func (m *Marks) Plot(c draw.Canvas, p *plot.Plot) {
 	trX, _ := p.Transforms(&c)
-	var line, tri vg.Path
+	var tri vg.Path
 	last := math.Inf(-1)
 	for _, xv := range m.X {
 		x := vg.Length(math.Floor(float64(trX(xv)))) + 0.5
@@ -137,16 +157,11 @@ func (m *Marks) Plot(c draw.Canvas, p *plot.Plot) {
 			continue
 		}
 		last = float64(x)
-		line.Move(vg.Point{X: x, Y: c.Min.Y})
-		line.Line(vg.Point{X: x, Y: c.Max.Y})
-		tri.Move(vg.Point{X: x - 3.5, Y: c.Max.Y})
-		tri.Line(vg.Point{X: x + 3.5, Y: c.Max.Y})
-		tri.Line(vg.Point{X: x, Y: c.Max.Y - 6})
+		tri.Move(vg.Point{X: x - 3, Y: c.Max.Y})
+		tri.Line(vg.Point{X: x + 3, Y: c.Max.Y})
+		tri.Line(vg.Point{X: x, Y: c.Max.Y - 7})
 		tri.Close()
 	}
-	r, g, b, _ := m.Color.RGBA()
-	c.SetLineStyle(draw.LineStyle{Color: color.NRGBA{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8), 0x70}, Width: 0.8})
-	c.Stroke(line)
 	c.SetColor(m.Color)
 	c.Fill(tri)
 }

@@ -82,6 +82,7 @@ type phaseView struct {
 	TimeCaption, PerColumn, Nominal   string
 	Xruns                             int
 	Overflow                          uint64
+	Lost                              int64
 }
 
 type indexPage struct {
@@ -132,7 +133,7 @@ func renderIndex(rd *runData) ([]byte, error) {
 		}
 		pv := &pg.Phases[i]
 		*pv = phaseView{ID: id, Name: pd.Name, Stressor: pd.Stressor, Skipped: pd.Skipped, Note: pd.note,
-			Xruns: pd.Xruns, Overflow: pd.Overflow, Nominal: fmtNum(pd.CPULoop.NominalUS / 1000)}
+			Xruns: pd.Xruns, Overflow: pd.Overflow, Lost: pd.Lost, Nominal: fmtNum(pd.CPULoop.NominalUS / 1000)}
 		sr.Link = ""
 		pv.Table = statsTable{First: "phase", Extra: "stressor throughput", Head: metricHeads(), Rows: []statsRow{sr}}
 		if pd.Skipped != "" {

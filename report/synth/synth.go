@@ -40,7 +40,7 @@ func Idle() Phase {
 // longer than the buffer, which the virtual buffer turns into xruns.
 func Hackbench() Phase {
 	return Phase{Name: "hackbench", Stressor: "hackbench", MedianUS: 18, Sigma: 0.6,
-		SpikeProb: 2e-3, SpikeUS: 250, StallProb: 1e-3, StallUS: 6000,
+		SpikeProb: 2e-3, SpikeUS: 250, StallProb: 2e-4, StallUS: 6000,
 		StressorStats: map[string]any{"loops_per_s": 812.5, "groups": 4}}
 }
 

@@ -71,7 +71,7 @@ func TestJackCountsPeriods(t *testing.T) {
 	drv := openJack(t, jackConfig())
 	s := record(t, drv, 5*time.Second, nil)
 	if n := len(s); n < 3750*98/100 || n > 3750*102/100 {
-		t.Fatalf("%d callbacks in 5 s, want 3750 ± 2 %%", n)
+		t.Errorf("%d callbacks in 5 s, want 3750 ± 2 %%", n)
 	}
 	var lat []int64
 	for i, p := range s {
@@ -95,6 +95,15 @@ func TestJackCountsPeriods(t *testing.T) {
 	if med := lat[len(lat)/2]; med <= 0 || med > period {
 		t.Errorf("median latency %d ns, want within (0, one period]", med)
 	}
+	var xruns int
+	var lost int64
+	for _, p := range s {
+		if p.Xrun > 0 {
+			xruns++
+			lost += p.Xrun
+		}
+	}
+	t.Logf("%d xruns, %.1f ms in all", xruns, float64(lost)/1e6)
 	t.Logf("%d callbacks; latency min %d median %d p99 %d max %d ns", len(s), lat[0], lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1])
 }
 

@@ -4,139 +4,157 @@ package portaudio
 
 import "math"
 
-// grid is the ideal callback grid: the instants (CLOCK_MONOTONIC ns) at
-// which each period became due, had nothing been late. A callback's
-// lateness is its wakeup minus its grid instant, as JACK's delayed usecs
-// are the poll wakeup minus the instant the period was expected.
+// grid places each callback on the ideal callback grid: the instant
+// (CLOCK_MONOTONIC ns) at which its period became due, had nothing been
+// late, as JACK's delayed usecs are a wakeup minus the instant the period
+// was expected.
 //
-// The grid is a line, due(c) = pivT + (c − pivC)·periodNS, through a pivot
-// (pivT, pivC): the cycle index and wakeup of the earliest callback seen
-// relative to the line, so that the line is the lower envelope of the
-// wakeups (a callback can be late, never early). Its slope comes from the
-// stream's frame clock when the host API has one (JACK: jack_frame_time,
-// which PortAudio hands over as timeInfo.currentTime): a least-squares fit
-// of wakeup instants against frame-clock readings taken at the same
-// instant, so the slope is the real duration of a frame on
-// CLOCK_MONOTONIC — drift corrected, and untouched by how late the
-// callbacks are. Without a frame clock the slope stays nominal.
+// The stream's frame counter numbers the periods: one per callback, plus
+// the periods the stream missed. The grid maps it to time with a line,
+// due(c) = pivT + (c − pivC)·period, fitted to the wakeups:
 //
-// The zero value is not usable; see newGrid.
+//   - Its phase is their lower envelope: the line goes through a pivot, the
+//     earliest callback seen relative to it, since a callback can be late
+//     but never early. It never moves up, so lateness that lasts (a whole
+//     stress phase) stays visible.
+//   - Its slope, the real length of a period on CLOCK_MONOTONIC (drift
+//     corrected), is a least-squares line through the earliest callback
+//     of every block of blockPeriods callbacks, forgetting with a time
+//     constant of fitTau. Block minima sit close to the envelope, so
+//     lateness hardly tilts the fit; a long time constant keeps a lasting
+//     change of lateness from passing for drift. When the slope changes
+//     the line turns about the pivot, a real callback, so the line never
+//     runs below the envelope: a callback found early moves the pivot.
+//
+// Two kinds of host API number the periods differently. JACK (current)
+// calls each client once per server cycle and keeps no backlog for a late
+// one, so a callback serves the latest cycle that has begun and the cycles
+// in between were missed; after missed cycles JACK may run the client
+// twice within one cycle (the leftover activation, then the current one),
+// and the second call belongs to the same cycle. A buffered host API
+// (ALSA, OSS) holds several periods, so each callback is the next period,
+// and the callbacks that prime the buffer at the start come early and
+// move the line down until the stream settles; after an xrun it restarts
+// the stream, and restart re-anchors the line.
 type grid struct {
-	frames    int64   // frames per period
-	nominal   float64 // nominal ns per frame
-	nsFrame   float64 // fitted ns per frame
-	current   bool    // callbacks always serve the cycle in progress (JACK)
-	started   bool    //
-	c         int64   // cycle index of the last callback
-	pivT      float64 // pivot instant, ns
-	pivC      int64   // pivot cycle index
-	recovered bool    // the last callback came after missed cycles
+	frames  int     // frames per period
+	nominal float64 // nominal period, ns
+	period  float64 // fitted period, ns
+	current bool    // callbacks serve the cycle in progress (JACK)
+	lambda  float64 // forgetting factor per block
 
-	// Least-squares sums over (frame clock, wakeup) pairs, both taken
-	// relative to the first pair so that the sums stay well conditioned.
-	x0, y0              float64
-	n, sx, sy, sxx, sxy float64
+	n         int64   // callbacks seen
+	c         int64   // period index of the last callback
+	pivT      float64 // the line goes through (pivC, pivT)
+	pivC      int64
+	recovered bool // the last callback came after missed periods
+
+	// The current block's earliest callback relative to the line.
+	settle       int // callbacks to leave out of the fit after a (re)start: the buffer primes
+	inBlock      int
+	minRes       float64
+	minC         int64
+	minT         float64
+	c0, t0       float64 // origin of the fit, for well-conditioned sums
+	w, mx, my    float64 // weighted least squares of minT on minC
+	sxx, sxy     float64
+	blocksFitted int
 }
 
-// minFitPairs is how many frame-clock readings the slope fit needs before
-// it replaces the nominal rate.
-const minFitPairs = 16
-
-// maxDrift bounds the fitted rate: a frame clock more than 1 % off nominal
-// is not a clock drifting but a server at another rate, and is ignored.
-const maxDrift = 0.01
+const (
+	blockPeriods = 16    // callbacks per block of the slope fit
+	fitTau       = 60.0  // s: time constant of the slope fit
+	maxDrift     = 0.005 // the fitted period stays within 0.5 % of nominal: clocks drift by ppm, not by per cent
+)
 
 func newGrid(rate, frames int, current bool) *grid {
-	ns := 1e9 / float64(rate)
-	return &grid{frames: int64(frames), nominal: ns, nsFrame: ns, current: current}
+	p := float64(frames) * 1e9 / float64(rate)
+	return &grid{
+		frames:  frames,
+		nominal: p,
+		period:  p,
+		current: current,
+		lambda:  math.Exp(-blockPeriods * p / 1e9 / fitTau),
+	}
 }
 
-// periodNS is the fitted length of one period.
-func (g *grid) periodNS() float64 { return g.nsFrame * float64(g.frames) }
+// nsPerFrame is the fitted length of one frame.
+func (g *grid) nsPerFrame() float64 { return g.period / float64(g.frames) }
 
-// due returns the grid instant of cycle c.
-func (g *grid) due(c int64) float64 { return g.pivT + float64(c-g.pivC)*g.periodNS() }
+func (g *grid) due(c int64) float64 { return g.pivT + float64(c-g.pivC)*g.period }
 
-// next places a callback that woke at woke on the grid and returns the
-// instant its period became due and how many whole periods the stream
-// missed since the previous callback. clock is the stream's frame clock
-// at the callback in frames, or NaN when the host API has none.
-//
-// Cycle assignment: when callbacks always serve the cycle in progress (JACK
-// calls each client once per server cycle and never queues cycles for a
-// late one), the callback belongs to the latest cycle that has begun, and
-// any cycles in between were missed. Otherwise (ALSA, OSS: the buffer
-// holds several periods and late callbacks catch up in a burst) each
-// callback is the next period.
-func (g *grid) next(woke int64, clock float64) (due int64, missed int64) {
+// next places a callback that woke at woke and returns the instant its
+// period became due and how many whole periods the stream missed since the
+// previous callback.
+func (g *grid) next(woke int64) (due int64, missed int64) {
 	t := float64(woke)
-	if !g.started {
-		g.started = true
+	g.n++
+	if g.n == 1 {
 		g.pivT, g.pivC, g.c = t, 0, 0
-		g.x0, g.y0 = clock, t
+		g.c0, g.t0 = 0, t
 		return woke, 0
 	}
-	g.fit(clock, t)
 	c := g.c + 1
 	if g.current {
-		if begun := g.pivC + int64(math.Floor((t-g.pivT)/g.periodNS())); begun > c {
+		if begun := g.pivC + int64(math.Floor((t-g.pivT)/g.period)); begun > c {
 			c = begun
 		}
 	}
 	d := g.due(c)
 	switch {
 	case t >= d:
-		// Late or on time: the usual case.
-	case g.recovered && g.current:
-		// After missed cycles JACK may run the client twice within one
-		// cycle, the first call being the leftover activation. The
-		// second belongs to the same cycle as the first.
+	case g.current && g.recovered:
 		c = g.c
 		d = math.Min(g.due(c), t)
 	default:
-		// Earlier than the line allows: the line was too late (its
-		// phase came from a callback that was itself late, or the
-		// stream restarted). Move the line down to this callback.
 		g.pivT, g.pivC = t, c
 		d = t
 	}
 	missed = max(c-g.c-1, 0)
 	g.recovered = missed > 0
 	g.c = c
+	g.observe(c, t, t-d)
 	return int64(d), missed
 }
 
-// restart re-anchors the grid at a callback that woke at woke: after an
-// xrun, a buffered host API restarts the stream and the periods run on a
-// new grid, as the timer driver's do.
+// restart re-anchors the line at a callback that woke at woke, after a
+// buffered host API restarted the stream: its periods run on a new grid,
+// as the timer driver's do. The fit starts again; the slope is kept.
 func (g *grid) restart(woke int64) {
 	g.pivT, g.pivC = float64(woke), g.c
+	g.w, g.mx, g.my, g.sxx, g.sxy, g.blocksFitted = 0, 0, 0, 0, 0, 0
+	g.c0, g.t0 = float64(g.c), float64(woke)
+	g.inBlock, g.settle = 0, 0
 }
 
-// fit adds one (frame clock, wakeup) pair to the slope fit.
-func (g *grid) fit(clock, t float64) {
-	if math.IsNaN(clock) || math.IsNaN(g.x0) {
+// observe keeps the block's earliest callback and, at the end of a block,
+// adds it to the slope fit.
+func (g *grid) observe(c int64, t, res float64) {
+	if g.settle < blockPeriods {
+		g.settle++
 		return
 	}
-	x, y := clock-g.x0, t-g.y0
-	g.n++
-	g.sx += x
-	g.sy += y
-	g.sxx += x * x
-	g.sxy += x * y
-	if g.n < minFitPairs {
+	if g.inBlock == 0 || res < g.minRes {
+		g.minRes, g.minC, g.minT = res, c, t
+	}
+	g.inBlock++
+	if g.inBlock < blockPeriods {
 		return
 	}
-	den := g.n*g.sxx - g.sx*g.sx
-	if den <= 0 {
+	g.inBlock = 0
+	x, y := float64(g.minC)-g.c0, g.minT-g.t0
+	w := g.lambda*g.w + 1
+	dx, dy := x-g.mx, y-g.my
+	k := g.lambda * g.w / w
+	g.sxx = g.lambda*g.sxx + k*dx*dx
+	g.sxy = g.lambda*g.sxy + k*dx*dy
+	g.mx += dx / w
+	g.my += dy / w
+	g.w = w
+	g.blocksFitted++
+	if g.blocksFitted < 2 || g.sxx <= 0 {
 		return
 	}
-	// Keep the line continuous at the current cycle while the slope
-	// changes: re-pivot at the current cycle's grid instant first.
-	b := (g.n*g.sxy - g.sx*g.sy) / den
-	if math.Abs(b/g.nominal-1) > maxDrift {
-		return
-	}
-	g.pivT, g.pivC = g.due(g.c), g.c
-	g.nsFrame = b
+	b := g.sxy / g.sxx
+	g.period = min(max(b, g.nominal*(1-maxDrift)), g.nominal*(1+maxDrift))
 }

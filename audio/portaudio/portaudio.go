@@ -345,26 +345,26 @@ func (d *Driver) callback(woke int64, in, out []float32, ti pa.StreamCallbackTim
 	p := &d.sample
 	*p = rundata.Sample{Index: d.index, Woke: woke}
 	d.index++
-	clock := math.NaN()
-	if d.jack {
-		// PortAudio's JACK stream time is jack_frame_time() − t0 over
-		// the server's rate: the frame clock, read just before calling
-		// back.
-		clock = ti.CurrentTime.Seconds() * d.rate
-	}
-	due, missed := d.grid.next(woke, clock)
-	periodNS := d.grid.periodNS()
-	if !d.jack && fl&(pa.OutputUnderflow|pa.InputOverflow) != 0 {
+	due, missed := d.grid.next(woke)
+	nsFrame := d.grid.nsPerFrame()
+	periodNS := nsFrame * float64(d.cfg.PeriodFrames)
+	xrun := fl&(pa.OutputUnderflow|pa.InputOverflow) != 0
+	if xrun && !d.jack {
 		// A buffered host API found its buffer ran dry (or over) and
 		// restarted the stream. The buffer held d.buffer frames from
 		// the previous period's due instant, so it ran dry then plus
 		// the buffer's length; the xrun lasted from then to now, and
 		// at least one period.
-		dry := d.prevDue + int64(float64(d.buffer)*d.grid.nsFrame)
+		dry := d.prevDue + int64(float64(d.buffer)*nsFrame)
 		p.Xrun = max(woke-dry, int64(periodNS))
 		if fl&pa.InputOverflow != 0 && (fl&pa.OutputUnderflow == 0 || !d.playback) {
 			p.Flags |= rundata.FlagCapture
 		}
+	}
+	if xrun {
+		// The stream restarted (buffered host APIs), or the JACK server
+		// had an xrun, its own or a client's, and restarted its cycle
+		// schedule: either way the periods run on a new grid from here.
 		d.grid.restart(woke)
 		due = woke
 	}
@@ -389,7 +389,7 @@ func (d *Driver) callback(woke int64, in, out []float32, ti pa.StreamCallbackTim
 	late := max(woke-due, 0)
 	// PortAudio hands over one period per callback; lateness frees (or
 	// fills) more of the host's buffer, up to all of it.
-	p.Avail = int32(min(int64(d.cfg.PeriodFrames)+int64(float64(late)/d.grid.nsFrame), max(d.buffer, int64(d.cfg.PeriodFrames))))
+	p.Avail = int32(min(int64(d.cfg.PeriodFrames)+int64(float64(late)/nsFrame), max(d.buffer, int64(d.cfg.PeriodFrames))))
 	d.fill(out)
 	ok := d.step(p)
 	d.prevDue = due

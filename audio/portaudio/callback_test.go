@@ -1,0 +1,93 @@
+//go:build portaudio
+
+package portaudio
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	pa "github.com/gordonklaus/portaudio"
+
+	"latencytest/audio"
+	"latencytest/rundata"
+)
+
+// The driver's part of each callback (grid, xrun bookkeeping, output)
+// does not allocate, on every path: plain, after missed cycles, on an
+// xrun flag, with a tone.
+func TestCallbackDoesNotAllocate(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		jack  bool
+		flags pa.StreamCallbackFlags
+		tone  float64
+	}{
+		{"jack", true, 0, 0},
+		{"jack-xrun", true, pa.OutputUnderflow | pa.InputOverflow, 0},
+		{"buffered", false, 0, 440},
+		{"buffered-xrun", false, pa.OutputUnderflow, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := audio.Config{Rate: 48000, Channels: 2, PeriodFrames: 64, Periods: 2, ToneHz: c.tone}
+			d := &Driver{cfg: cfg, jack: c.jack, playback: true, buffer: 128, done: make(chan struct{}, 1)}
+			d.grid = newGrid(cfg.Rate, cfg.PeriodFrames, c.jack)
+			d.dphase = 2 * math.Pi * c.tone / 48000
+			var steps int
+			d.step = func(p *rundata.Sample) bool { steps++; return true }
+			out := make([]float32, 128)
+			var flags pa.StreamCallbackFlags
+			allocs := testing.AllocsPerRun(1000, func() {
+				d.callback(audio.Now(), nil, out, pa.StreamCallbackTimeInfo{}, flags)
+				flags = c.flags // every callback after the first carries the flag
+			})
+			if allocs != 0 {
+				t.Fatalf("%.1f allocations per callback", allocs)
+			}
+			if steps < 1000 {
+				t.Fatalf("step ran %d times", steps)
+			}
+		})
+	}
+}
+
+// PortAudio's ALSA host API prints "ALSA lib ..." lines while it probes a
+// machine without a card, and libjack complains when no server runs: hidden
+// unless Verbose. Run in a child process, since the noise goes to file
+// descriptor 2.
+func TestProbingNoiseHidden(t *testing.T) {
+	run := func(verbose bool) string {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestProbingChild$")
+		cmd.Env = append(os.Environ(), "LATENCYTEST_PROBE_CHILD=1", "JACK_NO_START_SERVER=1", "JACK_DEFAULT_SERVER=latencytest-none")
+		if verbose {
+			cmd.Env = append(cmd.Env, "LATENCYTEST_PROBE_VERBOSE=1")
+		}
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("child: %v\n%s", err, stderr.String())
+		}
+		return stderr.String()
+	}
+	loud := run(true)
+	if !strings.Contains(loud, "ALSA lib") && !strings.Contains(loud, "jack") {
+		t.Skipf("PortAudio printed nothing while probing this machine (it has a sound card and a JACK server?): %q", loud)
+	}
+	if quiet := run(false); quiet != "" {
+		t.Fatalf("probing printed %q without --verbose", quiet)
+	}
+}
+
+// TestProbingChild is the child process of TestProbingNoiseHidden.
+func TestProbingChild(t *testing.T) {
+	if os.Getenv("LATENCYTEST_PROBE_CHILD") == "" {
+		t.Skip("child process of TestProbingNoiseHidden")
+	}
+	cfg := audio.Config{Device: "oss:nosuch", Rate: 48000, Channels: 2, PeriodFrames: 64, Periods: 2, Verbose: os.Getenv("LATENCYTEST_PROBE_VERBOSE") != ""}
+	d := New()
+	d.Open(cfg) // fails: no such device; the probing is what is watched
+	d.Close()
+}

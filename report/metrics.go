@@ -36,6 +36,12 @@ var metrics = []metric{
 		}
 		return p.CPULoop.Within100USPct
 	}, fmtPct},
+	{"headroom_min_us", "min headroom µs", +1, func(p *phaseData) float64 {
+		if p.noLoop {
+			return math.NaN()
+		}
+		return p.HeadroomMinUS
+	}, fmtUS},
 	{"xruns", "xruns", -1, func(p *phaseData) float64 {
 		if p.noLoop {
 			return math.NaN()

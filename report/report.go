@@ -83,6 +83,7 @@ type phaseView struct {
 	Xruns                             int
 	Overflow                          uint64
 	Lost                              int64
+	Grid                              string
 }
 
 type indexPage struct {
@@ -134,6 +135,10 @@ func renderIndex(rd *runData) ([]byte, error) {
 		pv := &pg.Phases[i]
 		*pv = phaseView{ID: id, Name: pd.Name, Stressor: pd.Stressor, Skipped: pd.Skipped, Note: pd.note,
 			Xruns: pd.Xruns, Overflow: pd.Overflow, Lost: pd.Lost, Nominal: fmtNum(pd.CPULoop.NominalUS / 1000)}
+		if g := pd.GridLateness; g != nil {
+			pv.Grid = fmt.Sprintf("min %s, p50 %s, p99 %s, p99.9 %s, p99.99 %s, max %s µs",
+				fmtUS(g.Min), fmtUS(g.P50), fmtUS(g.P99), fmtUS(g.P999), fmtUS(g.P9999), fmtUS(g.Max))
+		}
 		sr.Link = ""
 		pv.Table = statsTable{First: "phase", Extra: "stressor throughput", Head: metricHeads(), Rows: []statsRow{sr}}
 		if pd.Skipped != "" {
@@ -254,7 +259,8 @@ func writeStats(w *bytes.Buffer, phases []*phaseData) error {
 	for _, m := range metrics {
 		head = append(head, m.key)
 	}
-	head = append(head, "cpu_loop_nominal_us", "cpu_loop_max_us", "lost", "histogram_overflow", "stressor_stats")
+	head = append(head, "cpu_loop_nominal_us", "cpu_loop_max_us", "lost", "histogram_overflow",
+		"grid_p50_us", "grid_p99_us", "grid_p9999_us", "grid_max_us", "stressor_stats")
 	if err := cw.Write(head); err != nil {
 		return err
 	}
@@ -275,8 +281,13 @@ func writeStats(w *bytes.Buffer, phases []*phaseData) error {
 			}
 			return strconv.FormatFloat(v, 'f', -1, 64)
 		}
-		rec = append(rec, num(p.CPULoop.NominalUS), num(p.CPULoop.MaxUS), num(float64(p.Lost)), num(float64(p.Overflow)),
-			stressorSummary(p.StressorStats))
+		rec = append(rec, num(p.CPULoop.NominalUS), num(p.CPULoop.MaxUS), num(float64(p.Lost)), num(float64(p.Overflow)))
+		if g := p.GridLateness; g != nil && p.Skipped == "" {
+			rec = append(rec, num(g.P50), num(g.P99), num(g.P9999), num(g.Max))
+		} else {
+			rec = append(rec, "", "", "", "")
+		}
+		rec = append(rec, stressorSummary(p.StressorStats))
 		if err := cw.Write(rec); err != nil {
 			return err
 		}

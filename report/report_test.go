@@ -130,7 +130,15 @@ func TestRenderStructure(t *testing.T) {
 	c.Phases[1].StallProb = 5e-3 // some xruns for sure in 3750 periods
 	c.Phases = append(c.Phases, synth.Phase{Name: "disk-write", Stressor: "disk-write", Skipped: "no writable temp dir"})
 	dir, r := writeRun(t, c)
+	// A soundcard driver also records the lateness against its clock grid.
+	r.Phases[0].GridLateness = &rundata.LatencyStats{Min: 0.5, Avg: 2, P50: 2, P90: 3, P99: 7, P999: 11, P9999: 13, Max: 21.5}
+	if err := rundata.WriteRun(dir, r); err != nil {
+		t.Fatal(err)
+	}
 	out, doc := renderDoc(t, dir)
+	if !strings.Contains(out, "p99 7.0, p99.9 11.0, p99.99 13.0, max 21.5 µs") {
+		t.Error("the grid lateness is not shown")
+	}
 
 	// The overview table has one row per phase, in order, and its figures
 	// are run.json's.
@@ -168,6 +176,7 @@ func TestRenderStructure(t *testing.T) {
 			{"within_100us_pct", p.WithinUS100, 0.006},
 			{"within_1ms_pct", p.WithinMS1, 0.006},
 			{"cpu_loop_within_100us_pct", p.CPULoop.Within100USPct, 0.006},
+			{"headroom_min_us", p.HeadroomMinUS, 0.051},
 			{"xruns", float64(p.Xruns), 0},
 			{"xrun_ms_total", p.XrunMSTotal, 0.051},
 		}
@@ -258,6 +267,9 @@ func TestRenderStructure(t *testing.T) {
 		}
 		if v, _ := strconv.ParseFloat(rec[col["p9999_us"]], 64); v != p.Latency.P9999 {
 			t.Errorf("stats.csv %s p9999 = %v, want %v", p.Name, v, p.Latency.P9999)
+		}
+		if g := p.GridLateness; g != nil && rec[col["grid_max_us"]] != "21.5" {
+			t.Errorf("stats.csv %s grid_max_us = %q", p.Name, rec[col["grid_max_us"]])
 		}
 		if v, _ := strconv.Atoi(rec[col["xruns"]]); v != p.Xruns {
 			t.Errorf("stats.csv %s xruns = %v, want %v", p.Name, v, p.Xruns)

@@ -148,6 +148,7 @@ func writePhase(path string, p *rundata.Phase, ps Phase, c Config, rng *rand.Ran
 	slack := periodNS * int64(c.Periods-1)
 	var cpuOK int64
 	var dspMax int64
+	headroom := slack
 	var s rundata.Sample
 	for i := range n {
 		lat := ps.MedianUS * math.Exp(ps.Sigma*rng.NormFloat64())
@@ -165,6 +166,9 @@ func writePhase(path string, p *rundata.Phase, ps Phase, c Config, rng *rand.Ran
 		dsp = max(dsp, 0)
 		s = rundata.Sample{Index: i, Due: mono + i*periodNS, DSP: dsp, Avail: int32(c.Frames)}
 		s.Woke = s.Due + latNS
+		if latNS <= slack {
+			headroom = min(headroom, slack-latNS)
+		}
 		if latNS > slack {
 			s.Xrun = latNS - slack
 			s.Flags = rundata.FlagSimulated
@@ -188,6 +192,7 @@ func writePhase(path string, p *rundata.Phase, ps Phase, c Config, rng *rand.Ran
 	p.WithinUS100 = 100 * h.FractionBelow(100_000)
 	p.WithinMS1 = 100 * h.FractionBelow(1_000_000)
 	p.Overflow = h.Overflow
+	p.HeadroomMinUS = float64(headroom) / 1000
 	p.CPULoop = rundata.CPULoop{NominalUS: float64(nominal) / 1000, MaxUS: float64(dspMax) / 1000}
 	if n > 0 {
 		p.CPULoop.Within100USPct = 100 * float64(cpuOK) / float64(n)

@@ -184,7 +184,9 @@ func cpuFigure(pd *phaseData, periodMS float64) (template.HTML, error) {
 	p.X.Min, p.X.Max = 0, max(end, 1e-3)
 	p.Add(&Envelope{X: xs, Lo: lo, Hi: hi, XMax: end, Clip: clip, Color: colCPU})
 	if nominal > 0 {
-		p.Add(refH(nominal, fmt.Sprintf("nominal %s ms", fmtNum(nominal)), colNominal, true))
+		h := refH(nominal, fmt.Sprintf("nominal %s ms", fmtNum(nominal)), colNominal, true)
+		h.LabelLeft = true // the period's label is on the right
+		p.Add(h)
 	}
 	p.Add(refH(periodMS, fmt.Sprintf("period %s ms", fmtNum(periodMS)), colPeriod, false))
 	return svgOf(p, figW, figHCPU)

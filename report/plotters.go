@@ -67,10 +67,12 @@ func (e *Envelope) DataRange() (xmin, xmax, ymin, ymax float64) {
 	return e.X[0], e.XMax, 0, min(ymax, e.Clip)
 }
 
-// HLine is a horizontal reference line with its label at the right end.
+// HLine is a horizontal reference line with its label at the right end,
+// or the left one when LabelLeft is set (to keep two near lines apart).
 type HLine struct {
-	Y     float64
-	Label string
+	Y         float64
+	Label     string
+	LabelLeft bool
 	Style draw.LineStyle
 	Text  draw.TextStyle
 }
@@ -87,6 +89,9 @@ func (h *HLine) Plot(c draw.Canvas, p *plot.Plot) {
 		t := h.Text
 		t.XAlign, t.YAlign = draw.XRight, draw.YBottom
 		pt := vg.Point{X: c.Max.X - 3, Y: y + 1.5}
+		if h.LabelLeft {
+			pt.X = c.Min.X + 4 + t.Width(h.Label)
+		}
 		labelBackground(c, p, t, pt, h.Label)
 		c.FillText(t, pt, h.Label)
 	}

@@ -73,8 +73,8 @@ type HLine struct {
 	Y         float64
 	Label     string
 	LabelLeft bool
-	Style draw.LineStyle
-	Text  draw.TextStyle
+	Style     draw.LineStyle
+	Text      draw.TextStyle
 }
 
 // Plot implements plot.Plotter.

@@ -418,6 +418,50 @@ func TestVMTiming(t *testing.T) {
 	}
 }
 
+// TestVMSyncPtr: where the status page cannot be mapped (arm64) the
+// status comes from a read-only SYNC_PTR; the timestamps must be the same
+// kind: Due one period apart, never after Woke.
+func TestVMSyncPtr(t *testing.T) {
+	d := New()
+	d.forceSyncPtr = true
+	g, err := d.Open(audio.Config{Device: "hw:Dummy", Rate: 48000, Channels: 2, PeriodFrames: 256, Periods: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if !strings.Contains(strings.Join(g.Notes, " "), "SYNC_PTR") {
+		t.Errorf("notes %q do not say the status is read with SYNC_PTR", g.Notes)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if _, err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	period := int64(256) * 1e9 / 48000
+	var steps []int64
+	var prev rundata.Sample
+	for i := 0; i < 200; i++ {
+		var s rundata.Sample
+		if err := d.Wait(&s); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Transfer(&s); err != nil {
+			t.Fatal(err)
+		}
+		if s.Xrun == 0 && s.Woke < s.Due {
+			t.Errorf("period %d: woke %d ns before due", i, s.Due-s.Woke)
+		}
+		if i > 0 && s.Xrun == 0 && prev.Xrun == 0 {
+			steps = append(steps, s.Due-prev.Due)
+		}
+		prev = s
+	}
+	slices.Sort(steps)
+	if med := steps[len(steps)/2]; math.Abs(float64(med)/float64(period)-1) > 0.01 {
+		t.Errorf("median Due step %d ns, want %d ± 1 %%", med, period)
+	}
+}
+
 func abs(x int64) int64 {
 	if x < 0 {
 		return -x

@@ -197,11 +197,15 @@ func (p *pcm) xferi(buf []byte, frames int) (int, unix.Errno) {
 	return int(p.xfer.Result), e
 }
 
-func (p *pcm) close() error {
+func (p *pcm) unmapStatus() {
 	if p.statusMap != nil {
 		unix.Munmap(p.statusMap)
 		p.statusMap, p.status = nil, nil
 	}
+}
+
+func (p *pcm) close() error {
+	p.unmapStatus()
 	ioctl(p.fd, ioctlDrop, nil)
 	return unix.Close(p.fd)
 }

@@ -4,6 +4,8 @@ package portaudio
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -209,4 +211,18 @@ func describe(info audio.DeviceInfo, d *pa.DeviceInfo) audio.DeviceInfo {
 		info.BufferSize = fmt.Sprintf("%d-%d (default latency)", lo, hi)
 	}
 	return info
+}
+
+// JackRunning reports whether a JACK server this process would connect to
+// is up: the server named by JACK_DEFAULT_SERVER, or "default". It looks
+// for the server's socket rather than initialising PortAudio, which would
+// probe every ALSA device.
+func JackRunning() bool {
+	name := os.Getenv("JACK_DEFAULT_SERVER")
+	if name == "" {
+		name = "default"
+	}
+	// jackd2 makes its socket in /dev/shm on Linux.
+	_, err := os.Stat(filepath.Join("/dev/shm", fmt.Sprintf("jack_%s_%d_0", name, os.Getuid())))
+	return err == nil
 }

@@ -46,8 +46,12 @@ type Driver struct {
 	index   int64
 	prevDue int64 // grid instant of the previous callback
 	prevEnd int64 // when the previous callback's step returned
-	phase   float64
-	dphase  float64
+	// An overrun of a callback past the next cycle's start, waiting for
+	// JACK's xrun flag to confirm it, and for how many callbacks.
+	overrun    int64
+	overrunAge int
+	phase      float64
+	dphase     float64
 }
 
 // New returns a PortAudio driver.
@@ -369,12 +373,23 @@ func (d *Driver) callback(woke int64, in, out []float32, ti pa.StreamCallbackTim
 		due = woke
 	}
 	if d.jack && d.index > 1 {
-		// The server did not get this stream's output for the missed
-		// cycles, and a callback that ended after the next cycle began
-		// missed its own: JACK's xrun, from this stream's point of view.
+		// This stream's xruns on JACK: the cycles it missed (the server
+		// got no output from it then), and a callback that was still
+		// running when the next cycle began. JACK's xrun flag covers the
+		// whole graph (the server's own late cycles too), so an overrun
+		// counts only when JACK flags an xrun within the next two
+		// callbacks (the flag comes through a notification thread).
+		if late := d.prevEnd - (d.prevDue + int64(periodNS)); late > 0 {
+			d.overrun, d.overrunAge = late, 0
+		}
 		x := int64(float64(missed) * periodNS)
-		if late := d.prevEnd - (d.prevDue + int64(periodNS)); late > x {
-			x = late
+		if d.overrun > 0 {
+			if xrun {
+				x = max(x, d.overrun)
+				d.overrun = 0
+			} else if d.overrunAge++; d.overrunAge > 1 {
+				d.overrun = 0
+			}
 		}
 		if x > 0 {
 			p.Xrun = x

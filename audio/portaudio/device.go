@@ -173,7 +173,7 @@ func (d *Driver) Devices() ([]audio.DeviceInfo, error) {
 	}
 	var out []audio.DeviceInfo
 	for _, h := range hosts {
-		info := audio.DeviceInfo{Name: hostAPIName(h), Description: h.Name + ": its default device"}
+		info := audio.DeviceInfo{Name: hostAPIName(h), Description: h.Name + ": no devices"}
 		if def := h.DefaultOutputDevice; def != nil {
 			info.Description = fmt.Sprintf("%s, default device %s", h.Name, def.Name)
 			info = describe(info, def)

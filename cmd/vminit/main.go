@@ -33,6 +33,14 @@ import (
 const Marker = "VMTEST RESULT: "
 
 func main() {
+	if len(os.Args) == 3 && os.Args[1] == "-check-config" {
+		// scripts/vmtest checks its options on the host before booting.
+		if _, err := readConfig(os.Args[2]); err != nil {
+			fmt.Fprintf(os.Stderr, "vminit: %v\n", err)
+			os.Exit(2)
+		}
+		os.Exit(0)
+	}
 	if os.Getpid() != 1 {
 		// Everything below mounts filesystems and powers the machine off;
 		// that must never happen to the developer's own machine.

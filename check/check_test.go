@@ -144,7 +144,7 @@ func TestBadMachine(t *testing.T) {
 		"SMT (hyper-threading)":         "on",
 		"/dev/cpu_dma_latency":          "not writable",
 		"soundcard IRQ threads":         "SCHED_FIFO 50",
-		"soundcard IRQ shared with USB": "ehci_hcd:usb1, snd_hda_intel:card1",
+		"soundcard IRQ line shared": "ehci_hcd:usb1, snd_hda_intel:card1",
 		"swappiness":                    "60 with swap active",
 		"temp dir filesystem":           "strictatime",
 	}
@@ -165,6 +165,33 @@ func TestBadMachine(t *testing.T) {
 	// threaded here, and it is the one reported as too low.
 	if v := m["soundcard IRQ threads"].Value; strings.Contains(v, "card1") {
 		t.Errorf("sound IRQ threads lists a thread that does not exist: %q", v)
+	}
+}
+
+// A USB soundcard's interrupts are its host controller's: those threads
+// are checked, and the controller's line sharing with another device is
+// what warns.
+func TestUSBSoundcard(t *testing.T) {
+	e := badEnv()
+	fsys := e.fsys.(fstest.MapFS)
+	fsys["proc/asound/cards"] = file(" 0 [Device         ]: USB-Audio - USB Audio Device\n" +
+		"                      C-Media Electronics Inc. USB Audio Device at usb-0000:00:14.0-2, full speed\n")
+	fsys["proc/interrupts"] = file(`            CPU0       CPU1
+  16:      71234          0   IO-APIC  16-fasteoi   ehci_hcd:usb1, i801_smbus
+ 130:      45678          0   PCI-MSI 327680-edge      xhci_hcd
+`)
+	delete(fsys, "proc/812/comm")
+	fsys["proc/900/comm"] = file("irq/130-xhci_hcd\n")
+	fsys["proc/900/stat"] = file(stat("900", "irq/130-xhci_hcd", 85, 1))
+	fsys["proc/901/comm"] = file("irq/16-ehci_hcd:usb1\n")
+	fsys["proc/901/stat"] = file(stat("901", "irq/16-ehci_hcd:usb1", 50, 1))
+	m := byName(run(e))
+	th, sh := m["soundcard IRQ threads"], m["soundcard IRQ line shared"]
+	if th.Status != WARN || !strings.Contains(th.Value, "irq/16-ehci_hcd:usb1 (pid 901) SCHED_FIFO 50") || strings.Contains(th.Value, "xhci") {
+		t.Errorf("threads: %s %q", th.Status, th.Value)
+	}
+	if sh.Status != WARN || !strings.Contains(sh.Value, "i801_smbus") || strings.Contains(sh.Value, "130") {
+		t.Errorf("shared: %s %q", sh.Status, sh.Value)
 	}
 }
 

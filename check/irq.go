@@ -137,39 +137,57 @@ func (e *env) irqThreads(irqs map[string]bool) []irqThread {
 // soundcard's thread at it competes equally with the disk's and network's.
 const defaultIRQPrio = 50
 
+// hasUSBAudio reports whether /proc/asound/cards lists a USB soundcard,
+// whose interrupts are its USB host controller's.
+func hasUSBAudio(cards string) bool {
+	return strings.Contains(cards, "USB-Audio")
+}
+
 func checkSoundIRQ(e *env) []rundata.Finding {
 	const nameThreads = "soundcard IRQ threads"
-	const nameShared = "soundcard IRQ shared with USB"
+	const nameShared = "soundcard IRQ line shared"
 	const whyThreads = "the soundcard's interrupt thread must run before other IRQ threads, or a busy disk or network delays every period"
 	const fixThreads = "raise it: chrt -f -p 90 PID, or install rtirq (Debian: rtirq-init) to do it at boot"
-	const whyShared = "a USB controller on the same line runs its handler on every soundcard interrupt and vice versa, adding its latency to every period"
-	const fixShared = "move the card to another slot, use MSI (pci=msi kernel default), or disable the USB controller in the firmware"
+	const whyShared = "another device on the soundcard's interrupt line runs its handler on every soundcard interrupt and vice versa, adding its latency to every period"
+	const fixShared = "move the card to another slot or port, use MSI (the kernel's default where the device supports it), or disable the other device in the firmware"
 	s, err := e.read("/proc/interrupts")
 	if err != nil {
-		return []rundata.Finding{
-			finding(nameThreads, INFO, "cannot read /proc/interrupts", whyThreads, ""),
-		}
+		return []rundata.Finding{finding(nameThreads, INFO, "cannot read /proc/interrupts", whyThreads, "")}
 	}
-	var sound []irqLine
+	cards, _ := e.read("/proc/asound/cards")
+	usbAudio := hasUSBAudio(cards)
+	// The soundcard's lines: a PCI card's own, and for a USB card its
+	// host controllers' (which one is not told apart here).
+	var pci, usb []irqLine
 	for _, l := range parseInterrupts(s) {
 		for _, a := range l.actions {
 			if isSound(a) {
-				sound = append(sound, l)
+				pci = append(pci, l)
+				break
+			}
+			if usbAudio && isUSBHost(a) {
+				usb = append(usb, l)
 				break
 			}
 		}
 	}
+	sound := append(append([]irqLine(nil), pci...), usb...)
 	if len(sound) == 0 {
-		return []rundata.Finding{
-			finding(nameThreads, INFO, "no soundcard interrupt in /proc/interrupts (no PCI soundcard; a USB card uses its controller's interrupt)", whyThreads, ""),
+		v := "no soundcard interrupt in /proc/interrupts (no PCI soundcard; a USB card uses its controller's interrupt)"
+		if usbAudio {
+			v = "a USB soundcard, but no USB host controller interrupt found in /proc/interrupts"
 		}
+		return []rundata.Finding{finding(nameThreads, INFO, v, whyThreads, "")}
 	}
 	irqs := map[string]bool{}
 	var shared []string
 	for _, l := range sound {
 		irqs[l.irq] = true
+		fromUSB := !isSoundLine(l)
 		for _, a := range l.actions {
-			if isUSBHost(a) {
+			// A PCI card's line shared with a USB controller, or a USB
+			// card's controller line shared with anything else.
+			if (!fromUSB && isUSBHost(a)) || (fromUSB && !isUSBHost(a)) {
 				shared = append(shared, fmt.Sprintf("IRQ %s: %s", l.irq, strings.Join(l.actions, ", ")))
 				break
 			}
@@ -177,9 +195,13 @@ func checkSoundIRQ(e *env) []rundata.Finding {
 	}
 	var out []rundata.Finding
 	threads := e.irqThreads(irqs)
+	what := "IRQ " + irqList(sound)
+	if len(usb) > 0 {
+		what += " (the USB soundcard's host controller)"
+	}
 	switch {
 	case len(threads) == 0:
-		out = append(out, finding(nameThreads, WARN, fmt.Sprintf("IRQ %s not threaded", irqList(sound)), whyThreads,
+		out = append(out, finding(nameThreads, WARN, what+" not threaded", whyThreads,
 			"add threadirqs to the kernel command line, then raise the thread: chrt -f -p 90 PID"))
 	default:
 		var low, parts []string
@@ -199,9 +221,18 @@ func checkSoundIRQ(e *env) []rundata.Finding {
 	if len(shared) > 0 {
 		out = append(out, finding(nameShared, WARN, strings.Join(shared, "; "), whyShared, fixShared))
 	} else {
-		out = append(out, finding(nameShared, OK, "IRQ "+irqList(sound)+" not shared with a USB controller", whyShared, ""))
+		out = append(out, finding(nameShared, OK, what+" not shared", whyShared, ""))
 	}
 	return out
+}
+
+func isSoundLine(l irqLine) bool {
+	for _, a := range l.actions {
+		if isSound(a) {
+			return true
+		}
+	}
+	return false
 }
 
 func irqList(ls []irqLine) string {

@@ -541,14 +541,20 @@ func TestVMCaptureRun(t *testing.T) {
 		{"--stream", "capture", "--device", "hw:Loopback,1"},
 		{"--stream", "duplex", "--device", "hw:Loopback,0", "--capture-device", "hw:Loopback,1", "--tone", "440"},
 	} {
-		r := runPhase(t, append(args, "--period", "256", "--periods", "4", "--duration", "3s")...)
-		ph := r.Phases[0]
-		want := 3.0 * 48000 / 256
-		if d := math.Abs(float64(ph.Periods)-want) / want; d > 0.03 {
-			t.Errorf("%v: %d periods in 3 s, want %.0f", args, ph.Periods, want)
-		}
-		if r.Stream != args[1] {
-			t.Errorf("run.json stream %q, want %q", r.Stream, args[1])
-		}
+		attempts(t, 3, func() (problems []string) {
+			r := runPhase(t, append(args, "--period", "256", "--periods", "4", "--duration", "3s")...)
+			ph := r.Phases[0]
+			if r.Stream != args[1] {
+				t.Fatalf("run.json stream %q, want %q", r.Stream, args[1])
+			}
+			want := 3.0 * 48000 / 256
+			if d := math.Abs(float64(ph.Periods)-want) / want; d > 0.02 {
+				problems = append(problems, fmt.Sprintf("%v: %d periods in 3 s, want %.0f ± 2 %%", args, ph.Periods, want))
+			}
+			if ph.Xruns != 0 {
+				problems = append(problems, fmt.Sprintf("%v: %d xruns (%.1f ms)", args, ph.Xruns, ph.XrunMSTotal))
+			}
+			return problems
+		})
 	}
 }

@@ -25,7 +25,7 @@ const (
 	minDiskSize   = 1 << 20
 	// prepareLimit bounds the writing of the file disk-read and disk-copy
 	// start from: on a slow disk they run with what got written by then.
-	prepareLimit = 20 * time.Second
+	prepareLimit = 5 * time.Second
 	// filePrefix names every file a disk stressor makes, followed by the
 	// maker's pid, so that a later run can tell a killed run's leftovers.
 	filePrefix = "latencytest-stress-"

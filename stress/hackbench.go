@@ -145,6 +145,12 @@ func (h *hackbench) roundOnThread(ctx context.Context) (d time.Duration, err err
 // with it: forked workers follow that thread's death (PR_SET_PDEATHSIG), so
 // it must live until they are reaped, and no other goroutine may share it.
 func (h *hackbench) onThread(f func() error) error {
+	// Thread mode: a P for every worker thread, so that a thread coming
+	// back from a system call runs at once, as a pthread would, instead of
+	// queueing for one of GOMAXPROCS Ps (that made rounds twice as long).
+	if n := 2*h.groups*h.fds + 2; h.threads && runtime.GOMAXPROCS(0) < n {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n))
+	}
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()

@@ -108,11 +108,6 @@ func Main(exe string, args []string, stdout, stderr io.Writer) int {
 		defer cancel()
 		go watchParent(ctx, parent, cancel)
 	}
-	if c.duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.duration)
-		defer cancel()
-	}
 
 	if once, ok := c.load.(oneShot); ok && !c.durationSet && rep.enc == nil {
 		if err := once.RunOnce(ctx, stdout); err != nil {
@@ -125,12 +120,15 @@ func Main(exe string, args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	return runLoad(ctx, name, c, rep, stdout, stderr)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	return runLoad(ctx, cancel, name, c, rep, stdout, stderr)
 }
 
-// runLoad runs a load until ctx ends, printing its throughput every
-// interval and reporting to the parent.
-func runLoad(ctx context.Context, name string, c *config, rep *reporter, stdout, stderr io.Writer) int {
+// runLoad runs a load until ctx ends (or --duration after it is ready:
+// preparing a file does not count), printing its throughput every interval
+// and reporting to the parent.
+func runLoad(ctx context.Context, cancel context.CancelFunc, name string, c *config, rep *reporter, stdout, stderr io.Writer) int {
 	m := newMeter()
 	done := make(chan error, 1)
 	go func() { done <- c.load.Run(ctx, m) }()
@@ -140,14 +138,22 @@ func runLoad(ctx context.Context, name string, c *config, rep *reporter, stdout,
 	tick := time.NewTicker(c.interval)
 	defer tick.Stop()
 	lastUnits, lastTime := 0.0, time.Now()
+	// The figures end when the load is told to stop, not after its clean-up.
+	stopCh, stoppedAt := ctx.Done(), time.Time{}
 loop:
 	for {
 		select {
 		case runErr = <-done:
 			break loop
+		case <-stopCh:
+			stopCh, stoppedAt = nil, time.Now()
 		case <-readyCh:
 			readyCh = nil
 			rep.send(message{Event: "ready", Files: m.filesCopy()})
+			if c.duration > 0 {
+				t := time.AfterFunc(c.duration, cancel)
+				defer t.Stop()
+			}
 			lastUnits, lastTime = 0, time.Now()
 			tick.Reset(c.interval)
 		case now := <-tick.C:
@@ -177,8 +183,11 @@ loop:
 		}
 		return 1
 	}
-	st := m.Stats(time.Now())
-	units, secs := m.snapshot(time.Now())
+	if stoppedAt.IsZero() {
+		stoppedAt = time.Now()
+	}
+	st := m.Stats(stoppedAt)
+	units, secs := m.snapshot(stoppedAt)
 	if secs > 0 {
 		fmt.Fprintf(stdout, "%s: %.1f %s/s on average (%.1f %s in %.1f s)\n", name, units/secs, m.unitName(), units, m.unitName(), secs)
 	}

@@ -76,7 +76,7 @@ func (d *Driver) Open(cfg audio.Config) (g audio.Granted, err error) {
 		return g, &audio.ErrBadDevice{Msg: fmt.Sprintf("--stream %q: want playback, capture or duplex", cfg.Stream)}
 	}
 	if cfg.Rate <= 0 || cfg.Channels <= 0 || cfg.PeriodFrames <= 0 || cfg.Periods < 2 {
-		return g, &audio.ErrBadDevice{Msg: fmt.Sprintf("alsa: rate %d, channels %d, period %d, periods %d: need all > 0 and periods ≥ 2", cfg.Rate, cfg.Channels, cfg.PeriodFrames, cfg.Periods)}
+		return g, &audio.ErrBadDevice{Msg: fmt.Sprintf("--rate %d, --channels %d, --period %d, --periods %d: need all > 0 and periods ≥ 2", cfg.Rate, cfg.Channels, cfg.PeriodFrames, cfg.Periods)}
 	}
 	if cfg.ToneHz != 0 && cfg.File != "" {
 		return g, &audio.ErrBadDevice{Msg: "--tone and --file: choose one"}
@@ -93,7 +93,7 @@ func (d *Driver) Open(cfg audio.Config) (g audio.Granted, err error) {
 	want := shape{channels: cfg.Channels, rate: cfg.Rate, periodFrames: cfg.PeriodFrames, periods: cfg.Periods}
 	var notes []string
 	if cfg.Stream != "capture" {
-		if d.play, notes, err = d.openSide(cfg.Device, streamPlayback, &want); err != nil {
+		if d.play, notes, err = d.openSide(cfg.Device, streamPlayback, &want, false); err != nil {
 			return g, err
 		}
 		d.sides = append(d.sides, d.play)
@@ -104,7 +104,7 @@ func (d *Driver) Open(cfg audio.Config) (g audio.Granted, err error) {
 			name = cfg.CaptureDevice
 		}
 		var n []string
-		if d.capt, n, err = d.openSide(name, streamCapture, &want); err != nil {
+		if d.capt, n, err = d.openSide(name, streamCapture, &want, d.play != nil); err != nil {
 			return g, err
 		}
 		d.sides = append(d.sides, d.capt)
@@ -115,8 +115,13 @@ func (d *Driver) Open(cfg audio.Config) (g audio.Granted, err error) {
 	// A poll that sees no period for many buffers means the device died.
 	d.timeoutNS = max(int64(want.periods)*d.periodNS*20, 1e9)
 	if d.play != nil && d.capt != nil {
-		fd := int32(d.capt.pcm.fd)
-		d.linked = ioctl(d.play.pcm.fd, ioctlLink, unsafe.Pointer(&fd)) == 0
+		// LINK takes the other stream's descriptor by value, not through
+		// a pointer.
+		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(d.play.pcm.fd), ioctlLink, uintptr(d.capt.pcm.fd))
+		d.linked = e == 0
+		if !d.linked {
+			notes = append(notes, fmt.Sprintf("the two sides could not be linked (%v): they start one after the other", e))
+		}
 	}
 	for _, s := range d.sides {
 		if s.pcm.status == nil {
@@ -140,11 +145,10 @@ func (d *Driver) Open(cfg audio.Config) (g audio.Granted, err error) {
 	return g, nil
 }
 
-// openSide opens one direction of name and negotiates *want on it. The
-// first side negotiates what was asked; a second (duplex) side must take
-// exactly what the first was granted, since both move one period per
-// wakeup.
-func (d *Driver) openSide(name string, stream int, want *shape) (*side, []string, error) {
+// openSide opens one direction of name and negotiates *want on it, which
+// it updates to what was granted. With exact (a duplex's second side) it
+// must take *want as it is, since both sides move one period per wakeup.
+func (d *Driver) openSide(name string, stream int, want *shape, exact bool) (*side, []string, error) {
 	dn, err := parseDevice(name)
 	if err != nil {
 		return nil, nil, &audio.ErrBadDevice{Msg: err.Error()}
@@ -179,10 +183,10 @@ func (d *Driver) openSide(name string, stream int, want *shape) (*side, []string
 	s := &side{pcm: p, name: fmt.Sprintf("%s (%s)", hw, c.id)}
 	h := anyParams()
 	var notes []string
-	if want.format == 0 {
-		notes, err = negotiate(p, &h, *want)
-	} else {
+	if exact {
 		err = pinExactly(p, &h, *want)
+	} else {
+		notes, err = negotiate(p, &h, *want)
 	}
 	if err != nil {
 		p.close()
@@ -204,9 +208,7 @@ func (d *Driver) openSide(name string, stream int, want *shape) (*side, []string
 		p.unmapStatus()
 	}
 	got := grantedShape(&h)
-	if want.format == 0 {
-		*want = got
-	}
+	*want = got
 	s.buf = make([]byte, got.periodFrames*p.frameBytes)
 	return s, notes, nil
 }

@@ -307,6 +307,9 @@ func TestVMDuplexClick(t *testing.T) {
 	if !strings.Contains(g.Device, "capture") || !strings.Contains(g.Device, "playback") {
 		t.Errorf("granted device %q does not name both sides", g.Device)
 	}
+	if !d.linked {
+		t.Errorf("the two sides were not linked: %q", g.Notes)
+	}
 	peaks, xruns := loop(t, d, 2*48000/256+20)
 	at := clicks(peaks)
 	t.Logf("clicks at periods %v, xruns at %v", at, xruns)

@@ -174,6 +174,9 @@ func checkSoundIRQ(e *env) []rundata.Finding {
 	sound := append(append([]irqLine(nil), pci...), usb...)
 	if len(sound) == 0 {
 		v := "no soundcard interrupt in /proc/interrupts (no PCI soundcard; a USB card uses its controller's interrupt)"
+		if c := strings.TrimSpace(cards); c != "" && !strings.Contains(c, "no soundcards") {
+			v = "the soundcards of /proc/asound/cards have no line in /proc/interrupts (virtual cards raise no interrupt)"
+		}
 		if usbAudio {
 			v = "a USB soundcard, but no USB host controller interrupt found in /proc/interrupts"
 		}

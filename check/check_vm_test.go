@@ -1,0 +1,40 @@
+//go:build vm
+
+package check
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestVMCheck runs every check on a real Debian kernel (scripts/vmtest):
+// a PREEMPT_DYNAMIC kernel without debugfs mounted, two soundcards without
+// interrupts (snd-dummy, snd-aloop), root, /tmp on tmpfs.
+func TestVMCheck(t *testing.T) {
+	if os.Getenv("VMTEST") != "1" {
+		t.Fatal("this test runs inside scripts/vmtest's VM")
+	}
+	fs := Run()
+	for _, f := range fs {
+		t.Logf("%-4s %-30s %s", f.Status, f.Name, f.Value)
+		if f.Value == "" || (f.Status != OK && f.Status != WARN && f.Status != INFO) {
+			t.Errorf("malformed finding %+v", f)
+		}
+	}
+	m := byName(fs)
+	if f := m["preemption model"]; !strings.Contains(f.Value, "dynamic") {
+		t.Errorf("preemption model on Debian's PREEMPT_DYNAMIC kernel: %s %q", f.Status, f.Value)
+	}
+	if f := m["rtprio limit"]; f.Status != OK || !strings.Contains(f.Value, "CAP_SYS_NICE") {
+		t.Errorf("rtprio as root: %s %q", f.Status, f.Value)
+	}
+	// Virtual soundcards raise no interrupt: the check must say it found
+	// none rather than guess.
+	if f := m["soundcard IRQ threads"]; f.Status != INFO || !strings.Contains(f.Value, "/proc/asound/cards") {
+		t.Errorf("sound IRQ threads with only virtual cards: %s %q", f.Status, f.Value)
+	}
+	if f := m["temp dir filesystem"]; f.Status != OK || !strings.Contains(f.Value, "tmpfs") {
+		t.Errorf("temp dir on the VM's tmpfs: %s %q", f.Status, f.Value)
+	}
+}

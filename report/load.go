@@ -51,6 +51,10 @@ func load(dir string) (*runData, error) {
 			pd.note = "no samples file recorded for this phase"
 			continue
 		}
+		if !filepath.IsLocal(filepath.FromSlash(pd.SamplesFile)) {
+			pd.note = "its samples file is named outside the results directory"
+			continue
+		}
 		wg.Go(func() {
 			h, e, err := readSamples(filepath.Join(dir, filepath.FromSlash(pd.SamplesFile)))
 			if err != nil {

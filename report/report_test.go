@@ -329,7 +329,8 @@ func TestRenderInterrupted(t *testing.T) {
 	if err := os.WriteFile(p, b[:len(b)-3], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r.Phases = append(r.Phases, rundata.Phase{Name: "lost", SamplesFile: "missing.samples", Periods: 10})
+	r.Phases = append(r.Phases, rundata.Phase{Name: "lost", SamplesFile: "missing.samples", Periods: 10},
+		rundata.Phase{Name: "escape", SamplesFile: "../" + filepath.Base(dir) + "/" + r.Phases[0].SamplesFile, Periods: 10})
 	if err := rundata.WriteRun(dir, r); err != nil {
 		t.Fatal(err)
 	}
@@ -338,8 +339,8 @@ func TestRenderInterrupted(t *testing.T) {
 	if len(banners) != 1 {
 		t.Errorf("%d interrupted banners, want 1", len(banners))
 	}
-	if !strings.Contains(out, "Graphs unavailable") {
-		t.Error("the phase without samples does not say its graphs are missing")
+	if n := strings.Count(out, "Graphs unavailable"); n != 2 {
+		t.Errorf("%d phases say their graphs are missing, want 2 (a missing file, a path leaving the directory)", n)
 	}
 	if got := len(findAll(doc, func(n *html.Node) bool { return hasClass(n, "fig-time") })); got != 2 {
 		t.Errorf("%d latency graphs, want 2 (the truncated file still draws)", got)

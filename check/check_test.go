@@ -136,17 +136,17 @@ func TestGoodMachine(t *testing.T) {
 func TestBadMachine(t *testing.T) {
 	m := byName(run(badEnv()))
 	want := map[string]string{
-		"rtprio limit":                  "0: SCHED_FIFO is refused",
-		"memlock limit":                 "8 MiB",
-		"preemption model":              "voluntary",
-		"threaded IRQs":                 "not enabled",
-		"CPU frequency governor":        "powersave on 1",
-		"SMT (hyper-threading)":         "on",
-		"/dev/cpu_dma_latency":          "not writable",
-		"soundcard IRQ threads":         "SCHED_FIFO 50",
+		"rtprio limit":              "0: SCHED_FIFO is refused",
+		"memlock limit":             "8 MiB",
+		"preemption model":          "voluntary",
+		"threaded IRQs":             "not enabled",
+		"CPU frequency governor":    "powersave on 1",
+		"SMT (hyper-threading)":     "on",
+		"/dev/cpu_dma_latency":      "not writable",
+		"soundcard IRQ threads":     "SCHED_FIFO 50",
 		"soundcard IRQ line shared": "ehci_hcd:usb1, snd_hda_intel:card1",
-		"swappiness":                    "60 with swap active",
-		"temp dir filesystem":           "strictatime",
+		"swappiness":                "60 with swap active",
+		"temp dir filesystem":       "strictatime",
 	}
 	for name, v := range want {
 		f, ok := m[name]

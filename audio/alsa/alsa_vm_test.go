@@ -212,15 +212,23 @@ func clickWAV(t *testing.T) string {
 	return p
 }
 
-func open(t *testing.T, cfg audio.Config) (*Driver, audio.Granted) {
+// open opens cfg, with read/write access if rw, else with mmap access
+// (which both snd-dummy and snd-aloop offer).
+func open(t *testing.T, cfg audio.Config, rw bool) (*Driver, audio.Granted) {
 	t.Helper()
 	d := New()
+	d.forceRW = rw
 	g, err := d.Open(cfg)
 	if err != nil {
 		t.Fatalf("open %+v: %v", cfg, err)
 	}
 	t.Cleanup(func() { d.Close() })
 	t.Logf("granted %+v", g)
+	for _, s := range d.sides {
+		if s.pcm.mmap == rw {
+			t.Fatalf("%s: mmap %v, want %v", s.name, s.pcm.mmap, !rw)
+		}
+	}
 	return d, g
 }
 
@@ -274,9 +282,9 @@ func clicks(peaks []float32) []int {
 func TestVMLoopbackCapture(t *testing.T) {
 	wav := clickWAV(t)
 	cfg := audio.Config{Device: "hw:Loopback,0", Stream: "playback", Rate: 48000, Channels: 2, PeriodFrames: 256, Periods: 4, File: wav}
-	play, _ := open(t, cfg)
+	play, _ := open(t, cfg, false)
 	cfg.Device, cfg.Stream, cfg.File = "hw:Loopback,1", "capture", ""
-	capt, _ := open(t, cfg)
+	capt, _ := open(t, cfg, true)
 	n := 3 * 48000 / 256 // 3 s
 	var wg sync.WaitGroup
 	var playXruns []int
@@ -302,8 +310,14 @@ func TestVMLoopbackCapture(t *testing.T) {
 // and hears it on hw:Loopback,1; the delay between playing and hearing is
 // what was queued ahead of the hardware (about the buffer).
 func TestVMDuplexClick(t *testing.T) {
+	for _, rw := range []bool{false, true} {
+		t.Run(map[bool]string{false: "mmap", true: "rw"}[rw], func(t *testing.T) { duplexClick(t, rw) })
+	}
+}
+
+func duplexClick(t *testing.T, rw bool) {
 	wav := clickWAV(t)
-	d, g := open(t, audio.Config{Device: "hw:Loopback,0", CaptureDevice: "hw:Loopback,1", Stream: "duplex", Rate: 48000, Channels: 2, PeriodFrames: 256, Periods: 4, File: wav})
+	d, g := open(t, audio.Config{Device: "hw:Loopback,0", CaptureDevice: "hw:Loopback,1", Stream: "duplex", Rate: 48000, Channels: 2, PeriodFrames: 256, Periods: 4, File: wav}, rw)
 	if !strings.Contains(g.Device, "capture") || !strings.Contains(g.Device, "playback") {
 		t.Errorf("granted device %q does not name both sides", g.Device)
 	}
@@ -333,27 +347,29 @@ func TestVMNoAllocs(t *testing.T) {
 		{Device: "hw:Dummy", Rate: 48000, Channels: 2, PeriodFrames: 256, Periods: 2, ToneHz: 440},
 		{Device: "hw:Loopback,0", CaptureDevice: "hw:Loopback,1", Stream: "duplex", Rate: 48000, Channels: 2, PeriodFrames: 256, Periods: 4},
 	} {
-		d, _ := open(t, cfg)
-		runtime.LockOSThread()
-		if _, err := d.Start(); err != nil {
-			t.Fatal(err)
-		}
-		var s rundata.Sample
-		var err error
-		allocs := testing.AllocsPerRun(200, func() {
-			s = rundata.Sample{}
-			if err = d.Wait(&s); err == nil {
-				err = d.Transfer(&s)
+		for _, rw := range []bool{false, true} {
+			d, _ := open(t, cfg, rw)
+			runtime.LockOSThread()
+			if _, err := d.Start(); err != nil {
+				t.Fatal(err)
 			}
-		})
-		runtime.UnlockOSThread()
-		if err != nil {
-			t.Fatal(err)
+			var s rundata.Sample
+			var err error
+			allocs := testing.AllocsPerRun(200, func() {
+				s = rundata.Sample{}
+				if err = d.Wait(&s); err == nil {
+					err = d.Transfer(&s)
+				}
+			})
+			runtime.UnlockOSThread()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if allocs != 0 {
+				t.Errorf("%s (rw %v): %v allocations per period", cfg.Device, rw, allocs)
+			}
+			d.Close()
 		}
-		if allocs != 0 {
-			t.Errorf("%s: %v allocations per period", cfg.Device, allocs)
-		}
-		d.Close()
 	}
 }
 
@@ -361,7 +377,7 @@ func TestVMNoAllocs(t *testing.T) {
 // advances by one period (on the card's clock) per period, Woke is never
 // before Due, and the fitted grid stays within a period of Due.
 func TestVMTiming(t *testing.T) {
-	d, g := open(t, audio.Config{Device: "hw:Dummy", Rate: 48000, Channels: 2, PeriodFrames: 256, Periods: 3})
+	d, g := open(t, audio.Config{Device: "hw:Dummy", Rate: 48000, Channels: 2, PeriodFrames: 256, Periods: 3}, false)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	start, err := d.Start()
@@ -508,7 +524,7 @@ func TestVMErrors(t *testing.T) {
 	// Busy: subdevice 0 held by this very process.
 	cfg := base
 	cfg.Device = "hw:Dummy,0,0"
-	open(t, cfg)
+	open(t, cfg, false)
 	_, err := New().Open(cfg)
 	var bad *audio.ErrBadDevice
 	if want := fmt.Sprintf("is busy: held by pid %d", os.Getpid()); !errors.As(err, &bad) || !strings.Contains(err.Error(), want) {

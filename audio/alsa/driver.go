@@ -39,9 +39,11 @@ type Driver struct {
 	grid gridFit // the primary side's pointer clock
 
 	// forceSyncPtr reads the status with SYNC_PTR even where the status
-	// page can be mapped: a test hook, so that the path arm64 takes is
-	// exercised on x86 too.
+	// page can be mapped, and forceRW uses read/write access even where
+	// mmap is offered: test hooks, so that the paths other machines take
+	// are exercised on the VM's too.
 	forceSyncPtr bool
+	forceRW      bool
 }
 
 // side is one direction of the stream and where its pointers are.
@@ -50,9 +52,10 @@ type side struct {
 	name string // "hw:0,0"
 	buf  []byte // one period
 
-	raw  uint64 // last hardware pointer read, as the kernel keeps it (wraps at boundary)
-	pos  uint64 // frames the hardware has moved since the stream (re)started
-	appl uint64 // frames the application has moved since then
+	raw   uint64 // last hardware pointer read, as the kernel keeps it (wraps at boundary)
+	pos   uint64 // frames the hardware has moved since the stream (re)started
+	appl  uint64 // frames the application has moved since then
+	appl0 uint64 // the kernel's application pointer at the (re)start
 
 	ready bool
 	due   int64 // when the pending period became due
@@ -90,7 +93,10 @@ func (d *Driver) Open(cfg audio.Config) (g audio.Granted, err error) {
 			d.Close()
 		}
 	}()
-	want := shape{channels: cfg.Channels, rate: cfg.Rate, periodFrames: cfg.PeriodFrames, periods: cfg.Periods}
+	want := shape{access: accessMmapInterleaved, channels: cfg.Channels, rate: cfg.Rate, periodFrames: cfg.PeriodFrames, periods: cfg.Periods}
+	if d.forceRW {
+		want.access = accessRWInterleaved
+	}
 	var notes []string
 	if cfg.Stream != "capture" {
 		if d.play, notes, err = d.openSide(cfg.Device, streamPlayback, &want, false); err != nil {
@@ -206,6 +212,10 @@ func (d *Driver) openSide(name string, stream int, want *shape, exact bool) (*si
 	}
 	if d.forceSyncPtr {
 		p.unmapStatus()
+		if p.controlMap != nil {
+			unix.Munmap(p.controlMap)
+			p.controlMap, p.control = nil, nil
+		}
 	}
 	got := grantedShape(&h)
 	*want = got
@@ -235,7 +245,7 @@ func pinExactly(r refiner, h *hwParams, s shape) error {
 	if err := r.refine(h); err != nil {
 		return fmt.Errorf("the device refuses every configuration: %w", err)
 	}
-	ok := tryMask(r, h, paramAccess, accessRWInterleaved) && tryMask(r, h, paramFormat, s.format) &&
+	ok := tryMask(r, h, paramAccess, s.access) && tryMask(r, h, paramFormat, s.format) &&
 		trySet(r, h, paramChannels, uint32(s.channels)) && trySet(r, h, paramRate, uint32(s.rate)) &&
 		trySet(r, h, paramPeriodSize, uint32(s.periodFrames)) && trySet(r, h, paramPeriods, uint32(s.periods))
 	if !ok {
@@ -313,16 +323,17 @@ func (d *Driver) restart() error {
 		if e != 0 {
 			return fmt.Errorf("%s: status: %w", s.name, e)
 		}
-		s.raw, s.pos, s.appl, s.ready, s.xrun = raw, 0, 0, false, false
+		appl, err := s.pcm.applPtr()
+		if err != nil {
+			return err
+		}
+		s.raw, s.pos, s.appl, s.appl0, s.ready, s.xrun = raw, 0, 0, appl, false, false
 	}
 	if s := d.play; s != nil {
 		for n := 0; n < s.pcm.bufferFrames; n += d.periodFrames {
-			d.fill(s.buf)
-			k, e := s.pcm.xferi(s.buf, d.periodFrames)
-			if e != 0 {
+			if e := d.xfer(s); e != 0 {
 				return fmt.Errorf("%s: prefill: %w", s.name, e)
 			}
-			s.appl += uint64(k)
 		}
 	}
 	for i, s := range d.sides {
@@ -459,9 +470,6 @@ func (d *Driver) Wait(p *rundata.Sample) error {
 func (d *Driver) Transfer(p *rundata.Sample) error {
 	for _, s := range d.sides {
 		s.ready = false
-		if s == d.play {
-			d.fill(s.buf)
-		}
 		e := unix.EPIPE
 		if !s.xrun {
 			e = d.xfer(s)
@@ -500,8 +508,15 @@ func (d *Driver) poll(n int) (int, unix.Errno) {
 // so the engine may pin the period loop (audio.Pinnable).
 func (d *Driver) PinnableLoop() bool { return true }
 
-// xfer moves one period of side s; the device may take it in pieces.
+// xfer moves one period of side s: the next period of the playback loop
+// out, or a captured one into s.buf.
 func (d *Driver) xfer(s *side) unix.Errno {
+	if s.pcm.mmap {
+		return d.xferMmap(s)
+	}
+	if s == d.play {
+		d.fill(s.buf)
+	}
 	fb := s.pcm.frameBytes
 	for done := 0; done < d.periodFrames; {
 		k, e := s.pcm.xferi(s.buf[done*fb:], d.periodFrames-done)
@@ -517,6 +532,40 @@ func (d *Driver) xfer(s *side) unix.Errno {
 		}
 		done += k
 		s.appl += uint64(k)
+	}
+	return 0
+}
+
+// xferMmap writes or reads the period in place in the mapped buffer and
+// moves the application pointer: no system call where the control page
+// is mapped. An xrun shows as the stream's state, reported as EPIPE as
+// WRITEI would.
+func (d *Driver) xferMmap(s *side) unix.Errno {
+	p := s.pcm
+	fb := p.frameBytes
+	buf := uint64(p.bufferFrames)
+	for done := 0; done < d.periodFrames; {
+		off := int((s.appl0 + s.appl) % p.boundary % buf)
+		n := min(d.periodFrames-done, p.bufferFrames-off)
+		area := p.data[off*fb : (off+n)*fb]
+		if s == d.play {
+			if d.content == nil {
+				clear(area)
+			} else {
+				d.fill(area)
+			}
+		} else {
+			copy(s.buf[done*fb:], area)
+		}
+		done += n
+		s.appl += uint64(n)
+	}
+	state, e := p.commit((s.appl0 + s.appl) % p.boundary)
+	if e != 0 {
+		return e
+	}
+	if state == stateXrun || state == stateSuspended {
+		return unix.EPIPE
 	}
 	return 0
 }

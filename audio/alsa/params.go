@@ -171,6 +171,7 @@ func nearestText(below, above uint32) string {
 
 // shape is the stream asked for or granted.
 type shape struct {
+	access       int // accessMmapInterleaved (0: mmap is preferred where offered) or accessRWInterleaved
 	format       int
 	channels     int
 	rate         int
@@ -182,7 +183,9 @@ type shape struct {
 // order it prefers them: the first the device takes wins.
 var preferredFormats = []int{formatS16LE, formatS32LE, formatFloatLE}
 
-// negotiate narrows p to want, parameter by parameter. A channel count or
+// negotiate narrows p to want, parameter by parameter: mmap access where
+// the device offers it (and want.access asks for it), else read/write. A
+// channel count or
 // a number of periods the device refuses is replaced by the nearest one
 // (and said in the notes); a format it refuses by the next preferred one;
 // a rate or period size it refuses is an error naming the nearest it
@@ -193,8 +196,9 @@ func negotiate(r refiner, p *hwParams, want shape) (notes []string, err error) {
 	if err := r.refine(p); err != nil {
 		return nil, fmt.Errorf("the device refuses every configuration: %w", err)
 	}
-	if !tryMask(r, p, paramAccess, accessRWInterleaved) {
-		return nil, &badParam{flag: "", msg: "offers no interleaved read/write access"}
+	if !(want.access == accessMmapInterleaved && tryMask(r, p, paramAccess, accessMmapInterleaved)) &&
+		!tryMask(r, p, paramAccess, accessRWInterleaved) {
+		return nil, &badParam{msg: "offers no interleaved access"}
 	}
 	ok := false
 	for _, f := range preferredFormats {
@@ -240,6 +244,7 @@ func negotiate(r refiner, p *hwParams, want shape) (notes []string, err error) {
 // grantedShape reads the configuration the kernel settled on.
 func grantedShape(p *hwParams) shape {
 	s := shape{
+		access:       accessRWInterleaved,
 		channels:     int(p.interval(paramChannels).lo()),
 		rate:         int(p.interval(paramRate).lo()),
 		periodFrames: int(p.interval(paramPeriodSize).lo()),
@@ -251,6 +256,9 @@ func grantedShape(p *hwParams) shape {
 			s.format = f
 			break
 		}
+	}
+	if !p.mask(paramAccess).has(accessRWInterleaved) && p.mask(paramAccess).has(accessMmapInterleaved) {
+		s.access = accessMmapInterleaved
 	}
 	return s
 }

@@ -112,7 +112,7 @@ func clamp(i *interval, lo, hi uint32) bool {
 func TestNegotiateExact(t *testing.T) {
 	f := dummyLike()
 	h := anyParams()
-	notes, err := negotiate(f, &h, shape{channels: 2, rate: 48000, periodFrames: 64, periods: 2})
+	notes, err := negotiate(f, &h, shape{access: accessRWInterleaved, channels: 2, rate: 48000, periodFrames: 64, periods: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestNegotiateExact(t *testing.T) {
 		t.Errorf("notes %q for a shape the device takes", notes)
 	}
 	g := grantedShape(&h)
-	if g != (shape{format: formatS16LE, channels: 2, rate: 48000, periodFrames: 64, periods: 2}) {
+	if g != (shape{access: accessRWInterleaved, format: formatS16LE, channels: 2, rate: 48000, periodFrames: 64, periods: 2}) {
 		t.Errorf("granted %+v", g)
 	}
 	if b := h.interval(paramBufferSize); b.lo() != 128 || b.hi() != 128 {
@@ -128,6 +128,17 @@ func TestNegotiateExact(t *testing.T) {
 	}
 	if !h.mask(paramAccess).has(accessRWInterleaved) || h.mask(paramAccess).has(accessMmapInterleaved) {
 		t.Errorf("access mask %v, want RW interleaved only", h.mask(paramAccess).Bits[0])
+	}
+}
+
+func TestNegotiateMmapWhenOffered(t *testing.T) {
+	f := dummyLike()
+	h := anyParams()
+	if _, err := negotiate(f, &h, shape{access: accessMmapInterleaved, channels: 2, rate: 48000, periodFrames: 64, periods: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if g := grantedShape(&h); g.access != accessMmapInterleaved {
+		t.Errorf("access %d, want mmap interleaved", g.access)
 	}
 }
 

@@ -27,6 +27,14 @@ type pcm struct {
 	st   pcmStatus // STATUS ioctl, for the trigger timestamp of an xrun
 	xfer xferi
 
+	// With mmap access the ring buffer itself is mapped (data), and the
+	// application pointer is moved through the mapped control page or,
+	// where that cannot be mapped, SYNC_PTR.
+	mmap       bool
+	data       []byte
+	control    *mmapControl
+	controlMap []byte
+
 	frameBytes   int
 	periodFrames int
 	bufferFrames int
@@ -116,7 +124,36 @@ func (p *pcm) setup(h *hwParams, s shape) error {
 		return fmt.Errorf("%s: SW_PARAMS: %w", p.path, e)
 	}
 	p.mapStatus()
+	if g.access == accessMmapInterleaved {
+		b, err := unix.Mmap(p.fd, 0, p.bufferFrames*p.frameBytes, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+		if err != nil {
+			return fmt.Errorf("%s: mmap the buffer: %w", p.path, err)
+		}
+		p.mmap, p.data = true, b
+		if c, err := unix.Mmap(p.fd, mmapOffsetControl, os.Getpagesize(), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err == nil {
+			p.controlMap = c
+			p.control = (*mmapControl)(unsafe.Pointer(&c[0]))
+		}
+	}
 	return nil
+}
+
+// commit moves the application pointer to appl (in the kernel's
+// wrapping coordinates) after the period was written into or read from
+// the mapped buffer, and returns the stream state.
+func (p *pcm) commit(appl uint64) (int32, unix.Errno) {
+	if p.control != nil && p.status != nil {
+		atomic.StoreUint64(&p.control.ApplPtr, appl)
+		return atomic.LoadInt32(&p.status.State), 0
+	}
+	// Without the flags the kernel takes appl_ptr and avail_min from us.
+	p.sync.Flags = 0
+	p.sync.Control.ApplPtr = appl
+	p.sync.Control.AvailMin = uint64(p.periodFrames)
+	if e := ioctl(p.fd, ioctlSyncPtr, unsafe.Pointer(&p.sync)); e != 0 {
+		return 0, e
+	}
+	return p.sync.Status.State, 0
 }
 
 const math64Max = 1<<63 - 1
@@ -206,6 +243,14 @@ func (p *pcm) unmapStatus() {
 
 func (p *pcm) close() error {
 	p.unmapStatus()
+	if p.controlMap != nil {
+		unix.Munmap(p.controlMap)
+		p.controlMap, p.control = nil, nil
+	}
+	if p.data != nil {
+		unix.Munmap(p.data)
+		p.data = nil
+	}
 	ioctl(p.fd, ioctlDrop, nil)
 	return unix.Close(p.fd)
 }

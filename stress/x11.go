@@ -16,12 +16,15 @@ import (
 	"time"
 
 	"github.com/jezek/xgb"
+	"github.com/jezek/xgb/shm"
 	"github.com/jezek/xgb/xproto"
+	"golang.org/x/sys/unix"
 )
 
 // x11Stressor is an X11 redraw load in the spirit of x11perf -scroll500
 // and -shmput500: a window scrolled by one line per frame with CopyArea, a
-// strip of it redrawn with PutImage and rectangles filled, with a round
+// quarter of it redrawn with a (MIT-SHM when possible) PutImage and
+// rectangles filled, with a round
 // trip every few frames so that the work lands on the X server rather than
 // queueing in the client. It uses $DISPLAY, or a private Xvfb when there is
 // none (or with --xvfb).
@@ -103,8 +106,10 @@ func (l *x11Load) Run(ctx context.Context, m *Meter) (err error) {
 	if err != nil {
 		return err
 	}
+	defer s.close()
 	m.Unit("frames", 1)
 	m.Set("area", l.area)
+	m.Set("mit_shm", s.shm != nil)
 	m.Ready()
 	for frame := 0; ctx.Err() == nil; frame++ {
 		s.frame(frame)
@@ -129,13 +134,27 @@ type scroller struct {
 	area   int
 	depth  byte
 	stripH int
+	rects  []xproto.Rectangle
+
+	// Images go through MIT-SHM when the server shares memory with us (as
+	// x11perf -shmput does: the server copies, the client does not), else
+	// in PutImage requests; two images, alternated.
+	shm    *shmImages
 	images [2][]byte
+}
+
+// shmImages are the two images in a SysV shared memory segment attached
+// by the server.
+type shmImages struct {
+	seg  shm.Seg
+	mem  []byte
+	size int // bytes of one image
 }
 
 func newScroller(conn *xgb.Conn, area int) (*scroller, error) {
 	setup := xproto.Setup(conn)
 	screen := setup.DefaultScreen(conn)
-	s := &scroller{conn: conn, area: area, depth: screen.RootDepth}
+	s := &scroller{conn: conn, area: area, depth: screen.RootDepth, rects: make([]xproto.Rectangle, 8)}
 	bpp := 0
 	for _, f := range setup.PixmapFormats {
 		if f.Depth == screen.RootDepth {
@@ -145,19 +164,25 @@ func newScroller(conn *xgb.Conn, area int) (*scroller, error) {
 	if bpp < 8 || bpp%8 != 0 {
 		return nil, fmt.Errorf("X server: root depth %d has %d bits per pixel; want whole bytes", screen.RootDepth, bpp)
 	}
-	// PutImage strips as tall as one request may carry.
 	row := area * bpp / 8
-	maxData := int(setup.MaximumRequestLength)*4 - 64
-	s.stripH = min(area, maxData/row)
-	if s.stripH < 1 {
-		return nil, fmt.Errorf("X server: requests too small (%d bytes) for one row of %d pixels", maxData, area)
+	if sh, err := newShmImages(conn, row*area/4); err == nil {
+		s.shm, s.stripH = sh, area/4
+	} else {
+		// PutImage strips as tall as one request may carry.
+		maxData := int(setup.MaximumRequestLength)*4 - 64
+		s.stripH = min(area/4, maxData/row)
+		if s.stripH < 1 {
+			return nil, fmt.Errorf("X server: requests too small (%d bytes) for one row of %d pixels", maxData, area)
+		}
+		for i := range s.images {
+			s.images[i] = make([]byte, row*s.stripH)
+		}
 	}
-	for i := range s.images {
-		img := make([]byte, row*s.stripH)
+	for i := range 2 {
+		img := s.image(i)
 		for p := range img {
 			img[p] = byte(p*(i+1) + p/row)
 		}
-		s.images[i] = img
 	}
 
 	var err error
@@ -167,23 +192,72 @@ func newScroller(conn *xgb.Conn, area int) (*scroller, error) {
 	if err := xproto.CreateWindowChecked(conn, screen.RootDepth, s.win, screen.Root, 0, 0, uint16(area), uint16(area), 0,
 		xproto.WindowClassInputOutput, screen.RootVisual, xproto.CwBackPixel|xproto.CwEventMask,
 		[]uint32{screen.BlackPixel, 0}).Check(); err != nil {
+		s.close()
 		return nil, fmt.Errorf("X server: create window: %w", err)
 	}
 	xproto.ChangeProperty(conn, xproto.PropModeReplace, s.win, xproto.AtomWmName, xproto.AtomString, 8,
 		uint32(len("latencytest x11 stressor")), []byte("latencytest x11 stressor"))
 	if s.gc, err = xproto.NewGcontextId(conn); err != nil {
+		s.close()
 		return nil, fmt.Errorf("X server: gc id: %w", err)
 	}
 	// No GraphicsExpose/NoExpose events: nobody would read them.
 	if err := xproto.CreateGCChecked(conn, s.gc, xproto.Drawable(s.win), xproto.GcForeground|xproto.GcGraphicsExposures,
 		[]uint32{screen.WhitePixel, 0}).Check(); err != nil {
+		s.close()
 		return nil, fmt.Errorf("X server: create gc: %w", err)
 	}
 	// Drawing on an unmapped window is clipped away: map it, and wait.
 	if err := xproto.MapWindowChecked(conn, s.win).Check(); err != nil {
+		s.close()
 		return nil, fmt.Errorf("X server: map window: %w", err)
 	}
 	return s, nil
+}
+
+// newShmImages makes a segment for two images of size bytes and has the
+// server attach it. The segment is marked for removal as soon as the
+// server has attached it, so that it vanishes with the last detach, even
+// if we are killed.
+func newShmImages(conn *xgb.Conn, size int) (*shmImages, error) {
+	if err := shm.Init(conn); err != nil {
+		return nil, err
+	}
+	id, err := unix.SysvShmGet(unix.IPC_PRIVATE, 2*size, unix.IPC_CREAT|0o600)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.SysvShmCtl(id, unix.IPC_RMID, nil)
+	mem, err := unix.SysvShmAttach(id, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	seg, err := shm.NewSegId(conn)
+	if err == nil {
+		err = shm.AttachChecked(conn, seg, uint32(id), true).Check()
+	}
+	if err != nil {
+		_ = unix.SysvShmDetach(mem)
+		return nil, err // a remote server cannot share our memory
+	}
+	return &shmImages{seg: seg, mem: mem, size: size}, nil
+}
+
+// image is the memory of image i (0 or 1).
+func (s *scroller) image(i int) []byte {
+	if s.shm != nil {
+		return s.shm.mem[i*s.shm.size : (i+1)*s.shm.size]
+	}
+	return s.images[i]
+}
+
+// close detaches the shared images; the window goes with the connection.
+func (s *scroller) close() {
+	if s.shm != nil {
+		shm.Detach(s.conn, s.shm.seg)
+		_ = unix.SysvShmDetach(s.shm.mem)
+		s.shm = nil
+	}
 }
 
 // frame scrolls the window up one line, puts a strip of image and fills
@@ -192,15 +266,19 @@ func (s *scroller) frame(n int) {
 	a := s.area
 	d := xproto.Drawable(s.win)
 	xproto.CopyArea(s.conn, d, d, s.gc, 0, 1, 0, 0, uint16(a), uint16(a-1))
-	y := (n * s.stripH / 4) % max(1, a-s.stripH+1)
-	xproto.PutImage(s.conn, xproto.ImageFormatZPixmap, d, s.gc, uint16(a), uint16(s.stripH), 0, int16(y), 0, s.depth, s.images[n%2])
-	xproto.ChangeGC(s.conn, s.gc, xproto.GcForeground, []uint32{uint32(n * 2654435761)})
-	rects := make([]xproto.Rectangle, 8)
-	for i := range rects {
-		side := a / 8
-		rects[i] = xproto.Rectangle{X: int16((n*7 + i*side) % (a - side + 1)), Y: int16((n*3 + i*side) % (a - side + 1)), Width: uint16(side), Height: uint16(side)}
+	y := int16((n * s.stripH / 4) % max(1, a-s.stripH+1))
+	if s.shm != nil {
+		shm.PutImage(s.conn, d, s.gc, uint16(a), uint16(s.stripH), 0, 0, uint16(a), uint16(s.stripH), 0, y,
+			s.depth, xproto.ImageFormatZPixmap, 0, s.shm.seg, uint32((n%2)*s.shm.size))
+	} else {
+		xproto.PutImage(s.conn, xproto.ImageFormatZPixmap, d, s.gc, uint16(a), uint16(s.stripH), 0, y, 0, s.depth, s.images[n%2])
 	}
-	xproto.PolyFillRectangle(s.conn, d, s.gc, rects)
+	xproto.ChangeGC(s.conn, s.gc, xproto.GcForeground, []uint32{uint32(n * 2654435761)})
+	side := a / 8
+	for i := range s.rects {
+		s.rects[i] = xproto.Rectangle{X: int16((n*7 + i*side) % (a - side + 1)), Y: int16((n*3 + i*side) % (a - side + 1)), Width: uint16(side), Height: uint16(side)}
+	}
+	xproto.PolyFillRectangle(s.conn, d, s.gc, s.rects)
 }
 
 // xvfb is a private X server.

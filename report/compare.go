@@ -175,6 +175,9 @@ func renderCompare(cs []*compared) ([]byte, error) {
 				iv.Preempt = "PREEMPT_RT"
 			}
 			iv.Period = "—"
+			if us := cmdlineInt(c.ct.cmdline, []string{"-i"}, []string{"--interval"}); us > 0 {
+				iv.Period = fmt.Sprintf("interval %d µs", us)
+			}
 			iv.Notes = fmt.Sprintf("cyclictest, %d thread(s) merged, %d cycles", c.ct.threads, c.ct.cycles)
 			if c.ct.cmdline != "" {
 				iv.Notes += ": " + c.ct.cmdline

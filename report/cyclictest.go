@@ -221,18 +221,26 @@ func parseCyclictestJSON(b []byte) (*ctRun, error) {
 // histRange finds cyclictest's histogram size on its command line, 0 when
 // it is not there.
 func histRange(cmd string) int {
+	return cmdlineInt(cmd, []string{"-h", "-H"}, []string{"--histogram", "--histofall"})
+}
+
+// cmdlineInt finds the value of an integer option of cyclictest's command
+// line, given as "-x N", "-xN", "--long N" or "--long=N"; 0 when absent.
+func cmdlineInt(cmd string, short, long []string) int {
 	fs := strings.Fields(cmd)
 	for i, f := range fs {
 		var v string
-		switch {
-		case f == "-h" || f == "-H" || f == "--histogram" || f == "--histofall":
-			if i+1 < len(fs) {
-				v = fs[i+1]
+		for _, o := range append(append([]string(nil), short...), long...) {
+			switch {
+			case f == o:
+				if i+1 < len(fs) {
+					v = fs[i+1]
+				}
+			case strings.HasPrefix(o, "--") && strings.HasPrefix(f, o+"="):
+				v = f[len(o)+1:]
+			case !strings.HasPrefix(o, "--") && len(f) > len(o) && strings.HasPrefix(f, o) && f[len(o)] >= '0' && f[len(o)] <= '9':
+				v = f[len(o):]
 			}
-		case strings.HasPrefix(f, "--histogram="), strings.HasPrefix(f, "--histofall="):
-			_, v, _ = strings.Cut(f, "=")
-		case len(f) > 2 && (strings.HasPrefix(f, "-h") || strings.HasPrefix(f, "-H")) && f[2] >= '0' && f[2] <= '9':
-			v = f[2:]
 		}
 		if n, err := strconv.Atoi(v); err == nil && n > 0 {
 			return n

@@ -6,7 +6,9 @@ import (
 	"html/template"
 	"image/color"
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -232,6 +234,7 @@ func histFigure(title string, ss []histSeries, periodUS, bufferUS float64, singl
 	var cmax uint64 = 1
 	var overflow bool
 	binsEnd := 0.0
+	var ofFrom []string // where each overflowing histogram ends, for the label
 	for _, s := range ss {
 		last := -1
 		for i, c := range s.h.Bins {
@@ -245,6 +248,9 @@ func histFigure(title string, ss []histSeries, periodUS, bufferUS float64, singl
 		if s.h.Overflow > 0 {
 			overflow = true
 			binsEnd = max(binsEnd, float64(len(s.h.Bins)))
+			if f := "≥ " + fmtNum(float64(len(s.h.Bins))); !slices.Contains(ofFrom, f) {
+				ofFrom = append(ofFrom, f)
+			}
 		}
 	}
 	// Past a millisecond a linear axis squeezes the body of the
@@ -301,7 +307,7 @@ func histFigure(title string, ss []histSeries, periodUS, bufferUS float64, singl
 		p.Add(refV(bufferUS, "buffer", colBuffer))
 	}
 	if overflow {
-		v := refV(binsEnd, fmt.Sprintf("overflow ≥ %s µs", fmtNum(binsEnd)), colFG)
+		v := refV(binsEnd, "overflow "+strings.Join(ofFrom, ", ")+" µs", colFG)
 		v.LabelY = 0.6 // below the legend
 		p.Add(v)
 	}

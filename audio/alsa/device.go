@@ -165,8 +165,17 @@ func (s system) holder(c card, device, stream int) string {
 			if !ok || strings.TrimSpace(k) != "owner_pid" {
 				continue
 			}
+			// owner_pid is the opening thread's id; name its process.
 			pid := strings.TrimSpace(v)
-			comm, err := os.ReadFile(filepath.Join(filepath.Dir(s.proc), pid, "comm"))
+			procDir := filepath.Dir(s.proc)
+			if b, err := os.ReadFile(filepath.Join(procDir, pid, "status")); err == nil {
+				for _, l := range strings.Split(string(b), "\n") {
+					if tgid, ok := strings.CutPrefix(l, "Tgid:"); ok && strings.TrimSpace(tgid) != "" {
+						pid = strings.TrimSpace(tgid)
+					}
+				}
+			}
+			comm, err := os.ReadFile(filepath.Join(procDir, pid, "comm"))
 			if err == nil {
 				who = append(who, fmt.Sprintf("pid %s (%s)", pid, strings.TrimSpace(string(comm))))
 			} else {

@@ -60,9 +60,10 @@ func fixture(t *testing.T) system {
 		"dev/snd/pcmC1D1c":                    "",
 		"proc/asound/card0/id":                "Dummy\n",
 		"proc/asound/card1/id":                "Loopback\n",
-		"proc/asound/card1/pcm1c/sub0/status": "state: RUNNING\nowner_pid   : 4242\ntrigger_time: 1.2\n",
+		"proc/asound/card1/pcm1c/sub0/status": "state: RUNNING\nowner_pid   : 4243\ntrigger_time: 1.2\n",
 		"proc/asound/card1/pcm1c/sub1/status": "closed\n",
 		"proc/4242/comm":                      "arecord\n",
+		"proc/4243/status":                    "Name:\tarecord-io\nTgid:\t4242\nPid:\t4243\n",
 	}
 	for name, body := range files {
 		p := filepath.Join(root, name)

@@ -61,6 +61,10 @@ func load(dir string) (*runData, error) {
 				pd.note = err.Error()
 				return
 			}
+			if h.Count == 0 {
+				pd.note = "the samples file holds no period (the run ended before this phase measured one)"
+				return
+			}
 			pd.hist, pd.env = h, e
 			fillFromSamples(&pd.Phase, h)
 		})

@@ -356,3 +356,31 @@ func TestRenderMissingRun(t *testing.T) {
 		t.Error("a failed Render left an index.html")
 	}
 }
+
+// A run interrupted before its first phase, and a phase whose samples file
+// is empty (killed before its first period), still render.
+func TestRenderEmpty(t *testing.T) {
+	c := synth.Default()
+	c.PhaseLength = time.Second
+	dir, r := writeRun(t, c)
+	if err := os.WriteFile(filepath.Join(dir, r.Phases[1].SamplesFile), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.Phases[1].Periods = 0
+	if err := rundata.WriteRun(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := renderDoc(t, dir)
+	if !strings.Contains(out, "Graphs unavailable: the samples file holds no period") {
+		t.Error("the empty phase does not say it has no samples")
+	}
+
+	r.Phases, r.Interrupted = nil, true
+	if err := rundata.WriteRun(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	_, doc := renderDoc(t, dir)
+	if byID(doc, "overview-table") == nil || len(findAll(doc, tag("section"))) != 0 {
+		t.Error("a run without phases should render its overview and no phase section")
+	}
+}

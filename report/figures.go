@@ -309,6 +309,7 @@ func histFigure(title string, ss []histSeries, periodUS, bufferUS float64, singl
 	if overflow {
 		v := refV(binsEnd, "overflow "+strings.Join(ofFrom, ", ")+" µs", colFG)
 		v.LabelY = 0.6 // below the legend
+		v.LabelLeft = true
 		p.Add(v)
 	}
 	return svgOf(p, figW, map[bool]vg.Length{false: figHHist, true: figHHistO}[outline])

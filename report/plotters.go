@@ -120,8 +120,11 @@ type VLine struct {
 	X      float64
 	Label  string
 	LabelY float64
-	Style  draw.LineStyle
-	Text   draw.TextStyle
+	// LabelLeft puts the label left of the line, for a line near the
+	// right edge.
+	LabelLeft bool
+	Style     draw.LineStyle
+	Text      draw.TextStyle
 }
 
 // Plot implements plot.Plotter.
@@ -139,7 +142,12 @@ func (v *VLine) Plot(c draw.Canvas, p *plot.Plot) {
 		if v.LabelY > 0 {
 			y = c.Min.Y + vg.Length(v.LabelY)*(c.Max.Y-c.Min.Y)
 		}
-		c.FillText(t, vg.Point{X: x + 2, Y: y}, v.Label)
+		lx := x + 2
+		if v.LabelLeft {
+			t.XAlign = draw.XRight
+			lx = x - 2
+		}
+		c.FillText(t, vg.Point{X: lx, Y: y}, v.Label)
 	}
 }
 

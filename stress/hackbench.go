@@ -183,15 +183,11 @@ func (h *hackbench) round(ctx context.Context) (time.Duration, error) {
 			return 0, err
 		}
 	}
-	// Wait for everyone to be ready.
-	var b [1]byte
-	for i := 0; i < w.count(); i++ {
-		if n, err := unix.Read(rw[0], b[:]); n != 1 {
-			return 0, fmt.Errorf("waiting for workers to be ready: %v", err)
-		}
+	if err := w.waitReady(rw[0]); err != nil {
+		return 0, err
 	}
 	start := time.Now()
-	if _, err := unix.Write(ww[1], b[:]); err != nil {
+	if _, err := unix.Write(ww[1], []byte{'W'}); err != nil {
 		return 0, fmt.Errorf("starting workers: %w", err)
 	}
 	if err := w.reap(); err != nil {
@@ -276,15 +272,69 @@ func (w *hbWorkers) own(fds ...int) {
 	w.fds = append(w.fds, fds...)
 }
 
+// errStopped ends a round the load was told to stop.
+var errStopped = errors.New("hackbench: stopped")
+
+// waitReady reads one byte per worker from the ready pipe. It gives up
+// when the round is killed, or when a worker died before it was ready
+// (the byte would never come).
+func (w *hbWorkers) waitReady(readyFd int) error {
+	buf := make([]byte, 512)
+	pfd := []unix.PollFd{{Fd: int32(readyFd), Events: unix.POLLIN}}
+	for got, want := 0, w.count(); got < want; {
+		n, err := unix.Poll(pfd, 100)
+		if err != nil && err != unix.EINTR {
+			return fmt.Errorf("hackbench: waiting for workers: %w", err)
+		}
+		if n > 0 {
+			k, err := unix.Read(readyFd, buf[:min(len(buf), want-got)])
+			if err != nil {
+				return fmt.Errorf("hackbench: waiting for workers: %w", err)
+			}
+			got += k
+			continue
+		}
+		if err := w.failedEarly(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// failedEarly says why a round cannot start: it was killed, or a worker
+// ended (without being reaped: WNOWAIT) before it was ready.
+func (w *hbWorkers) failedEarly() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.killed {
+		return errStopped
+	}
+	if len(w.errs) > 0 {
+		return errors.Join(w.errs...)
+	}
+	for _, pid := range w.pids {
+		var info unix.Siginfo
+		if err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil); err == nil && info.Signo != 0 {
+			return fmt.Errorf("hackbench: worker %d ended before the round started", pid)
+		}
+	}
+	return nil
+}
+
 // start starts one worker running a (a forked process gets a snapshot of
 // it; a thread gets a copy with a buffer of its own).
 func (w *hbWorkers) start(a *forkArgs) error {
+	// Under the lock, so that kill cannot miss a worker started meanwhile
+	// and no worker starts after kill.
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.killed {
+		return errStopped
+	}
 	if w.threads {
 		c := *a
 		c.buf = make([]byte, len(a.buf))
-		w.mu.Lock()
 		w.nthreads++
-		w.mu.Unlock()
 		w.wg.Add(1)
 		go w.thread(&c)
 		return nil
@@ -293,9 +343,7 @@ func (w *hbWorkers) start(a *forkArgs) error {
 	if err != nil {
 		return fmt.Errorf("hackbench: fork: %w", err)
 	}
-	w.mu.Lock()
 	w.pids = append(w.pids, pid)
-	w.mu.Unlock()
 	return nil
 }
 
@@ -358,7 +406,7 @@ func (w *hbWorkers) reap() error {
 		defer w.mu.Unlock()
 		w.reaped = true
 		if w.killed {
-			return errors.New("hackbench: stopped")
+			return errStopped
 		}
 		return errors.Join(w.errs...)
 	}

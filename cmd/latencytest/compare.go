@@ -55,7 +55,8 @@ func compareMain(args []string, stdout, stderr io.Writer) int {
 	for i, p := range paths {
 		ins[i] = report.Input{Path: p, Phase: *phase}
 	}
-	if err := report.CompareInputs(ins, *out); err != nil {
+	interrupted, err := uninterrupted(func() error { return report.CompareInputs(ins, *out) })
+	if err != nil {
 		fmt.Fprintf(stderr, "latencytest compare: %v\n", err)
 		if errors.Is(err, report.ErrBadInput) {
 			return 2
@@ -63,5 +64,8 @@ func compareMain(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "wrote %s\n", *out)
+	if interrupted {
+		return 130
+	}
 	return 0
 }

@@ -7,7 +7,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 
 	"latencytest/report"
 	"latencytest/rundata"
@@ -39,10 +41,31 @@ func reportMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "latencytest report: %v\n", err)
 		return 1
 	}
-	if err := report.Render(dir); err != nil {
+	interrupted, err := uninterrupted(func() error { return report.Render(dir) })
+	if err != nil {
 		fmt.Fprintf(stderr, "latencytest report: %v\n", err)
 		return 1
 	}
 	fmt.Fprintf(stdout, "wrote %s and %s\n", filepath.Join(dir, report.IndexFile), filepath.Join(dir, report.StatsFile))
+	if interrupted {
+		return 130
+	}
 	return 0
+}
+
+// uninterrupted runs f with SIGINT and SIGTERM held until it returns, so
+// that Ctrl-C cannot strike between a temporary file and its rename and
+// leave the temporary file behind. f must be short: rendering even an hour
+// takes well under a second. It reports whether a signal came meanwhile.
+func uninterrupted(f func() error) (interrupted bool, err error) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(ch)
+	err = f()
+	select {
+	case <-ch:
+		return true, err
+	default:
+		return false, err
+	}
 }

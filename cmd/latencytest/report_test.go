@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -107,4 +108,39 @@ func TestCheckCommand(t *testing.T) {
 	}
 	oneLine(t, latencytest(t, "check", "-bogus"), "check with an unknown flag")
 	oneLine(t, latencytest(t, "check", "extra"), "check with an argument")
+}
+
+// Ctrl-C during `report` leaves no temporary file, and an index.html only
+// if it is complete; whenever the signal lands.
+func TestReportInterrupt(t *testing.T) {
+	dir := t.TempDir()
+	c := synth.Default()
+	c.Phases = synth.Classic()
+	c.PhaseLength = time.Minute
+	if _, err := synth.Write(dir, c); err != nil {
+		t.Fatal(err)
+	}
+	for _, delay := range []time.Duration{5 * time.Millisecond, 40 * time.Millisecond, 120 * time.Millisecond} {
+		os.Remove(filepath.Join(dir, "index.html"))
+		cmd := exec.Command(binary, "report", dir)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(delay)
+		cmd.Process.Signal(os.Interrupt)
+		err := cmd.Wait()
+		code := cmd.ProcessState.ExitCode()
+		if err != nil && code != 130 && code != -1 {
+			t.Errorf("delay %v: exit %d (%v), want 0, 130 or killed by the signal", delay, code, err)
+		}
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if strings.Contains(e.Name(), ".tmp") {
+				t.Errorf("delay %v: temporary file %s left behind", delay, e.Name())
+			}
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, "index.html")); err == nil && !strings.HasSuffix(string(b), "</html>\n") {
+			t.Errorf("delay %v: index.html is incomplete", delay)
+		}
+	}
 }

@@ -25,7 +25,7 @@ const (
 
 // message is one JSON line from the child to the parent.
 type message struct {
-	Event string         `json:"event"` // "ready", "progress", "error", "done"
+	Event string         `json:"event"` // "file", "ready", "progress", "error", "done"
 	Files []string       `json:"files,omitempty"`
 	Stats map[string]any `json:"stats,omitempty"`
 	Error string         `json:"error,omitempty"`
@@ -130,6 +130,7 @@ func Main(exe string, args []string, stdout, stderr io.Writer) int {
 // and reporting to the parent.
 func runLoad(ctx context.Context, cancel context.CancelFunc, name string, c *config, rep *reporter, stdout, stderr io.Writer) int {
 	m := newMeter()
+	m.onFile = func(path string) { rep.send(message{Event: "file", Files: []string{path}}) }
 	done := make(chan error, 1)
 	go func() { done <- c.load.Run(ctx, m) }()
 

@@ -18,6 +18,7 @@ type Meter struct {
 	unit   string  // what one unit of work is called: "frames", "MB", ...
 	per    float64 // counts per unit (1e6 when counting bytes as MB)
 	files  []string
+	onFile func(string) // tells the parent at once, should we die before Ready
 	ready  chan struct{}
 	start  time.Time
 	values map[string]any       // fixed figures: the size used, the display...
@@ -44,8 +45,12 @@ func (m *Meter) Unit(name string, per float64) {
 // the load was killed, ensure) that it is gone after the load stops.
 func (m *Meter) File(path string) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.files = append(m.files, path)
+	hook := m.onFile
+	m.mu.Unlock()
+	if hook != nil {
+		hook(path)
+	}
 }
 
 // Set records a fixed figure for the final stats.

@@ -22,6 +22,9 @@ import (
 const (
 	stopGrace = 15 * time.Second
 	killGrace = 5 * time.Second
+	// startLimit bounds the time to start: Xvfb gets 10 s, a disk
+	// stressor's file 5 s (and its fdatasync).
+	startLimit = 60 * time.Second
 )
 
 // Process is a stressor running in a child process of its own, in a
@@ -68,12 +71,29 @@ func Start(exe, name string, args []string) (*Process, error) {
 
 	lines := make(chan message)
 	go p.read(pr, lines)
-	for m := range lines {
+	limit := time.NewTimer(startLimit)
+	defer limit.Stop()
+	for {
+		var m message
+		var ok bool
+		select {
+		case m, ok = <-lines:
+		case <-limit.C:
+			go func() {
+				for range lines {
+				}
+			}()
+			_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+			_ = reapGroup(p.pgid, killGrace)
+			p.wait()
+			p.removeFiles()
+			return nil, fmt.Errorf("stress %s: not running after %v; killed", name, startLimit)
+		}
+		if !ok {
+			break
+		}
 		switch m.Event {
 		case "ready":
-			p.mu.Lock()
-			p.files = m.Files
-			p.mu.Unlock()
 			go func() { // keep draining progress and the final stats
 				for range lines {
 				}
@@ -85,6 +105,7 @@ func Start(exe, name string, args []string) (*Process, error) {
 				}
 			}()
 			p.wait()
+			p.removeFiles()
 			if m.Usage {
 				return nil, &UsageError{m.Error}
 			}
@@ -93,6 +114,7 @@ func Start(exe, name string, args []string) (*Process, error) {
 	}
 	// EOF before ready: the child died or never spoke.
 	p.wait()
+	p.removeFiles()
 	return nil, fmt.Errorf("stress %s: exited before running: %s", name, p.stderr.lastLine())
 }
 
@@ -132,6 +154,10 @@ func (p *Process) read(pr *os.File, out chan<- message) {
 		}
 		p.mu.Lock()
 		switch m.Event {
+		case "file":
+			p.files = append(p.files, m.Files...)
+		case "ready":
+			p.files = m.Files
 		case "progress":
 			p.progress = m.Stats
 		case "done":
@@ -207,19 +233,13 @@ func (p *Process) Stop() (map[string]any, error) {
 	}
 
 	p.mu.Lock()
-	files := p.files
 	st := p.final
 	if st == nil {
 		st = p.progress
 	}
 	finalErr := p.finalErr
 	p.mu.Unlock()
-	for _, f := range files {
-		if _, err := os.Lstat(f); err == nil {
-			rmErr := os.RemoveAll(f)
-			errs = append(errs, fmt.Errorf("left %s behind (removed: %v)", f, rmErr == nil))
-		}
-	}
+	errs = append(errs, p.removeFiles()...)
 	if early {
 		msg := finalErr
 		if msg == "" {
@@ -231,6 +251,22 @@ func (p *Process) Stop() (map[string]any, error) {
 		return st, fmt.Errorf("stress %s: %w", p.name, errors.Join(errs...))
 	}
 	return st, nil
+}
+
+// removeFiles removes the files the stressor reported that are still
+// there (it was killed before it could), saying so.
+func (p *Process) removeFiles() []error {
+	p.mu.Lock()
+	files := p.files
+	p.mu.Unlock()
+	var errs []error
+	for _, f := range files {
+		if _, err := os.Lstat(f); err == nil {
+			rmErr := os.RemoveAll(f)
+			errs = append(errs, fmt.Errorf("left %s behind (removed: %v)", f, rmErr == nil))
+		}
+	}
+	return errs
 }
 
 // reapGroup waits until process group pgid is empty, SIGKILLing what is

@@ -312,7 +312,11 @@ func histFigure(title string, ss []histSeries, periodUS, bufferUS float64, singl
 		v.LabelLeft = true
 		p.Add(v)
 	}
-	return svgOf(p, figW, map[bool]vg.Length{false: figHHist, true: figHHistO}[outline])
+	h := vg.Length(figHHist)
+	if outline {
+		h = figHHistO // room for the legend
+	}
+	return svgOf(p, figW, h)
 }
 
 // fmtNum prints a figure with the precision its size deserves.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -28,8 +29,9 @@ func canRealtime() bool {
 // no other test uses, so that test binaries can run side by side. Clients
 // of this process find it through JACK_DEFAULT_SERVER, and
 // JACK_NO_START_SERVER keeps libjack from starting a default one. The
-// server is stopped when the test ends, and dies with the test process.
-func startJack(t *testing.T, rate, period int) string {
+// server is stopped when the test ends (or by the returned function), and
+// dies with the test process.
+func startJack(t *testing.T, rate, period int) (stop func()) {
 	t.Helper()
 	jackd, err := exec.LookPath("jackd")
 	if err != nil {
@@ -65,15 +67,19 @@ func startJack(t *testing.T, rate, period int) string {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-exited:
+			case <-time.After(5 * time.Second):
+				cmd.Process.Kill()
+				<-exited
+			}
+		})
+	}
+	t.Cleanup(stop)
 	t.Setenv("JACK_DEFAULT_SERVER", name)
 	t.Setenv("JACK_NO_START_SERVER", "1")
 	// The server is up when it has made its socket in /dev/shm.
@@ -94,5 +100,5 @@ func startJack(t *testing.T, rate, period int) string {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return name
+	return stop
 }

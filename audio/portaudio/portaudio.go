@@ -30,6 +30,7 @@ type Driver struct {
 	cfg      audio.Config
 	stream   *pa.Stream
 	inited   bool
+	dead     bool // the stream stopped calling back: PortAudio is left alone
 	jack     bool // the host API is JACK: its stream time is a frame clock
 	capture  bool // the stream has input
 	playback bool // the stream has output
@@ -38,14 +39,16 @@ type Driver struct {
 
 	// Set up by Open, used by the callback: nothing below is allocated
 	// after Open.
-	grid    *grid
-	sample  rundata.Sample
-	step    func(p *rundata.Sample) bool
-	done    chan struct{} // receives once when step asks to stop
-	stopped atomic.Bool   // the engine has stopped: callbacks only play silence
-	index   int64
-	prevDue int64 // grid instant of the previous callback
-	prevEnd int64 // when the previous callback's step returned
+	grid     *grid
+	sample   rundata.Sample
+	step     func(p *rundata.Sample) bool
+	done     chan struct{} // receives once when step asks to stop
+	stopped  atomic.Bool   // the engine has stopped: callbacks only play silence
+	inStep   atomic.Bool   // a callback is running
+	lastCall atomic.Int64  // when the last callback began
+	index    int64
+	prevDue  int64 // grid instant of the previous callback
+	prevEnd  int64 // when the previous callback's step returned
 	// An overrun of a callback past the next cycle's start, waiting for
 	// JACK's xrun flag to confirm it, and for how many callbacks.
 	overrun    int64
@@ -300,19 +303,51 @@ func (d *Driver) Run(step func(p *rundata.Sample) bool, stop <-chan struct{}) er
 	if err := d.stream.Start(); err != nil {
 		return fmt.Errorf("portaudio: starting the stream: %w", err)
 	}
-	select {
-	case <-d.done:
-	case <-stop:
+	// A stream whose callbacks stop coming (the JACK server exited, the
+	// device vanished) would otherwise keep the engine waiting for ever.
+	limit := max(int64(stallLimit), 20*int64(d.cfg.PeriodFrames)*1e9/int64(d.cfg.Rate))
+	tick := time.NewTicker(stallLimit / 8)
+	defer tick.Stop()
+	d.lastCall.Store(audio.Now())
+	var runErr error
+wait:
+	for {
+		select {
+		case <-d.done:
+			break wait
+		case <-stop:
+			break wait
+		case <-tick.C:
+			if !d.inStep.Load() && audio.Now()-d.lastCall.Load() > limit {
+				runErr = fmt.Errorf("portaudio: no callback for %.1f s: the stream stopped (did the JACK server exit?)", float64(limit)/1e9)
+				break wait
+			}
+		}
 	}
 	d.stopped.Store(true)
+	if runErr != nil {
+		// PortAudio's JACK host API stops, closes and terminates by
+		// asking its process callback to act, so with the server gone
+		// every one of those calls would wait for ever. The stream is
+		// abandoned instead; the engine process exits after the run.
+		d.dead = true
+		return runErr
+	}
 	if err := d.stream.Stop(); err != nil {
 		return fmt.Errorf("portaudio: stopping the stream: %w", err)
 	}
 	return nil
 }
 
+// stallLimit is how long Run waits for a callback before it gives up on
+// the stream (at least 20 periods).
+const stallLimit = 2 * time.Second
+
 // Close closes the stream and releases PortAudio.
 func (d *Driver) Close() error {
+	if d.dead {
+		return nil
+	}
 	var err error
 	if d.stream != nil {
 		restore := quietStderr(d.cfg.Verbose)
@@ -346,6 +381,9 @@ func (d *Driver) callback(woke int64, in, out []float32, ti pa.StreamCallbackTim
 		clear(out)
 		return
 	}
+	d.inStep.Store(true)
+	defer d.inStep.Store(false)
+	d.lastCall.Store(woke)
 	p := &d.sample
 	*p = rundata.Sample{Index: d.index, Woke: woke}
 	d.index++

@@ -56,7 +56,7 @@ func has(d *pa.DeviceInfo, capture bool) bool {
 }
 
 // resolve finds the device --device spec names, for playback or capture:
-// "" the default device, N a device index, HOSTAPI that host API's
+// "" JACK's default device when a server runs, else ALSA's, N a device index, HOSTAPI that host API's
 // default device, HOSTAPI:NAME the first of its devices whose name
 // contains NAME (case-insensitive). Every failure is the user's to fix.
 func resolve(hosts []*pa.HostApiInfo, devs []*pa.DeviceInfo, spec string, capture bool) (*pa.DeviceInfo, error) {
@@ -68,9 +68,13 @@ func resolve(hosts []*pa.HostApiInfo, devs []*pa.DeviceInfo, spec string, captur
 		return &audio.ErrBadDevice{Msg: fmt.Sprintf("--device %q: ", spec) + fmt.Sprintf(format, a...)}
 	}
 	if spec == "" {
-		for _, h := range hosts {
-			if h.Type == pa.ALSA || len(hosts) == 1 {
-				return hostDefault(h, capture, spec, dir)
+		// A running JACK server is where the audio goes; else ALSA's
+		// default device (which may be a sound server's plugin).
+		for _, typ := range []pa.HostApiType{pa.JACK, pa.ALSA} {
+			for _, h := range hosts {
+				if h.Type == typ {
+					return hostDefault(h, capture, spec, dir)
+				}
 			}
 		}
 		if len(hosts) == 0 {

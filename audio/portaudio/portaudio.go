@@ -30,11 +30,10 @@ type Driver struct {
 	cfg      audio.Config
 	stream   *pa.Stream
 	inited   bool
-	dead     bool // the stream stopped calling back: PortAudio is left alone
-	jack     bool // the host API is JACK: its stream time is a frame clock
-	capture  bool // the stream has input
-	playback bool // the stream has output
-	rate     float64
+	dead     bool  // the stream stopped calling back: PortAudio is left alone
+	jack     bool  // the host API is JACK: one callback per server cycle, no buffer
+	capture  bool  // the stream has input
+	playback bool  // the stream has output
 	buffer   int64 // frames the host buffers: the xrun threshold
 
 	// Set up by Open, used by the callback: nothing below is allocated
@@ -149,7 +148,6 @@ func (d *Driver) open() (audio.Granted, error) {
 		}
 	}
 	d.jack = dev.HostApi.Type == pa.JACK
-	d.rate = float64(cfg.Rate)
 
 	restore := quietStderr(cfg.Verbose)
 	var s *pa.Stream
@@ -183,7 +181,7 @@ func (d *Driver) open() (audio.Granted, error) {
 		granted.Periods = 1
 		granted.Notes = append(granted.Notes,
 			fmt.Sprintf("JACK runs the period and rate of its server (%d frames, %d Hz); --periods does not apply", cfg.PeriodFrames, cfg.Rate),
-			"xruns are the server cycles this stream missed, from the JACK frame clock; JACK's own xrun flag covers the whole graph and is not counted")
+			"xruns are the server cycles this stream missed, and callbacks still running when the next cycle began (as JACK confirms); JACK's xrun flag alone covers the whole graph and is not counted")
 	} else {
 		lat := info.OutputLatency
 		if !d.playback {

@@ -14,7 +14,9 @@
 // host's timeout, minutes later and without a reason.
 //
 // The host passes options in /etc/vmtest.json (see config) rather than on
-// the kernel command line, so a -run regular expression needs no quoting.
+// the kernel command line, so a -run regular expression needs no quoting;
+// "vminit -check-config FILE" checks such a file on the host (exit 2 and
+// one line if it is bad). That is all vminit does when it is not pid 1.
 package main
 
 import (

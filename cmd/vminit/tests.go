@@ -32,26 +32,33 @@ func runTests(out io.Writer, dir string, cfg config) []string {
 		return []string{msg}
 	}
 	var failures []string
-	total := 0
+	passed, failed, skipped := 0, 0, 0
 	for _, bin := range bins {
 		res := runTest(out, bin, cfg)
-		total += res.passed + len(res.failed)
+		passed, failed, skipped = passed+res.passed, failed+len(res.failed), skipped+res.skipped
 		if f := res.failure(); f != "" {
 			failures = append(failures, f)
 		}
 	}
-	fmt.Fprintf(out, "vminit: %d test binaries, %d tests run, %d binaries failed\n", len(bins), total, len(failures))
+	fmt.Fprintf(out, "vminit: %d test binaries: %d tests passed, %d failed, %d skipped; %d binaries failed\n",
+		len(bins), passed, failed, skipped, len(failures))
+	if passed+failed+skipped == 0 && len(failures) == 0 {
+		// go test passes when -run matches nothing; a harness that says
+		// PASS after running nothing hides a typo in -run.
+		failures = append(failures, fmt.Sprintf("no test ran (-run %q)", cfg.Run))
+	}
 	return failures
 }
 
 // testResult is what one test binary did.
 type testResult struct {
-	name   string   // the binary's base name
-	err    error    // how it exited, nil for status 0
-	failed []string // names from its "--- FAIL: " lines
-	panic  string   // its first "panic: " line, e.g. its -test.timeout firing
-	passed int      // its "--- PASS: " lines
-	timed  bool     // killed for taking longer than the timeout
+	name    string   // the binary's base name
+	err     error    // how it exited, nil for status 0
+	failed  []string // names from its "--- FAIL: " lines
+	panic   string   // its first "panic: " line, e.g. its -test.timeout firing
+	passed  int      // its "--- PASS: " lines
+	skipped int      // its "--- SKIP: " lines
+	timed   bool     // killed for taking longer than the timeout
 }
 
 // failure describes a failed binary in one phrase, or returns "".
@@ -108,7 +115,7 @@ func runTest(out io.Writer, bin string, cfg config) testResult {
 	res.err = cmd.Run()
 	lines.flush()
 	res.timed = errors.Is(ctx.Err(), context.DeadlineExceeded)
-	res.failed, res.panic, res.passed = lines.failed, lines.panic, lines.passed
+	res.failed, res.panic, res.passed, res.skipped = lines.failed, lines.panic, lines.passed, lines.skipped
 	status := "ok"
 	if res.err != nil {
 		status = res.err.Error()
@@ -127,6 +134,7 @@ type lineScanner struct {
 	failed  []string
 	panic   string
 	passed  int
+	skipped int
 }
 
 func (l *lineScanner) Write(p []byte) (int, error) {
@@ -153,6 +161,8 @@ func (l *lineScanner) line(s string) {
 		l.failed = append(l.failed, m[1])
 	} else if strings.HasPrefix(strings.TrimSpace(s), "--- PASS: ") {
 		l.passed++
+	} else if strings.HasPrefix(strings.TrimSpace(s), "--- SKIP: ") {
+		l.skipped++
 	} else if strings.HasPrefix(s, "panic: ") && l.panic == "" {
 		l.panic = s
 	}

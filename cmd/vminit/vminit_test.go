@@ -147,11 +147,25 @@ func TestRunTests(t *testing.T) {
 	for _, s := range []string{
 		"args: -test.v -test.timeout=200ms -test.run=^(TestA)$\n" + filepath.Join(dir, "a") + "\n",
 		"panic: boom", // stderr is streamed too
-		"5 test binaries, 3 tests run, 4 binaries failed",
+		"5 test binaries: 1 tests passed, 2 failed, 0 skipped; 4 binaries failed",
 	} {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("output lacks %q:\n%s", s, out.String())
 		}
+	}
+}
+
+func TestRunTestsNothingRan(t *testing.T) {
+	dir := t.TempDir()
+	fakeTest(t, dir, "a.test", `echo 'testing: warning: no tests to run'; echo PASS`)
+	var out bytes.Buffer
+	f := runTests(&out, dir, config{timeout: time.Minute, grace: time.Second, Run: "TestTypo"})
+	if len(f) != 1 || f[0] != `no test ran (-run "TestTypo")` {
+		t.Errorf("failures %q, want [no test ran (-run \"TestTypo\")]", f)
+	}
+	fakeTest(t, dir, "a.test", `echo '--- SKIP: TestA (0.00s)'`)
+	if f := runTests(&out, dir, config{timeout: time.Minute, grace: time.Second}); f != nil {
+		t.Errorf("a skipped test: failures %q, want none (it ran)", f)
 	}
 }
 

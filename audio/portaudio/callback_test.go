@@ -91,3 +91,17 @@ func TestProbingChild(t *testing.T) {
 	d.Open(cfg) // fails: no such device; the probing is what is watched
 	d.Close()
 }
+
+// BenchmarkCallback is the driver's own share of each period: what the
+// callback costs before and after the engine's step (here empty).
+func BenchmarkCallback(b *testing.B) {
+	cfg := audio.Config{Rate: 48000, Channels: 2, PeriodFrames: 64, Periods: 2}
+	d := &Driver{cfg: cfg, jack: true, playback: true, buffer: 64, done: make(chan struct{}, 1)}
+	d.grid = newGrid(cfg.Rate, cfg.PeriodFrames, true)
+	d.step = func(p *rundata.Sample) bool { return true }
+	out := make([]float32, 128)
+	b.ReportAllocs()
+	for b.Loop() {
+		d.callback(audio.Now(), nil, out, pa.StreamCallbackTimeInfo{}, 0)
+	}
+}

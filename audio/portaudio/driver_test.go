@@ -243,3 +243,22 @@ func TestJackServerGone(t *testing.T) {
 		t.Fatalf("Run took %v to notice", d)
 	}
 }
+
+// Capture and duplex streams are called back once per cycle too.
+func TestJackCaptureAndDuplex(t *testing.T) {
+	startJack(t, 48000, 64)
+	for _, stream := range []string{"capture", "duplex"} {
+		t.Run(stream, func(t *testing.T) {
+			cfg := jackConfig()
+			cfg.Stream = stream
+			drv := openJack(t, cfg)
+			s := record(t, drv, time.Second, nil)
+			if n := drv.grid.c + 1; n < 750*95/100 || n > 750*105/100 {
+				t.Fatalf("frame counter at %d periods after 1 s, want 750", n)
+			}
+			if len(s) < 750*80/100 {
+				t.Fatalf("%d callbacks in 1 s", len(s))
+			}
+		})
+	}
+}

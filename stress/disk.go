@@ -20,7 +20,7 @@ import (
 
 const (
 	diskBlock     = 1 << 20  // bytes per read or write, as dd bs=1M
-	diskWriteback = 16 << 20 // write back every so many bytes, so dirty data (and Stop) stays short
+	diskWriteback = 64 << 20 // write back every so many bytes, so dirty data (and Stop) stays short
 	defaultSize   = 1 << 30
 	minDiskSize   = 1 << 20
 	// prepareLimit bounds the writing of the file disk-read and disk-copy

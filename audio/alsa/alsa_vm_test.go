@@ -96,6 +96,9 @@ func TestVMDummyPlayback(t *testing.T) {
 					t.Fatalf("latencies not recorded: %+v", ph.Latency)
 				}
 				t.Logf("%s: %d periods, %d xruns, latency µs %+v", r.Device, ph.Periods, ph.Xruns, ph.Latency)
+				if ph.GridLateness != nil {
+					t.Logf("lateness against the grid µs %+v, least headroom %.0f µs", *ph.GridLateness, ph.HeadroomMinUS)
+				}
 				want := 10.0 * float64(r.Rate) / float64(shape.period)
 				if d := math.Abs(float64(ph.Periods)-want) / want; d > 0.02 {
 					problems = append(problems, fmt.Sprintf("%d periods in 10 s, want %.0f ± 2 %%", ph.Periods, want))
@@ -127,14 +130,17 @@ func engineProcess() int {
 }
 
 // TestVMXrunSIGSTOP: stopping the engine for 300 ms at 2×256 frames
-// drains the buffer once; the xrun lasts from the moment the buffer ran
-// out, that is 300 ms minus (up to) the buffer time.
+// drains the buffer once: the stall is exactly one xrun, measured from the
+// moment the kernel stopped the stream, that is the stop minus (up to)
+// the buffer time. Under emulation the VM has xruns of its own now and
+// then (its timers stall); they are logged, and only the xruns of the
+// stop's window count.
 func TestVMXrunSIGSTOP(t *testing.T) {
 	attempts(t, 3, func() []string { return stopOnce(t) })
 }
 
 // stopOnce runs a 4 s phase, stops the engine 1.5 s in for 300 ms, and
-// says what is wrong with the xruns the run reported.
+// says what is wrong with the xruns of the stop's window.
 func stopOnce(t *testing.T) []string {
 	out := filepath.Join(t.TempDir(), "x")
 	cmd := exec.Command(vmBinary, "run", "--driver", "alsa", "--device", "hw:Dummy", "--period", "256", "--periods", "2",
@@ -153,10 +159,12 @@ func stopOnce(t *testing.T) []string {
 		t.Fatalf("no engine process; output:\n%s", log.String())
 	}
 	time.Sleep(1500 * time.Millisecond) // well into the phase
+	stopped := audio.Now()
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(300 * time.Millisecond)
+	resumed := audio.Now()
 	syscall.Kill(pid, syscall.SIGCONT)
 	err := cmd.Wait()
 	t.Logf("output:\n%s", log.String())
@@ -171,14 +179,42 @@ func stopOnce(t *testing.T) []string {
 		t.Errorf("no aplay-style underrun line in the output")
 	}
 	ph := r.Phases[0]
-	bufferMS := float64(r.Periods*r.PeriodFrames) * 1000 / float64(r.Rate)
-	want := 300 - bufferMS
-	var problems []string
-	if ph.Xruns != 1 {
-		problems = append(problems, fmt.Sprintf("%d xruns (%.1f ms in all), want exactly 1", ph.Xruns, ph.XrunMSTotal))
+	f, err := os.Open(filepath.Join(out, ph.SamplesFile))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if ph.XrunMSTotal < want*0.8 || ph.XrunMSTotal > want*1.2 {
-		problems = append(problems, fmt.Sprintf("xruns of %.1f ms in all, want %.1f ms ± 20 %%", ph.XrunMSTotal, want))
+	defer f.Close()
+	sr, err := rundata.NewSampleReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The stop's xrun is found when the engine runs again.
+	var inWindow, others []rundata.Sample
+	var s rundata.Sample
+	for sr.Next(&s) == nil {
+		switch {
+		case s.Xrun == 0:
+		case s.Woke >= resumed && s.Woke < resumed+100e6:
+			inWindow = append(inWindow, s)
+		default:
+			others = append(others, s)
+		}
+	}
+	bufferNS := int64(r.Periods*r.PeriodFrames) * 1e9 / int64(r.Rate)
+	want := float64(resumed-stopped-bufferNS) / 1e6
+	var problems []string
+	if len(others) > 0 {
+		t.Logf("%d xruns outside the stop (the VM's own stalls)", len(others))
+	}
+	if len(inWindow) != 1 {
+		problems = append(problems, fmt.Sprintf("%d xruns when the engine resumed, want exactly 1", len(inWindow)))
+	}
+	for _, x := range inWindow {
+		if got := float64(x.Xrun) / 1e6; got < want*0.8 || got > want*1.2 {
+			problems = append(problems, fmt.Sprintf("xrun of %.1f ms after a %.1f ms stop, want %.1f ms ± 20 %%", got, float64(resumed-stopped)/1e6, want))
+		} else {
+			t.Logf("xrun of %.1f ms after a %.1f ms stop (want %.1f ms ± 20 %%)", got, float64(resumed-stopped)/1e6, want)
+		}
 	}
 	return problems
 }
@@ -430,6 +466,7 @@ func TestVMTiming(t *testing.T) {
 		t.Errorf("median |grid − due| %d ns, want under a quarter period", med)
 	}
 	t.Logf("latency µs: min %d p50 %d p99 %d max %d", lat[0]/1000, lat[len(lat)/2]/1000, lat[len(lat)*99/100]/1000, lat[len(lat)-1]/1000)
+	t.Logf("Due steps µs: min %d p50 %d p99 %d max %d", steps[0]/1000, steps[len(steps)/2]/1000, steps[len(steps)*99/100]/1000, steps[len(steps)-1]/1000)
 	// The dummy's pointer runs on the system clock: the typical step of
 	// Due is one period.
 	if med := steps[len(steps)/2]; math.Abs(float64(med)/float64(period)-1) > 0.01 {

@@ -72,6 +72,11 @@ func (l *execLoad) Run(ctx context.Context, m *Meter) error {
 		m.Ready()
 		select {
 		case <-exited:
+			if st, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && st.Signaled() && stoppedSoon(ctx) {
+				// The group's stop signal reached the command first.
+				stopCommand(cmd, leader, exited)
+				return reapChildren(5 * time.Second)
+			}
 			if cmd.ProcessState.Success() {
 				m.Add(1)
 			} else {

@@ -219,3 +219,18 @@ func watchParent(ctx context.Context, parent int, cancel context.CancelFunc) {
 		}
 	}
 }
+
+// stoppedSoon reports whether ctx ends within a second. When Stop signals
+// a stressor's process group, a process the stressor started (Xvfb, the
+// exec command) may die of it before the stressor has seen its own signal;
+// what looks like a failure is then the stop.
+func stoppedSoon(ctx context.Context) bool {
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return true
+	case <-t.C:
+		return false
+	}
+}

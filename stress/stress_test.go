@@ -141,6 +141,9 @@ func TestStartStop(t *testing.T) {
 			if count(st) <= 0 {
 				t.Errorf("final stats count no work: %v", st)
 			}
+			if e, ok := st["error"]; ok {
+				t.Errorf("the load failed when stopped: %v", e)
+			}
 			if _, ok := st[strings.ToLower(st["unit"].(string))+"_per_s"]; !ok {
 				t.Errorf("final stats have no rate: %v", st)
 			}

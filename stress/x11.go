@@ -115,8 +115,8 @@ func (l *x11Load) Run(ctx context.Context, m *Meter) (err error) {
 		s.frame(frame)
 		if frame%l.sync == l.sync-1 {
 			if _, err := xproto.GetInputFocus(conn).Reply(); err != nil {
-				if ctx.Err() != nil {
-					return nil // Xvfb got the stop signal first
+				if stoppedSoon(ctx) {
+					return nil // our Xvfb got the group's stop signal first
 				}
 				return fmt.Errorf("X server %s: %w", display, err)
 			}

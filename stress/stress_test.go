@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -294,4 +295,43 @@ func TestExecFailures(t *testing.T) {
 		t.Errorf("runs = %v, want 0 for a failing command", count(st))
 	}
 	assertGone(t, p.Pid(), nil)
+}
+
+// Ctrl-C on a stressor run by hand keeps what was measured (the average
+// line) and leaves no process and no file.
+func TestInterruptByHand(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "stress", "disk-write", "--dir", dir, "--size", "8M", "--interval", "100ms")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a group of its own, as a shell's job
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(out)
+	first, err := r.ReadString('\n')
+	if err != nil || !strings.Contains(first, "MB/s") {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("first line %q, %v; want a throughput line", first, err)
+	}
+	// Ctrl-C reaches the terminal's foreground group.
+	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	rest, _ := io.ReadAll(r)
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("exit after Ctrl-C: %v (stderr %q)", err, stderr.String())
+	}
+	if !strings.Contains(string(rest), "MB/s on average") {
+		t.Errorf("no average line after Ctrl-C; output:\n%s%s", first, rest)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("files left in %s: %v", dir, ents)
+	}
+	assertGone(t, cmd.Process.Pid, nil)
 }

@@ -583,7 +583,7 @@ func TestVMDevices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"hw:Dummy,0", "hw:Loopback,0", "hw:Loopback,1", "5500-48000", "S16_LE", "playback, capture"} {
+	for _, want := range []string{"hw:Dummy,0", "hw:Loopback,0", "hw:Loopback,1", "5500-48000", "formats:     U8 S16_LE\n", "playback, capture"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("devices output lacks %q", want)
 		}

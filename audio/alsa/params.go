@@ -64,14 +64,20 @@ func (i *interval) String() string {
 	return fmt.Sprintf("%d-%d", lo, hi)
 }
 
+// maskBits is how many bits of a mask mean something: the kernel's masks
+// have room for 256 values, but formats (the largest set) stop below 64,
+// and the bits above are left alone by some kernels' refinement.
+const maskBits = 64
+
 // anyParams is the unconstrained configuration HW_REFINE starts from, as
-// alsa-lib's snd_pcm_hw_params_any builds it: every mask full, every
-// interval [0, UINT_MAX], every parameter marked for refinement.
+// alsa-lib's snd_pcm_hw_params_any builds it: every mask full (its first
+// 64 bits), every interval [0, UINT_MAX], every parameter marked for
+// refinement.
 func anyParams() hwParams {
 	var p hwParams
 	for k := paramFirstMask; k <= paramLastMask; k++ {
 		m := p.mask(k)
-		for i := range m.Bits {
+		for i := 0; i < maskBits/32; i++ {
 			m.Bits[i] = ^uint32(0)
 		}
 	}
@@ -298,7 +304,7 @@ func formatName(f int) string {
 // formatNames lists the formats in m, in numeric order.
 func formatNames(m *mask) []string {
 	var names []string
-	for f := 0; f < 256; f++ {
+	for f := 0; f < maskBits; f++ {
 		if m.has(f) {
 			names = append(names, formatName(f))
 		}

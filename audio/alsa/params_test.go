@@ -229,6 +229,21 @@ func TestIntervalBounds(t *testing.T) {
 	}
 }
 
+// "Any" covers the 64 values masks can mean, like alsa-lib's: some
+// kernels leave the bits above untouched, which would list formats that
+// do not exist.
+func TestAnyParamsMasks(t *testing.T) {
+	h := anyParams()
+	m := h.mask(paramFormat)
+	if !m.has(0) || !m.has(63) || m.has(64) || m.has(255) {
+		t.Errorf("format mask of any: %08x", m.Bits)
+	}
+	m.set(200)
+	if names := formatNames(m); len(names) != 64 || names[len(names)-1] != "format63" {
+		t.Errorf("format names: %d, last %q", len(names), names[len(names)-1])
+	}
+}
+
 func TestRatesListsDiscrete(t *testing.T) {
 	f := dummyLike()
 	f.rates = []uint32{44100, 48000, 96000}

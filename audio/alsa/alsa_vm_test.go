@@ -591,11 +591,13 @@ func TestVMDevices(t *testing.T) {
 }
 
 // TestVMCaptureRun: `run --stream capture` and `--stream duplex` through
-// the loopback count their periods like playback.
+// the loopback count their periods like playback, and so does a WAV file
+// played through it.
 func TestVMCaptureRun(t *testing.T) {
 	for _, args := range [][]string{
 		{"--stream", "capture", "--device", "hw:Loopback,1"},
 		{"--stream", "duplex", "--device", "hw:Loopback,0", "--capture-device", "hw:Loopback,1", "--tone", "440"},
+		{"--stream", "playback", "--device", "hw:Loopback,0", "--file", clickWAV(t)},
 	} {
 		attempts(t, 3, func() (problems []string) {
 			r := runPhase(t, append(args, "--period", "256", "--periods", "4", "--duration", "3s")...)

@@ -70,7 +70,7 @@ func testLoads(t *testing.T) map[string][]string {
 		"disk-write": {"--dir", dir, "--size", "32M"},
 		"disk-copy":  {"--dir", dir, "--size", "16M"},
 		"disk-read":  {"--dir", dir, "--size", "16M"},
-		"hackbench":  {"-g", "2", "-l", "50"},
+		"hackbench":  {"-g", "1", "-f", "10", "-l", "20"},
 		"fork":       {"--parallel", "2"},
 		"cpu":        {"--threads", "2"},
 		"memory":     {"--size", "32M"},

@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	pa "github.com/gordonklaus/portaudio"
-
 	"latencytest/audio"
 )
 
@@ -20,11 +18,11 @@ import (
 // ALSA devices of that name.
 var hostAPIs = []struct {
 	name string
-	typ  pa.HostApiType
+	typ  int
 }{
-	{"jack", pa.JACK},
-	{"alsa", pa.ALSA},
-	{"oss", pa.OSS},
+	{"jack", typeJACK},
+	{"alsa", typeALSA},
+	{"oss", typeOSS},
 }
 
 // pluginAliases maps --device names that are ALSA plugins to the ALSA
@@ -32,34 +30,34 @@ var hostAPIs = []struct {
 var pluginAliases = map[string]string{"pulse": "pulse", "pipewire": "pipewire"}
 
 // hostAPIName is the --device name of a host API.
-func hostAPIName(h *pa.HostApiInfo) string {
+func hostAPIName(h *hostAPI) string {
 	for _, a := range hostAPIs {
-		if a.typ == h.Type {
+		if a.typ == h.typ {
 			return a.name
 		}
 	}
-	return strings.ToLower(strings.Fields(h.Name + " unknown")[0])
+	return strings.ToLower(strings.Fields(h.name + " unknown")[0])
 }
 
 // deviceName is how a device is shown and what --device HOSTAPI:NAME
 // matches.
-func deviceName(d *pa.DeviceInfo) string {
-	return fmt.Sprintf("%s:%s", hostAPIName(d.HostApi), d.Name)
+func deviceName(d *device) string {
+	return fmt.Sprintf("%s:%s", hostAPIName(d.host), d.name)
 }
 
-// needs says whether a device has the channels a direction needs.
-func has(d *pa.DeviceInfo, capture bool) bool {
+// has says whether a device has the channels a direction needs.
+func has(d *device, capture bool) bool {
 	if capture {
-		return d.MaxInputChannels > 0
+		return d.maxIn > 0
 	}
-	return d.MaxOutputChannels > 0
+	return d.maxOut > 0
 }
 
 // resolve finds the device --device spec names, for playback or capture:
 // "" JACK's default device when a server runs, else ALSA's, N a device index, HOSTAPI that host API's
 // default device, HOSTAPI:NAME the first of its devices whose name
 // contains NAME (case-insensitive). Every failure is the user's to fix.
-func resolve(hosts []*pa.HostApiInfo, devs []*pa.DeviceInfo, spec string, capture bool) (*pa.DeviceInfo, error) {
+func resolve(hosts []*hostAPI, devs []*device, spec string, capture bool) (*device, error) {
 	dir := "playback"
 	if capture {
 		dir = "capture"
@@ -70,9 +68,9 @@ func resolve(hosts []*pa.HostApiInfo, devs []*pa.DeviceInfo, spec string, captur
 	if spec == "" {
 		// A running JACK server is where the audio goes; else ALSA's
 		// default device (which may be a sound server's plugin).
-		for _, typ := range []pa.HostApiType{pa.JACK, pa.ALSA} {
+		for _, typ := range []int{typeJACK, typeALSA} {
 			for _, h := range hosts {
-				if h.Type == typ {
+				if h.typ == typ {
 					return hostDefault(h, capture, spec, dir)
 				}
 			}
@@ -96,7 +94,7 @@ func resolve(hosts []*pa.HostApiInfo, devs []*pa.DeviceInfo, spec string, captur
 	if plugin, ok := pluginAliases[api]; ok && name == "" {
 		api, name = "alsa", plugin
 	}
-	var host *pa.HostApiInfo
+	var host *hostAPI
 	known := false
 	for _, a := range hostAPIs {
 		if a.name != api {
@@ -104,7 +102,7 @@ func resolve(hosts []*pa.HostApiInfo, devs []*pa.DeviceInfo, spec string, captur
 		}
 		known = true
 		for _, h := range hosts {
-			if h.Type == a.typ {
+			if h.typ == a.typ {
 				host = h
 			}
 		}
@@ -121,41 +119,41 @@ func resolve(hosts []*pa.HostApiInfo, devs []*pa.DeviceInfo, spec string, captur
 	if name == "" {
 		return hostDefault(host, capture, spec, dir)
 	}
-	for _, d := range host.Devices {
-		if has(d, capture) && strings.Contains(strings.ToLower(d.Name), strings.ToLower(name)) {
+	for _, d := range host.devices {
+		if has(d, capture) && strings.Contains(strings.ToLower(d.name), strings.ToLower(name)) {
 			return d, nil
 		}
 	}
 	var names []string
-	for _, d := range host.Devices {
+	for _, d := range host.devices {
 		if has(d, capture) {
-			names = append(names, d.Name)
+			names = append(names, d.name)
 		}
 	}
 	if len(names) == 0 {
-		return nil, bad("%s has no %s devices", host.Name, dir)
+		return nil, bad("%s has no %s devices", host.name, dir)
 	}
-	return nil, bad("no %s %s device whose name contains %q; there are: %s", host.Name, dir, name, strings.Join(names, ", "))
+	return nil, bad("no %s %s device whose name contains %q; there are: %s", host.name, dir, name, strings.Join(names, ", "))
 }
 
-func hostDefault(h *pa.HostApiInfo, capture bool, spec, dir string) (*pa.DeviceInfo, error) {
-	d := h.DefaultOutputDevice
+func hostDefault(h *hostAPI, capture bool, spec, dir string) (*device, error) {
+	d := h.defaultOut
 	if capture {
-		d = h.DefaultInputDevice
+		d = h.defaultIn
 	}
 	if d == nil || !has(d, capture) {
-		return nil, &audio.ErrBadDevice{Msg: fmt.Sprintf("--device %q: %s has no default %s device", spec, h.Name, dir)}
+		return nil, &audio.ErrBadDevice{Msg: fmt.Sprintf("--device %q: %s has no default %s device", spec, h.name, dir)}
 	}
 	return d, nil
 }
 
-func hostList(hosts []*pa.HostApiInfo) string {
+func hostList(hosts []*hostAPI) string {
 	if len(hosts) == 0 {
 		return "none"
 	}
 	var n []string
 	for _, h := range hosts {
-		n = append(n, h.Name)
+		n = append(n, h.name)
 	}
 	return strings.Join(n, ", ")
 }
@@ -167,25 +165,21 @@ func (d *Driver) Devices() ([]audio.DeviceInfo, error) {
 		return nil, err
 	}
 	defer d.terminate()
-	hosts, err := pa.HostApis()
-	if err != nil {
-		return nil, fmt.Errorf("portaudio: listing host APIs: %w", err)
-	}
-	devs, err := pa.Devices()
+	hosts, devs, err := paDevices()
 	if err != nil {
 		return nil, fmt.Errorf("portaudio: listing devices: %w", err)
 	}
 	var out []audio.DeviceInfo
 	for _, h := range hosts {
-		info := audio.DeviceInfo{Name: hostAPIName(h), Description: h.Name + ": no devices"}
-		if def := h.DefaultOutputDevice; def != nil {
-			info.Description = fmt.Sprintf("%s, default device %s", h.Name, def.Name)
+		info := audio.DeviceInfo{Name: hostAPIName(h), Description: h.name + ": no devices"}
+		if def := h.defaultOut; def != nil {
+			info.Description = fmt.Sprintf("%s, default device %s", h.name, def.name)
 			info = describe(info, def)
 		}
 		out = append(out, info)
 	}
 	for _, dev := range devs {
-		info := audio.DeviceInfo{Name: strconv.Itoa(dev.Index), Description: deviceName(dev)}
+		info := audio.DeviceInfo{Name: strconv.Itoa(dev.index), Description: deviceName(dev)}
 		out = append(out, describe(info, dev))
 	}
 	return out, nil
@@ -194,24 +188,24 @@ func (d *Driver) Devices() ([]audio.DeviceInfo, error) {
 // describe fills what a device offers. PortAudio knows a default rate and
 // latency per device, not ranges; JACK devices run at the server's rate
 // and period only.
-func describe(info audio.DeviceInfo, d *pa.DeviceInfo) audio.DeviceInfo {
-	if d.MaxOutputChannels > 0 {
+func describe(info audio.DeviceInfo, d *device) audio.DeviceInfo {
+	if d.maxOut > 0 {
 		info.Streams = append(info.Streams, "playback")
 	}
-	if d.MaxInputChannels > 0 {
+	if d.maxIn > 0 {
 		info.Streams = append(info.Streams, "capture")
 	}
-	info.Rates = strconv.Itoa(int(d.DefaultSampleRate))
+	info.Rates = strconv.Itoa(int(d.rate))
 	info.Formats = []string{"float32"}
-	info.Channels = fmt.Sprintf("out 1-%d, in 1-%d", d.MaxOutputChannels, d.MaxInputChannels)
-	if d.HostApi != nil && d.HostApi.Type == pa.JACK {
+	info.Channels = fmt.Sprintf("out 1-%d, in 1-%d", d.maxOut, d.maxIn)
+	if d.host.typ == typeJACK {
 		if p, err := jackPeriod(d); err == nil {
 			info.PeriodSize = strconv.Itoa(p)
 			info.BufferSize = info.PeriodSize
 		}
 	} else {
-		lo := int(d.DefaultLowOutputLatency.Seconds()*d.DefaultSampleRate + 0.5)
-		hi := int(d.DefaultHighOutputLatency.Seconds()*d.DefaultSampleRate + 0.5)
+		lo := int(d.lowOut.Seconds()*d.rate + 0.5)
+		hi := int(d.highOut.Seconds()*d.rate + 0.5)
 		info.BufferSize = fmt.Sprintf("%d-%d (default latency)", lo, hi)
 	}
 	return info

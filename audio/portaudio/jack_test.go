@@ -21,7 +21,7 @@ var jackServers atomic.Int64
 // canRealtime reports whether this process may use SCHED_FIFO.
 func canRealtime() bool {
 	var lim unix.Rlimit
-	return os.Geteuid() == 0 || unix.Getrlimit(unix.RLIMIT_RTPRIO, &lim) == nil && lim.Cur >= 70
+	return os.Geteuid() == 0 || unix.Getrlimit(unix.RLIMIT_RTPRIO, &lim) == nil && lim.Cur >= 90
 }
 
 // startJack starts a JACK server of its own for the test: the dummy
@@ -50,11 +50,14 @@ func startJack(t *testing.T, rate, period int) (stop func()) {
 	// The dummy backend paces its cycles with sleeps; without real-time
 	// scheduling a busy machine makes it late, and a late cycle restarts
 	// its schedule, so the server runs fewer cycles than its rate says.
-	// Where real-time scheduling is allowed the server (and the client
-	// threads libjack makes for it) get it.
+	// Where real-time scheduling is allowed the server gets it, and the
+	// client threads libjack makes for it get 5 less: above the engines
+	// (SCHED_FIFO 80) of other tests that may run at the same time, whose
+	// spinning DSP load would otherwise starve the server on a small
+	// machine.
 	sched := []string{"-r"}
 	if canRealtime() {
-		sched = []string{"-R", "-P", "70"}
+		sched = []string{"-R", "-P", "90"}
 	}
 	args := append([]string{"-n", name}, sched...)
 	args = append(args, "-d", "dummy", "-r", fmt.Sprint(rate), "-p", fmt.Sprint(period))

@@ -18,8 +18,7 @@ import (
 	"math"
 	"sync/atomic"
 	"time"
-
-	pa "github.com/gordonklaus/portaudio"
+	"unsafe"
 
 	"latencytest/audio"
 	"latencytest/rundata"
@@ -28,7 +27,7 @@ import (
 // Driver is the PortAudio driver. Its zero value is not usable; call New.
 type Driver struct {
 	cfg      audio.Config
-	stream   *pa.Stream
+	stream   *paStream
 	inited   bool
 	dead     bool  // the stream stopped calling back: PortAudio is left alone
 	jack     bool  // the host API is JACK: one callback per server cycle, no buffer
@@ -62,7 +61,7 @@ func New() *Driver { return &Driver{} }
 // init initialises PortAudio with its probing noise hidden.
 func (d *Driver) init() error {
 	restore := quietStderr(d.cfg.Verbose)
-	err := pa.Initialize()
+	err := paInitialize()
 	restore()
 	if err != nil {
 		return fmt.Errorf("portaudio: initialising: %w", err)
@@ -74,7 +73,7 @@ func (d *Driver) init() error {
 func (d *Driver) terminate() {
 	if d.inited {
 		restore := quietStderr(d.cfg.Verbose)
-		pa.Terminate()
+		paTerminate()
 		restore()
 		d.inited = false
 	}
@@ -110,17 +109,14 @@ func (d *Driver) Open(cfg audio.Config) (audio.Granted, error) {
 
 func (d *Driver) open() (audio.Granted, error) {
 	cfg := d.cfg
-	hosts, err := pa.HostApis()
-	if err != nil {
-		return audio.Granted{}, fmt.Errorf("portaudio: listing host APIs: %w", err)
-	}
-	devs, err := pa.Devices()
+	hosts, devs, err := paDevices()
 	if err != nil {
 		return audio.Granted{}, fmt.Errorf("portaudio: listing devices: %w", err)
 	}
-	params := pa.StreamParameters{SampleRate: float64(cfg.Rate), FramesPerBuffer: cfg.PeriodFrames, Flags: pa.ClipOff | pa.DitherOff}
-	latency := audio.Config{Rate: cfg.Rate, PeriodFrames: cfg.PeriodFrames * max(cfg.Periods, 1)}
-	var dev *pa.DeviceInfo
+	// The buffer PortAudio is asked for: --periods periods.
+	latency := time.Duration(int64(cfg.PeriodFrames*max(cfg.Periods, 1)) * 1e9 / int64(cfg.Rate))
+	var in, out streamParams
+	var dev *device
 	if d.playback {
 		if dev, err = resolve(hosts, devs, cfg.Device, false); err != nil {
 			return audio.Granted{}, err
@@ -128,48 +124,39 @@ func (d *Driver) open() (audio.Granted, error) {
 		if err := checkShape(dev, cfg, cfg.Device); err != nil {
 			return audio.Granted{}, err
 		}
-		params.Output = pa.StreamDeviceParameters{Device: dev, Channels: cfg.Channels, Latency: time.Duration(latency.PeriodNS())}
+		out = streamParams{dev: dev, channels: cfg.Channels, latency: latency}
 	}
 	if d.capture {
 		spec := cfg.CaptureDevice
 		if spec == "" {
 			spec = cfg.Device
 		}
-		in, err := resolve(hosts, devs, spec, true)
+		cdev, err := resolve(hosts, devs, spec, true)
 		if err != nil {
 			return audio.Granted{}, err
 		}
-		if err := checkShape(in, cfg, spec); err != nil {
+		if err := checkShape(cdev, cfg, spec); err != nil {
 			return audio.Granted{}, err
 		}
-		params.Input = pa.StreamDeviceParameters{Device: in, Channels: cfg.Channels, Latency: time.Duration(latency.PeriodNS())}
+		in = streamParams{dev: cdev, channels: cfg.Channels, latency: latency}
 		if dev == nil {
-			dev = in
+			dev = cdev
 		}
 	}
-	d.jack = dev.HostApi.Type == pa.JACK
+	d.jack = dev.host.typ == typeJACK
 
 	restore := quietStderr(cfg.Verbose)
-	var s *pa.Stream
-	switch {
-	case d.playback && d.capture:
-		s, err = pa.OpenStream(params, d.duplexCallback)
-	case d.capture:
-		s, err = pa.OpenStream(params, d.captureCallback)
-	default:
-		s, err = pa.OpenStream(params, d.playbackCallback)
-	}
+	s, err := paOpen(in, out, float64(cfg.Rate), cfg.PeriodFrames, d)
 	restore()
 	if err != nil {
 		return audio.Granted{}, openError(err, dev, cfg)
 	}
 	d.stream = s
 
-	info := s.Info()
 	granted := audio.Granted{
-		Device:       fmt.Sprintf("%s (%s, device %d)", deviceName(dev), dev.HostApi.Name, dev.Index),
+		Device:       fmt.Sprintf("%s (%s, device %d)", deviceName(dev), dev.host.name, dev.index),
 		Format:       "float32",
-		Rate:         int(math.Round(info.SampleRate)),
+		Rate:         int(math.Round(s.rate)),
 		Channels:     cfg.Channels,
 		PeriodFrames: cfg.PeriodFrames,
 		Periods:      cfg.Periods,
@@ -183,14 +170,14 @@ func (d *Driver) open() (audio.Granted, error) {
 			fmt.Sprintf("JACK runs the period and rate of its server (%d frames, %d Hz); --periods does not apply", cfg.PeriodFrames, cfg.Rate),
 			"xruns are the server cycles this stream missed, and callbacks still running when the next cycle began (as JACK confirms); JACK's xrun flag alone covers the whole graph and is not counted")
 	} else {
-		lat := info.OutputLatency
+		lat := s.outLat
 		if !d.playback {
-			lat = info.InputLatency
+			lat = s.inLat
 		}
-		if frames := int(math.Round(lat.Seconds() * info.SampleRate)); frames >= cfg.PeriodFrames {
+		if frames := int(math.Round(lat.Seconds() * s.rate)); frames >= cfg.PeriodFrames {
 			granted.Periods = frames / cfg.PeriodFrames
 		}
-		granted.Notes = append(granted.Notes, fmt.Sprintf("%s grants a latency of %.1f ms (%d periods); the grid has no frame clock under this host API, so its slope is the nominal rate", dev.HostApi.Name, lat.Seconds()*1e3, granted.Periods))
+		granted.Notes = append(granted.Notes, fmt.Sprintf("%s grants a latency of %.1f ms (%d periods); the grid has no frame clock under this host API, so its slope is the nominal rate", dev.host.name, lat.Seconds()*1e3, granted.Periods))
 	}
 	if cfg.File != "" {
 		granted.Notes = append(granted.Notes, "the portaudio driver plays silence or --tone, not --file")
@@ -204,12 +191,12 @@ func (d *Driver) open() (audio.Granted, error) {
 
 // checkShape refuses what the device cannot run before PortAudio is asked:
 // PortAudio's own errors do not say what the device would accept.
-func checkShape(dev *pa.DeviceInfo, cfg audio.Config, spec string) error {
-	if dev.HostApi.Type != pa.JACK {
+func checkShape(dev *device, cfg audio.Config, spec string) error {
+	if dev.host.typ != typeJACK {
 		return nil
 	}
-	if int(dev.DefaultSampleRate) != cfg.Rate {
-		return &audio.ErrBadDevice{Msg: fmt.Sprintf("--rate %d: the JACK server runs at %d Hz (use --rate %d, or restart jackd with -r %d)", cfg.Rate, int(dev.DefaultSampleRate), int(dev.DefaultSampleRate), cfg.Rate)}
+	if int(dev.rate) != cfg.Rate {
+		return &audio.ErrBadDevice{Msg: fmt.Sprintf("--rate %d: the JACK server runs at %d Hz (use --rate %d, or restart jackd with -r %d)", cfg.Rate, int(dev.rate), int(dev.rate), cfg.Rate)}
 	}
 	p, err := jackPeriod(dev)
 	if err != nil {
@@ -227,50 +214,55 @@ func checkShape(dev *pa.DeviceInfo, cfg audio.Config, spec string) error {
 // server cycle or one every few cycles, which is no longer the server's
 // timing. So it is measured: a stream that leaves the size to the host is
 // called back with one server period.
-func jackPeriod(dev *pa.DeviceInfo) (int, error) {
-	var frames atomic.Int64
-	params := pa.StreamParameters{SampleRate: dev.DefaultSampleRate, FramesPerBuffer: pa.FramesPerBufferUnspecified}
-	if dev.MaxOutputChannels > 0 {
-		params.Output = pa.StreamDeviceParameters{Device: dev, Channels: 1}
+func jackPeriod(dev *device) (int, error) {
+	var p periodProbe
+	one := streamParams{dev: dev, channels: 1}
+	var in, out streamParams
+	if dev.maxOut > 0 {
+		out = one
 	} else {
-		params.Input = pa.StreamDeviceParameters{Device: dev, Channels: 1}
+		in = one
 	}
-	cb := func(buf []float32) {
-		if frames.Load() == 0 {
-			frames.Store(int64(len(buf)))
-		}
-		clear(buf)
-	}
-	s, err := pa.OpenStream(params, cb)
+	s, err := paOpen(in, out, dev.rate, 0, &p)
 	if err != nil {
 		return 0, fmt.Errorf("portaudio: probing the JACK period: %w", err)
 	}
-	defer s.Close()
-	if err := s.Start(); err != nil {
+	defer s.close()
+	if err := s.start(); err != nil {
 		return 0, fmt.Errorf("portaudio: probing the JACK period: %w", err)
 	}
-	defer s.Stop()
-	for deadline := time.Now().Add(2 * time.Second); frames.Load() == 0; time.Sleep(time.Millisecond) {
+	defer s.stop()
+	for deadline := time.Now().Add(2 * time.Second); p.frames.Load() == 0; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			return 0, errors.New("portaudio: probing the JACK period: the server ran no cycle in 2 s")
 		}
 	}
-	return int(frames.Load()), nil
+	return int(p.frames.Load()), nil
+}
+
+// periodProbe notes the frames of the first callback and plays silence.
+type periodProbe struct{ frames atomic.Int64 }
+
+func (p *periodProbe) period(_ int64, _, out unsafe.Pointer, frames int, _ float64, _ uint) {
+	p.frames.CompareAndSwap(0, int64(frames))
+	if out != nil {
+		clear(unsafe.Slice((*float32)(out), frames))
+	}
 }
 
 // openError turns PortAudio's refusals that are the user's to fix into
 // ErrBadDevice.
-func openError(err error, dev *pa.DeviceInfo, cfg audio.Config) error {
-	var pe pa.Error
+func openError(err error, dev *device, cfg audio.Config) error {
+	var pe paError
 	if errors.As(err, &pe) {
 		switch pe {
-		case pa.DeviceUnavailable:
+		case paDeviceUnavailable:
 			return &audio.ErrBadDevice{Msg: fmt.Sprintf("--device %q: %s is busy (another program has it open)", cfg.Device, deviceName(dev))}
-		case pa.InvalidSampleRate:
-			return &audio.ErrBadDevice{Msg: fmt.Sprintf("--rate %d: %s does not run at this rate (its default is %d Hz)", cfg.Rate, deviceName(dev), int(dev.DefaultSampleRate))}
-		case pa.InvalidChannelCount:
-			return &audio.ErrBadDevice{Msg: fmt.Sprintf("--channels %d: %s has %d playback and %d capture channels", cfg.Channels, deviceName(dev), dev.MaxOutputChannels, dev.MaxInputChannels)}
-		case pa.InvalidDevice, pa.BadIODeviceCombination, pa.SampleFormatNotSupported:
+		case paInvalidSampleRate:
+			return &audio.ErrBadDevice{Msg: fmt.Sprintf("--rate %d: %s does not run at this rate (its default is %d Hz)", cfg.Rate, deviceName(dev), int(dev.rate))}
+		case paInvalidChannelCount:
+			return &audio.ErrBadDevice{Msg: fmt.Sprintf("--channels %d: %s has %d playback and %d capture channels", cfg.Channels, deviceName(dev), dev.maxOut, dev.maxIn)}
+		case paInvalidDevice, paBadIODeviceCombination, paSampleFormatNotSupp:
 			return &audio.ErrBadDevice{Msg: fmt.Sprintf("--device %q: %s refuses this stream: %v", cfg.Device, deviceName(dev), err)}
 		}
 	}
@@ -298,7 +290,7 @@ func (d *Driver) Run(step func(p *rundata.Sample) bool, stop <-chan struct{}) er
 	}
 	d.step = step
 	d.stopped.Store(false)
-	if err := d.stream.Start(); err != nil {
+	if err := d.stream.start(); err != nil {
 		return fmt.Errorf("portaudio: starting the stream: %w", err)
 	}
 	// A stream whose callbacks stop coming (the JACK server exited, the
@@ -331,7 +323,7 @@ wait:
 		d.dead = true
 		return runErr
 	}
-	if err := d.stream.Stop(); err != nil {
+	if err := d.stream.stop(); err != nil {
 		return fmt.Errorf("portaudio: stopping the stream: %w", err)
 	}
 	return nil
@@ -349,7 +341,7 @@ func (d *Driver) Close() error {
 	var err error
 	if d.stream != nil {
 		restore := quietStderr(d.cfg.Verbose)
-		err = d.stream.Close()
+		err = d.stream.close()
 		restore()
 		d.stream = nil
 	}
@@ -360,21 +352,21 @@ func (d *Driver) Close() error {
 	return nil
 }
 
-func (d *Driver) playbackCallback(out []float32, ti pa.StreamCallbackTimeInfo, fl pa.StreamCallbackFlags) {
-	d.callback(audio.Now(), nil, out, ti, fl)
-}
-
-func (d *Driver) captureCallback(in []float32, ti pa.StreamCallbackTimeInfo, fl pa.StreamCallbackFlags) {
-	d.callback(audio.Now(), in, nil, ti, fl)
-}
-
-func (d *Driver) duplexCallback(in, out []float32, ti pa.StreamCallbackTimeInfo, fl pa.StreamCallbackFlags) {
-	d.callback(audio.Now(), in, out, ti, fl)
+// period is PortAudio's callback (see target).
+func (d *Driver) period(woke int64, in, out unsafe.Pointer, frames int, _ float64, flags uint) {
+	var inb, outb []float32
+	if in != nil && d.capture {
+		inb = unsafe.Slice((*float32)(in), frames*d.cfg.Channels)
+	}
+	if out != nil && d.playback {
+		outb = unsafe.Slice((*float32)(out), frames*d.cfg.Channels)
+	}
+	d.callback(woke, inb, outb, flags)
 }
 
 // callback is one period, on PortAudio's thread. It must not allocate.
-// woke is taken by the caller as its first statement.
-func (d *Driver) callback(woke int64, in, out []float32, ti pa.StreamCallbackTimeInfo, fl pa.StreamCallbackFlags) {
+// woke was read in C, first thing in PortAudio's callback.
+func (d *Driver) callback(woke int64, in, out []float32, fl uint) {
 	if d.stopped.Load() {
 		clear(out)
 		return
@@ -388,7 +380,7 @@ func (d *Driver) callback(woke int64, in, out []float32, ti pa.StreamCallbackTim
 	due, missed := d.grid.next(woke)
 	nsFrame := d.grid.nsPerFrame()
 	periodNS := nsFrame * float64(d.cfg.PeriodFrames)
-	xrun := fl&(pa.OutputUnderflow|pa.InputOverflow) != 0
+	xrun := fl&(outputUnderflow|inputOverflow) != 0
 	if xrun && !d.jack {
 		// A buffered host API found its buffer ran dry (or over) and
 		// restarted the stream. The buffer held d.buffer frames from
@@ -397,7 +389,7 @@ func (d *Driver) callback(woke int64, in, out []float32, ti pa.StreamCallbackTim
 		// at least one period.
 		dry := d.prevDue + int64(float64(d.buffer)*nsFrame)
 		p.Xrun = max(woke-dry, int64(periodNS))
-		if fl&pa.InputOverflow != 0 && (fl&pa.OutputUnderflow == 0 || !d.playback) {
+		if fl&inputOverflow != 0 && (fl&outputUnderflow == 0 || !d.playback) {
 			p.Flags |= rundata.FlagCapture
 		}
 	}

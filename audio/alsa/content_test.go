@@ -243,3 +243,26 @@ func TestGridFitGuards(t *testing.T) {
 		t.Errorf("slope %v, want clamped to %v", g.slope(), nominal*(1+maxDrift))
 	}
 }
+
+func TestStepStatsMedian(t *testing.T) {
+	var st stepStats
+	if st.typical() != 0 {
+		t.Fatal("typical of nothing")
+	}
+	for _, v := range []uint64{384, 768, 384} {
+		st.add(v)
+	}
+	if st.typical() != 384 {
+		t.Errorf("median of 384 768 384 = %d", st.typical())
+	}
+	// The ring keeps the last 15: old values age out.
+	for range 15 {
+		st.add(256)
+	}
+	if st.typical() != 256 {
+		t.Errorf("median after 15 × 256 = %d", st.typical())
+	}
+	if n := testing.AllocsPerRun(100, func() { st.add(300); _ = st.typical() }); n != 0 {
+		t.Errorf("%v allocations", n)
+	}
+}

@@ -60,6 +60,13 @@ type side struct {
 	ready bool
 	due   int64 // when the pending period became due
 	xrun  bool  // the stream was found stopped by an xrun
+
+	// The pointer as seen at the last wakeup, and how far it moves per
+	// update.
+	seen    bool
+	lastTs  int64
+	lastPos uint64
+	steps   stepStats
 }
 
 // New returns an ALSA driver.
@@ -327,7 +334,7 @@ func (d *Driver) restart() error {
 		if err != nil {
 			return err
 		}
-		s.raw, s.pos, s.appl, s.appl0, s.ready, s.xrun = raw, 0, 0, appl, false, false
+		s.raw, s.pos, s.appl, s.appl0, s.ready, s.xrun, s.seen = raw, 0, 0, appl, false, false, false
 	}
 	if s := d.play; s != nil {
 		for n := 0; n < s.pcm.bufferFrames; n += d.periodFrames {
@@ -393,14 +400,27 @@ func (d *Driver) check(s *side) error {
 	if s.pos < need {
 		return nil
 	}
-	// ts is the last pointer update. If the pointer has gone more than a
-	// period past the boundary since, we woke late enough for further
-	// updates: step back by whole periods on the fitted clock.
+	// ts is the pointer's last update. When the pointer has moved whole
+	// update steps past the boundary, later updates came after the one
+	// that completed the period (the thread woke late): step back by
+	// them on the fitted clock. A step is what the pointer moves per
+	// update, learnt from the wakeups: about a period for cards that
+	// update in the period interrupt, coarser for some (snd-aloop moves
+	// in timer ticks of 8 ms, so one update can complete two periods).
 	excess := s.pos - need
-	late := excess / uint64(d.periodFrames) * uint64(d.periodFrames)
-	s.due = ts - int64(float64(late)*d.grid.slope())
+	k := uint64(0)
+	if step := s.steps.typical(); step > 0 {
+		k = excess / step
+		s.due = ts - int64(float64(k*step)*d.grid.slope())
+	} else {
+		s.due = ts
+	}
 	s.ready = true
-	if s == d.sides[0] && late == 0 {
+	if s.seen && ts != s.lastTs && s.pos-s.lastPos >= uint64(d.periodFrames)/2 {
+		s.steps.add(s.pos - s.lastPos)
+	}
+	s.seen, s.lastTs, s.lastPos = true, ts, s.pos
+	if s == d.sides[0] && k == 0 {
 		d.grid.add(s.pos, ts)
 	}
 	return nil

@@ -60,3 +60,32 @@ func (g *gridFit) at(x uint64) int64 {
 	}
 	return g.y0 + int64(g.my+g.slope()*(float64(int64(x-g.x0))-g.mx))
 }
+
+// stepStats keeps the last pointer advances between wakeups and gives
+// their median: robust against the odd late interrupt, and allocation
+// free.
+type stepStats struct {
+	ring [15]uint64
+	n    int
+}
+
+func (st *stepStats) add(v uint64) {
+	st.ring[st.n%len(st.ring)] = v
+	st.n++
+}
+
+// typical is the median advance, 0 until three are known.
+func (st *stepStats) typical() uint64 {
+	n := min(st.n, len(st.ring))
+	if n < 3 {
+		return 0
+	}
+	var sorted [len(stepStats{}.ring)]uint64
+	copy(sorted[:], st.ring[:n])
+	for i := 1; i < n; i++ {
+		for j := i; j > 0 && sorted[j] < sorted[j-1]; j-- {
+			sorted[j], sorted[j-1] = sorted[j-1], sorted[j]
+		}
+	}
+	return sorted[n/2]
+}

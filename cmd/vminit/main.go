@@ -100,7 +100,7 @@ func run(out io.Writer) []string {
 		fmt.Fprintf(out, "vminit: %v\n", err)
 		return []string{err.Error()}
 	}
-	return runTests(out, testsDir, cfg)
+	return runTests(out, testsDir, cfg, func(name string) { cleanUp(out, name) })
 }
 
 // mountAll mounts what tests expect of a Linux system.

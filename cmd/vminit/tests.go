@@ -20,8 +20,9 @@ import (
 // runTests runs every dir/*.test in name order and returns one failure
 // description per failed binary ("" slice: all passed). Each runs in
 // dir/NAME (where scripts/vmtest puts the package's testdata) when that
-// exists, else in /tmp.
-func runTests(out io.Writer, dir string, cfg config) []string {
+// exists, else in /tmp. after, if not nil, is called with the binary's
+// name once it has exited.
+func runTests(out io.Writer, dir string, cfg config, after func(name string)) []string {
 	bins, err := filepath.Glob(filepath.Join(dir, "*.test"))
 	if err != nil {
 		return []string{err.Error()}
@@ -35,6 +36,9 @@ func runTests(out io.Writer, dir string, cfg config) []string {
 	passed, failed, skipped := 0, 0, 0
 	for _, bin := range bins {
 		res := runTest(out, bin, cfg)
+		if after != nil {
+			after(res.name)
+		}
 		passed, failed, skipped = passed+res.passed, failed+len(res.failed), skipped+res.skipped
 		if f := res.failure(); f != "" {
 			failures = append(failures, f)

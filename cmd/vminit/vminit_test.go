@@ -136,7 +136,7 @@ func TestRunTests(t *testing.T) {
 	cfg := config{timeout: 200 * time.Millisecond, grace: 100 * time.Millisecond, Tests: map[string]string{"a.test": "^(TestA)$"}}
 	var out bytes.Buffer
 	start := time.Now()
-	failures := runTests(&out, dir, cfg)
+	failures := runTests(&out, dir, cfg, nil)
 	if took := time.Since(start); took > 20*time.Second {
 		t.Errorf("runTests took %v: the hanging d.test was not killed", took)
 	}
@@ -159,19 +159,19 @@ func TestRunTestsNothingRan(t *testing.T) {
 	dir := t.TempDir()
 	fakeTest(t, dir, "a.test", `echo 'testing: warning: no tests to run'; echo PASS`)
 	var out bytes.Buffer
-	f := runTests(&out, dir, config{timeout: time.Minute, grace: time.Second, Run: "TestTypo"})
+	f := runTests(&out, dir, config{timeout: time.Minute, grace: time.Second, Run: "TestTypo"}, nil)
 	if len(f) != 1 || f[0] != `no test ran (-run "TestTypo")` {
 		t.Errorf("failures %q, want [no test ran (-run \"TestTypo\")]", f)
 	}
 	fakeTest(t, dir, "a.test", `echo '--- SKIP: TestA (0.00s)'`)
-	if f := runTests(&out, dir, config{timeout: time.Minute, grace: time.Second}); f != nil {
+	if f := runTests(&out, dir, config{timeout: time.Minute, grace: time.Second}, nil); f != nil {
 		t.Errorf("a skipped test: failures %q, want none (it ran)", f)
 	}
 }
 
 func TestRunTestsWithoutBinaries(t *testing.T) {
 	var out bytes.Buffer
-	if f := runTests(&out, t.TempDir(), config{timeout: time.Second}); len(f) != 1 || !strings.Contains(f[0], "no test binaries") {
+	if f := runTests(&out, t.TempDir(), config{timeout: time.Second}, nil); len(f) != 1 || !strings.Contains(f[0], "no test binaries") {
 		t.Errorf("failures %q, want one saying there are no test binaries", f)
 	}
 }
@@ -187,5 +187,37 @@ func TestSafeRunTurnsPanicIntoFailure(t *testing.T) {
 	}
 	if f := safeRun(&out, func(io.Writer) []string { return nil }); f != nil {
 		t.Errorf("no panic: failures %q", f)
+	}
+}
+
+func TestRunTestsCallsAfter(t *testing.T) {
+	dir := t.TempDir()
+	fakeTest(t, dir, "a.test", `echo '--- PASS: TestA (0.00s)'`)
+	fakeTest(t, dir, "b.test", `echo '--- PASS: TestB (0.00s)'`)
+	var got []string
+	runTests(io.Discard, dir, config{timeout: time.Minute, grace: time.Second}, func(name string) { got = append(got, name) })
+	if want := []string{"a.test", "b.test"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("after called with %q, want %q", got, want)
+	}
+}
+
+func TestLeftovers(t *testing.T) {
+	proc := t.TempDir()
+	for pid, stat := range map[string]string{
+		"1":  "1 (init) S 0 1 1 0 -1",
+		"2":  "2 (kthreadd) S 0 0 0 0 -1",
+		"10": "10 (kworker/0:1-events) I 2 0 0 0 -1",
+		"50": "50 (latency test) S 1 50 50 0 -1", // a space in the name
+		"51": "51 (a) b) R 50 50 50 0 -1",        // and a parenthesis
+		"60": "60 (gone) Z 1 60 60 0 -1",         // a zombie, to be reaped
+	} {
+		must(t, os.MkdirAll(filepath.Join(proc, pid), 0o755))
+		must(t, os.WriteFile(filepath.Join(proc, pid, "stat"), []byte(stat+"\n"), 0o644))
+	}
+	got, err := leftovers(proc, 1)
+	must(t, err)
+	want := []leftover{{50, "latency test"}, {51, "a) b"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("leftovers = %+v, want %+v", got, want)
 	}
 }

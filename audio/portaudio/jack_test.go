@@ -80,6 +80,14 @@ func startJack(t *testing.T, rate, period int) (stop func()) {
 				cmd.Process.Kill()
 				<-exited
 			}
+			// A server killed, or a client that died with it, leaves
+			// its socket and semaphores behind.
+			for _, pat := range []string{"/dev/shm/jack_" + name + "_*", "/dev/shm/jack_sem.*_" + name + "_*"} {
+				m, _ := filepath.Glob(pat)
+				for _, f := range m {
+					os.Remove(f)
+				}
+			}
 		})
 	}
 	t.Cleanup(stop)

@@ -4,34 +4,59 @@ package portaudio
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"latencytest/rundata"
 )
 
-// buildLatencytest builds the command with the portaudio tag into dir.
-func buildLatencytest(t *testing.T, dir string) string {
-	t.Helper()
-	exe := filepath.Join(dir, "latencytest")
-	cmd := exec.Command("go", "build", "-tags", "portaudio", "-o", exe, "latencytest/cmd/latencytest")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build -tags portaudio: %v\n%s", err, out)
+// The command built with the portaudio tag, once for the package's tests.
+var built struct {
+	once sync.Once
+	dir  string
+	exe  string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
 	}
-	return exe
+	os.Exit(code)
+}
+
+// buildLatencytest builds the command with the portaudio tag.
+func buildLatencytest(t *testing.T) string {
+	t.Helper()
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "latencytest-pa-"); built.err != nil {
+			return
+		}
+		built.exe = filepath.Join(built.dir, "latencytest")
+		out, err := exec.Command("go", "build", "-tags", "portaudio", "-o", built.exe, "latencytest/cmd/latencytest").CombinedOutput()
+		if err != nil {
+			built.err = fmt.Errorf("go build -tags portaudio: %v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.exe
 }
 
 // runLatencytest runs `latencytest run` against the test's JACK server and
 // returns the results directory.
 func runLatencytest(t *testing.T, args ...string) string {
 	t.Helper()
-	tmp := t.TempDir()
-	exe := buildLatencytest(t, tmp)
-	out := filepath.Join(tmp, "results")
+	exe := buildLatencytest(t)
+	out := filepath.Join(t.TempDir(), "results")
 	args = append([]string{"run", "--driver", "portaudio", "--device", "jack", "--period", "64", "--tests", "idle", "--out", out, "--no-report", "--quiet"}, args...)
 	cmd := exec.Command(exe, args...)
 	var stderr strings.Builder
@@ -78,12 +103,24 @@ func TestRunThroughJack(t *testing.T) {
 		t.Fatalf("%d phases, want 1", len(run.Phases))
 	}
 	ph := run.Phases[0]
-	if ph.Periods < 3750*98/100 || ph.Periods > 3750*102/100 {
-		t.Fatalf("phase %s: %d periods in 5 s, want 3750 ± 2 %%", ph.Name, ph.Periods)
-	}
 	s := readSamples(t, dir, ph)
 	if int64(len(s)) != ph.Periods {
 		t.Fatalf("samples file has %d periods, run.json %d", len(s), ph.Periods)
+	}
+	if ph.Periods < 3750*98/100 || ph.Periods > 3750*102/100 {
+		// On a busy machine the client misses server cycles (with 80 %
+		// DSP load only a fifth of each period is left for lateness),
+		// and those are xruns, not periods. Every one must have been
+		// reported: periods plus missed cycles are the server's 3750.
+		period := float64(64) * 1e9 / 48000
+		var missed int64
+		for _, p := range s {
+			missed += int64(float64(p.Xrun)/period + 0.01)
+		}
+		if n := ph.Periods + missed; ph.Periods < 3750*80/100 || n < 3750*98/100 || n > 3750*102/100 {
+			t.Fatalf("phase %s: %d periods in 5 s and %d missed in xruns, want 3750 ± 2 %%", ph.Name, ph.Periods, missed)
+		}
+		t.Logf("busy machine: %d periods and %d missed cycles reported as xruns", ph.Periods, missed)
 	}
 	var late int
 	for _, p := range s {

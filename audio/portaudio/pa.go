@@ -10,7 +10,7 @@ package portaudio
 // latency.
 
 /*
-#cgo pkg-config: portaudio-2.0
+#cgo LDFLAGS: -lportaudio
 #include <stdint.h>
 #include <time.h>
 #include <portaudio.h>

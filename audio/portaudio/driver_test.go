@@ -76,8 +76,8 @@ func TestJackCountsPeriods(t *testing.T) {
 	if n := drv.grid.c + 1; n < 3750*98/100 || n > 3750*102/100 {
 		t.Errorf("frame counter at %d periods after 5 s, want 3750 ± 2 %%", n)
 	}
-	if n := len(s); n < 3750*90/100 || n > 3750*102/100 {
-		t.Errorf("%d callbacks in 5 s, want 3750 (−10 %%, +2 %%)", n)
+	if n := len(s); n < 3750*80/100 || n > 3750*102/100 {
+		t.Errorf("%d callbacks in 5 s, want 3750 (−20 %%, +2 %%)", n)
 	}
 	var lat []int64
 	for i, p := range s {
@@ -171,7 +171,7 @@ func TestJackCallbackPathDoesNotAllocate(t *testing.T) {
 		t.Fatal(err)
 	}
 	mallocs := after.Mallocs - before.Mallocs
-	if n < 1000 || mallocs > uint64(n)/20 {
+	if n < 500 || mallocs > uint64(n)/20 {
 		t.Fatalf("%d mallocs over %d callbacks", mallocs, n)
 	}
 	t.Logf("%d mallocs over %d callbacks", mallocs, n)

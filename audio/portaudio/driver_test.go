@@ -280,3 +280,15 @@ func TestJackCaptureAndDuplex(t *testing.T) {
 		})
 	}
 }
+
+// --driver auto's check: a JACK server is up when its socket is there.
+func TestJackRunning(t *testing.T) {
+	t.Setenv("JACK_DEFAULT_SERVER", "latencytest-none")
+	if JackRunning() {
+		t.Fatal("JackRunning with no such server")
+	}
+	startJack(t, 48000, 64) // sets JACK_DEFAULT_SERVER to its own name
+	if !JackRunning() {
+		t.Fatal("JackRunning false with the server up")
+	}
+}

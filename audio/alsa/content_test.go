@@ -201,7 +201,7 @@ func TestFillLoops(t *testing.T) {
 func TestGridFitFollowsDrift(t *testing.T) {
 	var g gridFit
 	nominal := 1e9 / 48000.0
-	g.reset(nominal)
+	g.reset(nominal, 1e9)
 	if g.at(100) != 0 || g.slope() != nominal {
 		t.Fatalf("empty fit: at %d slope %v", g.at(100), g.slope())
 	}
@@ -229,7 +229,7 @@ func TestGridFitFollowsDrift(t *testing.T) {
 func TestGridFitGuards(t *testing.T) {
 	var g gridFit
 	nominal := 1e9 / 48000.0
-	g.reset(nominal)
+	g.reset(nominal, 1e9)
 	g.add(0, 0)
 	g.add(64, 5e6) // an update 3.7 ms late: slope 78000 ns/frame
 	if g.slope() != nominal {
@@ -264,5 +264,31 @@ func TestStepStatsMedian(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { st.add(300); _ = st.typical() }); n != 0 {
 		t.Errorf("%v allocations", n)
+	}
+}
+
+// When the pointer loses a buffer (a late timer on snd-dummy), the grid
+// follows the new line instead of averaging the two.
+func TestGridFitRestartsAfterAJump(t *testing.T) {
+	var g gridFit
+	nominal := 1e9 / 48000.0
+	period := 64 * nominal
+	g.reset(nominal, period/2)
+	jitter := []int64{0, 3000, -3000, 1000}
+	y := func(k int, slip int64) int64 { return int64(float64(k*64)*nominal) + slip + jitter[k%len(jitter)] }
+	for k := 0; k < 1000; k++ {
+		g.add(uint64(k*64), y(k, 0))
+	}
+	// From now on the pointer is one 128-frame buffer behind time.
+	slip := int64(128 * nominal)
+	for k := 1000; k < 1010; k++ {
+		g.add(uint64(k*64), y(k, slip))
+	}
+	if off := g.at(1010*64) - y(1010, slip); off > 20000 || off < -20000 {
+		t.Errorf("grid %d ns off the new line after the jump", off)
+	}
+	// Jitter of a few µs is not a jump: the fit keeps its history.
+	if g.n < 5 || g.n > 10 {
+		t.Errorf("fit has %v points after restarting at the jump", g.n)
 	}
 }

@@ -351,7 +351,7 @@ func (d *Driver) restart() error {
 			return fmt.Errorf("%s: start: %w", s.name, e)
 		}
 	}
-	d.grid.reset(float64(d.periodNS) / float64(d.periodFrames))
+	d.grid.reset(float64(d.periodNS)/float64(d.periodFrames), float64(d.periodNS)/2)
 	return nil
 }
 

@@ -16,6 +16,8 @@ type gridFit struct {
 	span     float64 // frames between the first and the last point
 	mx, my   float64 // running means of x−x0, y−y0
 	sxx, sxy float64 // running sums of squared and cross deviations
+	resid    float64 // running mean |distance| of the points from the line, ns
+	minJump  float64 // a point this far (or 8 mean distances) off the line is a jump, ns
 }
 
 // Until the points span minSpan of audio their slope says more about the
@@ -27,10 +29,30 @@ const (
 	maxDrift  = 0.005
 )
 
-func (g *gridFit) reset(nominal float64) { *g = gridFit{nominal: nominal} }
+// reset starts a fit with the nominal ns per frame; a point minJump ns
+// off the line starts it afresh.
+func (g *gridFit) reset(nominal, minJump float64) { *g = gridFit{nominal: nominal, minJump: minJump} }
 
 // add records that the hardware pointer was at x frames at y ns.
+//
+// A card's pointer and the system clock move together, so the points lie
+// on a line up to the granularity of the pointer. When one lands far off
+// it, the pointer itself jumped: a driver that computes its position
+// modulo the buffer (snd-dummy) cannot tell how many buffers a timer
+// late by more than one buffer missed, and silently loses them. The grid
+// then starts afresh from that point rather than averaging two lines.
 func (g *gridFit) add(x uint64, y int64) {
+	if g.n >= 8 {
+		r := float64(y - g.at(x))
+		if r < 0 {
+			r = -r
+		}
+		if r > max(8*g.resid, g.minJump) {
+			g.reset(g.nominal, g.minJump)
+		} else {
+			g.resid += (r - g.resid) / min(g.n, 64)
+		}
+	}
 	if g.n == 0 {
 		g.x0, g.y0 = x, y
 	}

@@ -199,8 +199,8 @@ func describe(info audio.DeviceInfo, d *device) audio.DeviceInfo {
 	info.Formats = []string{"float32"}
 	info.Channels = fmt.Sprintf("out 1-%d, in 1-%d", d.maxOut, d.maxIn)
 	if d.host.typ == typeJACK {
-		if p, err := jackPeriod(d); err == nil {
-			info.PeriodSize = strconv.Itoa(p)
+		if srv, err := probeJack(d); err == nil {
+			info.PeriodSize = strconv.Itoa(srv.period)
 			info.BufferSize = info.PeriodSize
 		}
 	} else {

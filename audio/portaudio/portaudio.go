@@ -60,11 +60,23 @@ type Driver struct {
 // New returns a PortAudio driver.
 func New() *Driver { return &Driver{} }
 
-// init initialises PortAudio with its probing noise hidden.
+// init initialises PortAudio with its probing noise hidden. PortAudio's
+// JACK host API activates a client at initialisation; on a busy machine
+// that has been seen to fail as an "unanticipated host error" (a server
+// too slow to answer, presumably), so that error is tried three times.
 func (d *Driver) init() error {
-	restore := quietStderr(d.cfg.Verbose)
-	err := paInitialize()
-	restore()
+	var err error
+	for try := 0; try < 3; try++ {
+		if try > 0 {
+			time.Sleep(200 * time.Millisecond)
+		}
+		restore := quietStderr(d.cfg.Verbose)
+		err = paInitialize()
+		restore()
+		if !errors.Is(err, paUnanticipatedHostError) {
+			break
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("portaudio: initialising: %w", err)
 	}

@@ -52,7 +52,7 @@ unit:
 	$(GO) test -count=1 -p 1 -timeout 20m ./...
 
 portaudio-test:
-	$(GO) test -count=1 -timeout 10m -tags portaudio ./audio/portaudio/... ./cmd/latencytest/
+	$(GO) test -count=1 -p 1 -timeout 10m -tags portaudio ./audio/portaudio/... ./cmd/latencytest/
 
 vmtest:
 	scripts/vmtest

@@ -160,7 +160,8 @@ func readSamples(t *testing.T, out string, ph rundata.Phase) []rundata.Sample {
 }
 
 // xrunGaps returns the stream time lost to xruns, and a line for each
-// xrun that came although the engine was back before the buffer ran dry.
+// xrun that came although the engine was back before the buffer ran dry
+// (silent xruns are the interrupt's lateness by definition).
 // After period i−1 the buffer held what was queued at its wakeup plus the
 // period written (a full buffer after a restart), and ran dry that long
 // after: an xrun at period i is earned when period i woke after that.
@@ -170,6 +171,12 @@ func xrunGaps(ss []rundata.Sample, rate, frames, periods int) (lost int64, unexp
 	for i := 1; i < len(ss); i++ {
 		s, prev := ss[i], ss[i-1]
 		if s.Xrun == 0 || s.Index != prev.Index+1 {
+			continue
+		}
+		if s.Flags&rundata.FlagSilent != 0 {
+			// The pointer lost whole buffers: the interrupt came more
+			// than a buffer late, and Xrun is how far it fell behind.
+			lost += s.Xrun
 			continue
 		}
 		queued := periods*frames - int(prev.Avail) + frames

@@ -504,6 +504,7 @@ func (d *Driver) Wait(p *rundata.Sample) error {
 func (d *Driver) Transfer(p *rundata.Sample) error {
 	if d.slip > 0 {
 		p.Xrun, d.slip = d.slip, 0
+		p.Flags |= rundata.FlagSilent
 		if d.sides[0] == d.capt {
 			p.Flags |= rundata.FlagCapture
 		}

@@ -129,7 +129,7 @@ func TestVMDummyPlayback(t *testing.T) {
 				t.Errorf("%d of %d xruns came although the engine was back in time", len(unexplained), ph.Xruns)
 			}
 			if ph.Xruns > 0 {
-				t.Logf("%d xruns, each after the buffer had run dry (the VM stalled); %.1f ms of stream lost", ph.Xruns, float64(lost)/1e6)
+				t.Logf("%d xruns, %d of them before the buffer ran dry by the samples; %.1f ms of stream lost", ph.Xruns, len(unexplained), float64(lost)/1e6)
 			}
 			want := (10e9 - float64(lost)) * float64(r.Rate) / 1e9 / float64(shape.period)
 			if d := math.Abs(float64(ph.Periods)-want) / want; d > 0.02 {

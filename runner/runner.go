@@ -214,8 +214,11 @@ func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, run *ru
 			kind = "overrun"
 		}
 		sim := ""
-		if s.Flags&rundata.FlagSimulated != 0 {
+		switch {
+		case s.Flags&rundata.FlagSimulated != 0:
 			sim = " (simulated)"
+		case s.Flags&rundata.FlagSilent != 0:
+			sim = " (the kernel did not report it: the hardware pointer skipped a whole buffer)"
 		}
 		pr.linef("[%s] %s!!! (at least %.3f ms long)%s", name, kind, float64(s.Xrun)/1e6, sim)
 	}

@@ -133,7 +133,7 @@ func randomBlock() []byte {
 
 // fill writes n bytes to f from offset 0 in blocks, counting them on
 // count, starting writeback as it goes so that dirty data stays bounded,
-// and ends with fdatasync. It stops at ctx's end or deadline (zero: none)
+// and ends with fdatasync (unless stopped). It stops at ctx's end or deadline (zero: none)
 // and returns the bytes written.
 func fill(ctx context.Context, f *os.File, src func(off int64, b []byte) (int, error), n int64, deadline time.Time, count func(int64)) (int64, error) {
 	buf := randomBlock()
@@ -164,6 +164,9 @@ func fill(ctx context.Context, f *os.File, src func(off int64, b []byte) (int, e
 					unix.SYNC_FILE_RANGE_WAIT_BEFORE|unix.SYNC_FILE_RANGE_WRITE|unix.SYNC_FILE_RANGE_WAIT_AFTER)
 			}
 		}
+	}
+	if ctx.Err() != nil {
+		return off, nil // stopping: the file is about to go, unsynced
 	}
 	if err := unix.Fdatasync(fd); err != nil {
 		return off, fmt.Errorf("fdatasync %s: %w", f.Name(), err)

@@ -12,8 +12,8 @@ import (
 // diskCopyStressor copies a file to another in the same directory, over
 // and over, with plain reads and writes (not copy_file_range, which some
 // filesystems turn into a reflink that moves no data). The source is
-// dropped from the page cache before every pass; the copy ends with
-// fdatasync.
+// dropped from the page cache before every pass; the copy overwrites the
+// previous one (see diskWriteStressor) and ends with fdatasync.
 type diskCopyStressor struct{}
 
 func (diskCopyStressor) Name() string { return "disk-copy" }
@@ -63,9 +63,6 @@ func (d diskCopy) Run(ctx context.Context, m *Meter) (err error) {
 	}
 	for ctx.Err() == nil {
 		if err := dropCache(src); err != nil {
-			return err
-		}
-		if err := dst.Truncate(0); err != nil {
 			return err
 		}
 		if _, err := fill(ctx, dst, read, n, time.Time{}, m.Add); err != nil {

@@ -1,7 +1,10 @@
 package stress
 
 import (
+	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"syscall"
 	"unsafe"
 
@@ -39,6 +42,69 @@ type forkArgs struct {
 	buf      []byte // datasize bytes
 	poll     unix.PollFd
 	one      [1]byte
+
+	// Memory the child gives back before it says it is ready: the Go
+	// heap and runtime mappings it does not use, so that its exit (which
+	// hackbench times) tears down a small process, as a forked C worker
+	// is. drop are anonymous mappings of the parent; keep are the ranges
+	// the child reads (this struct, fds, buf); the child adds its stack.
+	drop  [maxDrop][2]uintptr
+	ndrop uintptr
+	keep  [3][2]uintptr
+}
+
+// maxDrop bounds the mappings a child unmaps (a Go process has a few
+// dozen anonymous ones).
+const maxDrop = 128
+
+// childStackKeep is how much of the goroutine stack around the fork the
+// child keeps: its own frames below, its callers' above.
+const childStackKeep = 256 << 10
+
+// setDrop fills a.drop with the anonymous mappings of this process (from
+// /proc/self/maps) and a.keep with the memory the child reads.
+func (a *forkArgs) setDrop() {
+	a.ndrop = 0
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		return // the child keeps everything: slower to exit, that is all
+	}
+	page := uintptr(os.Getpagesize())
+	span := func(p unsafe.Pointer, n uintptr) [2]uintptr {
+		lo := uintptr(p) &^ (page - 1)
+		return [2]uintptr{lo, (uintptr(p) + n + page - 1) &^ (page - 1)}
+	}
+	a.keep[0] = span(unsafe.Pointer(a), unsafe.Sizeof(*a))
+	a.keep[1], a.keep[2] = a.keep[0], a.keep[0]
+	if len(a.fds) > 0 {
+		a.keep[1] = span(unsafe.Pointer(&a.fds[0]), uintptr(len(a.fds))*4)
+	}
+	if len(a.buf) > 0 {
+		a.keep[2] = span(unsafe.Pointer(&a.buf[0]), uintptr(len(a.buf)))
+	}
+	var prevEnd uint64
+	prevNamed := false
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		lo, hi, ok := strings.Cut(f[0], "-")
+		l, err1 := strconv.ParseUint(lo, 16, 64)
+		h, err2 := strconv.ParseUint(hi, 16, 64)
+		if !ok || err1 != nil || err2 != nil {
+			continue
+		}
+		// Anonymous mappings only (no path, not [stack], [vdso], [heap]...),
+		// and not the one right after a file's mapping: that is the
+		// binary's (or a library's) .bss, with globals such as coverage
+		// counters that the child may write.
+		if len(f) == 5 && !(prevNamed && l == prevEnd) && a.ndrop < maxDrop {
+			a.drop[a.ndrop] = [2]uintptr{uintptr(l), uintptr(h)}
+			a.ndrop++
+		}
+		prevEnd, prevNamed = h, len(f) > 5
+	}
 }
 
 // rawFork forks a child running a's role and returns its pid. The caller
@@ -81,6 +147,7 @@ func childMain(a *forkArgs) {
 	if ppid, _, _ := syscall.RawSyscall6(syscall.SYS_GETPPID, 0, 0, 0, 0, 0, 0); ppid != a.ppid {
 		rawExit(1) // the parent died before we could ask to follow it
 	}
+	childUnmap(a)
 	switch a.role {
 	case childSender:
 		if !childReady(a) {
@@ -107,6 +174,52 @@ func childMain(a *forkArgs) {
 		}
 	}
 	rawExit(0)
+}
+
+// childUnmap unmaps a.drop except a.keep, the stack around us and the
+// thread's TLS (with glibc's rseq area, which the kernel writes).
+//
+//go:nosplit
+//go:norace
+func childUnmap(a *forkArgs) {
+	tp := threadPointer()
+	if tp == 0 {
+		return
+	}
+	var here byte
+	sp := uintptr(unsafe.Pointer(&here))
+	stack := [2]uintptr{(sp - childStackKeep) &^ 4095, (sp + childStackKeep) &^ 4095}
+	tls := [2]uintptr{(tp - childStackKeep) &^ 4095, (tp + childStackKeep) &^ 4095}
+	for i := uintptr(0); i < a.ndrop && i < maxDrop; i++ {
+		cur, hi := a.drop[i][0], a.drop[i][1]
+		for cur < hi {
+			next := hi // the start of the next kept range, or the end
+			skip := false
+			for k := 0; k < 5; k++ {
+				var r [2]uintptr
+				switch {
+				case k < 3:
+					r = a.keep[k]
+				case k == 3:
+					r = stack
+				default:
+					r = tls
+				}
+				if r[0] <= cur && cur < r[1] {
+					cur, skip = r[1], true // inside a kept range: jump over it
+					break
+				}
+				if r[0] > cur && r[0] < next {
+					next = r[0]
+				}
+			}
+			if skip {
+				continue
+			}
+			syscall.RawSyscall6(syscall.SYS_MUNMAP, cur, next-cur, 0, 0, 0, 0)
+			cur = next
+		}
+	}
 }
 
 // childReady tells the parent we are ready and waits for the start signal,

@@ -1,0 +1,23 @@
+package stress
+
+import (
+	"syscall"
+	"unsafe"
+)
+
+// archGetFS is arch_prctl's ARCH_GET_FS.
+const archGetFS = 0x1003
+
+// threadPointer is this thread's TLS base. glibc keeps the thread's rseq
+// area there, which the kernel writes on every preemption: a child that
+// unmapped it would be killed.
+//
+//go:nosplit
+//go:norace
+func threadPointer() uintptr {
+	var fs uintptr
+	if _, _, errno := syscall.RawSyscall6(syscall.SYS_ARCH_PRCTL, archGetFS, uintptr(unsafe.Pointer(&fs)), 0, 0, 0, 0); errno != 0 {
+		return 0
+	}
+	return fs
+}

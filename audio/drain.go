@@ -21,6 +21,9 @@ type Drainer struct {
 	s     rundata.Sample
 }
 
+// DrainInterval is how long the drainer sleeps when the ring is empty, ns.
+const DrainInterval = 100e6
+
 // drainBatch is how many samples one write carries at most.
 const drainBatch = 256
 
@@ -30,9 +33,9 @@ func NewDrainer(ring *Ring, fd int) *Drainer {
 }
 
 // Run drains until done is closed and the ring is empty. It polls every
-// 20 ms when idle: the latency of the hand-over does not matter, only that
-// the loop never waits for it, and fewer wakeups cost the machine less
-// CPU per period (the ring holds seconds of periods).
+// DrainInterval when idle: the latency of the hand-over does not matter,
+// only that the loop never waits for it, and fewer wakeups cost the
+// machine less CPU per period. The ring must hold several intervals.
 func (d *Drainer) Run(done <-chan struct{}) error {
 	for {
 		n := 0
@@ -58,7 +61,7 @@ func (d *Drainer) Run(done <-chan struct{}) error {
 			return nil
 		default:
 		}
-		d.sleep.For(20e6)
+		d.sleep.For(DrainInterval)
 	}
 }
 

@@ -59,7 +59,8 @@ func EngineMain(stdin io.Reader, stdout, stderr io.Writer, open func(name string
 	defer drv.Close()
 
 	cfg := audio.Config{Rate: granted.Rate, PeriodFrames: granted.PeriodFrames}
-	ring := audio.NewRing(1 << 16)
+	// The ring holds at least 4 s of periods: 40 drain intervals.
+	ring := audio.NewRing(max(1<<16, int(4e9/cfg.PeriodNS())))
 	eng := audio.NewEngine(drv, cfg.PeriodNS(), audio.Options{
 		CPULoad:  req.CPULoad,
 		Duration: req.DurationNS,

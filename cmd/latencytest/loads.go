@@ -1,8 +1,11 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"os"
+	"regexp"
+	"strings"
 
 	"latencytest/runner"
 	"latencytest/stress"
@@ -12,17 +15,37 @@ import (
 // names it knows, and how a phase's load is started.
 type loadSet struct {
 	reg  *stress.Registry
+	fs   *flag.FlagSet
 	args func(name string) []string
 }
 
 func newLoads(fs *flag.FlagSet) loadSet {
 	reg := stress.NewRegistry()
-	return loadSet{reg: reg, args: reg.RunFlags(fs)}
+	return loadSet{reg: reg, fs: fs, args: reg.RunFlags(fs)}
 }
 
 func (l loadSet) names() []string { return l.reg.Names() }
 
-func (l loadSet) validate(name string) error { return l.reg.Validate(name, l.args(name)) }
+// validate checks the phase's stressor flags as `run` got them. The
+// stressor names its own flags (--dir); the user typed run's (--disk-dir),
+// so the message is put in run's words.
+func (l loadSet) validate(name string) error {
+	err := l.reg.Validate(name, l.args(name))
+	if err == nil {
+		return nil
+	}
+	prefix, _, _ := strings.Cut(name, "-")
+	msg := stressFlag.ReplaceAllStringFunc(err.Error(), func(f string) string {
+		if l.fs.Lookup(prefix+"-"+f[2:]) != nil {
+			return "--" + prefix + "-" + f[2:]
+		}
+		return f
+	})
+	return errors.New(msg)
+}
+
+// stressFlag matches a flag named in a stressor's message.
+var stressFlag = regexp.MustCompile(`--[a-z][a-z0-9-]*`)
 
 func (l loadSet) start(name string) (runner.Load, error) {
 	exe, err := os.Executable()

@@ -54,7 +54,6 @@ func badFlag(format string, a ...any) error { return &usageError{msg: fmt.Sprint
 
 func runMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var f runFlags
 	fs.StringVar(&f.driver, "driver", "auto", "audio driver: auto, timer, alsa or portaudio (auto: a soundcard if there is one, else timer)")
 	fs.StringVar(&f.device, "device", "", "device to open (ALSA: hw:CARD,DEV; PortAudio: HOSTAPI, HOSTAPI:NAME or an index)")
@@ -81,15 +80,8 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.noReport, "no-report", false, "do not render index.html at the end")
 	fs.StringVar(&f.testStall, "test-stall", "", "testing hook: PERIOD:DURATION stalls the loop at that period of each phase")
 	loads := newLoads(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: latencytest run [flags]\n\nMeasures the wakeup latency of an audio thread, phase by phase under the --tests loads,\nwrites a results directory and renders its report.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, ok := parseFlags(fs, args, stdout, stderr, "Usage: latencytest run [flags]\n\nMeasures the wakeup latency of an audio thread, phase by phase under the --tests loads,\nwrites a results directory and renders its report.\n"); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "latencytest run: unexpected argument %q (flags only)\n", fs.Arg(0))
@@ -343,4 +335,26 @@ func isTerminal(w io.Writer) bool {
 	}
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
+}
+
+// parseFlags parses args into fs. -h prints the usage (doc, then the
+// flags) on stdout; a bad flag is one line on stderr naming it, exit 2.
+// ok is false when the command should return code at once.
+func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, doc string) (code int, ok bool) {
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintf(stdout, "%s\nFlags:\n", doc)
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		return 0, false
+	}
+	if err != nil {
+		msg := strings.Replace(err.Error(), "flag provided but not defined: -", "unknown flag --", 1)
+		msg = strings.Replace(msg, " for flag -", " for --", 1)
+		fmt.Fprintf(stderr, "latencytest %s: %s\n", fs.Name(), msg)
+		return 2, false
+	}
+	return 0, true
 }

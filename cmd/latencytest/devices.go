@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,17 +13,9 @@ import (
 // opens (audio.Devices), its devices and what each offers.
 func devicesMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("devices", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	driver := fs.String("driver", "", "list only this driver's devices ("+strings.Join(driverNames(), ", ")+")")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: latencytest devices [-driver NAME]\n\nLists the devices each built-in driver can open, with the rates,\nformats, channels, period and buffer sizes they offer.\n\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, ok := parseFlags(fs, args, stdout, stderr, "Usage: latencytest devices [-driver NAME]\n\nLists the devices each built-in driver can open, with the rates,\nformats, channels, period and buffer sizes they offer.\n"); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "latencytest devices: unexpected argument %q; only -driver NAME is allowed\n", fs.Arg(0))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 )
 
 // The samples file holds one phase's periods in 8 bytes each, so that a
@@ -242,5 +243,32 @@ func (sr *SampleReader) Next(s *Sample) error {
 		default:
 			return fmt.Errorf("samples file: unknown control record %d", kind)
 		}
+	}
+}
+
+// ReadSamples reads a whole samples file into memory: for tests and tools
+// that look at individual periods of a short run. The report streams
+// instead (NewSampleReader), since a long run holds millions of periods.
+func ReadSamples(path string) ([]Sample, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sr, err := NewSampleReader(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	var out []Sample
+	for {
+		var s Sample
+		err := sr.Next(&s)
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return out, fmt.Errorf("%s: %w", path, err)
+		}
+		out = append(out, s)
 	}
 }

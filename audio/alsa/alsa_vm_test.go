@@ -165,19 +165,9 @@ func restarts(ss []rundata.Sample) int {
 // readSamples reads a phase's samples file.
 func readSamples(t *testing.T, out string, ph rundata.Phase) []rundata.Sample {
 	t.Helper()
-	f, err := os.Open(filepath.Join(out, ph.SamplesFile))
+	ss, err := rundata.ReadSamples(filepath.Join(out, ph.SamplesFile))
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer f.Close()
-	sr, err := rundata.NewSampleReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ss []rundata.Sample
-	var s rundata.Sample
-	for sr.Next(&s) == nil {
-		ss = append(ss, s)
 	}
 	return ss
 }

@@ -3,7 +3,6 @@
 package portaudio
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -69,25 +68,11 @@ func runLatencytest(t *testing.T, args ...string) string {
 
 func readSamples(t *testing.T, dir string, ph rundata.Phase) []rundata.Sample {
 	t.Helper()
-	f, err := os.Open(filepath.Join(dir, ph.SamplesFile))
+	ss, err := rundata.ReadSamples(filepath.Join(dir, ph.SamplesFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	sr, err := rundata.NewSampleReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s []rundata.Sample
-	for {
-		var p rundata.Sample
-		if err := sr.Next(&p); errors.Is(err, io.EOF) {
-			return s
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		s = append(s, p)
-	}
+	return ss
 }
 
 // The acceptance run: five seconds of 64-frame periods from a JACK

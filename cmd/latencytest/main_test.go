@@ -67,23 +67,11 @@ func readRun(t *testing.T, dir string) *rundata.Run {
 
 func readSamples(t *testing.T, dir string, ph rundata.Phase) []rundata.Sample {
 	t.Helper()
-	f, err := os.Open(filepath.Join(dir, ph.SamplesFile))
+	ss, err := rundata.ReadSamples(filepath.Join(dir, ph.SamplesFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	sr, err := rundata.NewSampleReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []rundata.Sample
-	for {
-		var s rundata.Sample
-		if sr.Next(&s) != nil {
-			return out
-		}
-		out = append(out, s)
-	}
+	return ss
 }
 
 func TestBadFlagsExit2WritingNothing(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -155,20 +154,6 @@ func reapChildren(grace time.Duration) error {
 
 // childPIDs lists the children of process ppid, from /proc.
 func childPIDs(ppid int) []int {
-	ents, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		if f := statFields(b); len(f) > 1 && f[1] == strconv.Itoa(ppid) {
-			pids = append(pids, pid)
-		}
-	}
+	pids, _ := procsWhere(1, ppid)
 	return pids
 }

@@ -292,10 +292,17 @@ func reapGroup(pgid int, grace time.Duration) error {
 // GroupPIDs lists the processes of process group pgid, from /proc.
 // Zombies count: a zombie is a process nobody has reaped yet.
 func GroupPIDs(pgid int) ([]int, error) {
+	return procsWhere(2, pgid)
+}
+
+// procsWhere lists the processes whose stat field i (after the command
+// name: 0 state, 1 ppid, 2 pgrp) is v, from /proc.
+func procsWhere(i, v int) ([]int, error) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, fmt.Errorf("list processes: %w", err)
 	}
+	want := strconv.Itoa(v)
 	var pids []int
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
@@ -306,7 +313,7 @@ func GroupPIDs(pgid int) ([]int, error) {
 		if err != nil {
 			continue // gone meanwhile
 		}
-		if g, ok := statPgrp(b); ok && g == pgid {
+		if f := statFields(b); len(f) > i && f[i] == want {
 			pids = append(pids, pid)
 		}
 	}
@@ -322,16 +329,6 @@ func statFields(stat []byte) []string {
 		return nil
 	}
 	return strings.Fields(string(stat[i+1:]))
-}
-
-// statPgrp reads the process group from a /proc/PID/stat line.
-func statPgrp(stat []byte) (int, bool) {
-	f := statFields(stat)
-	if len(f) < 3 {
-		return 0, false
-	}
-	g, err := strconv.Atoi(f[2])
-	return g, err == nil
 }
 
 // tailWriter keeps the last max bytes written: the child's stderr, for

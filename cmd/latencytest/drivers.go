@@ -34,7 +34,7 @@ func driverNames() []string {
 
 // allDriverNames is what --driver accepts, built in or not, so that asking
 // for a driver this build lacks can say how to get it.
-var allDriverNames = []string{"auto", "timer", "alsa", "portaudio"}
+func allDriverNames() []string { return []string{"auto", "timer", "alsa", "portaudio"} }
 
 func lookupDriver(name string) (driverEntry, bool) {
 	for _, d := range drivers() {

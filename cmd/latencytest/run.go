@@ -231,7 +231,7 @@ func (f *runFlags) resolveDriver() (string, error) {
 	case "alsa":
 		return "", badFlag("--driver alsa: not built into this binary")
 	}
-	return "", badFlag("--driver %q: allowed %s", f.driver, strings.Join(allDriverNames, ", "))
+	return "", badFlag("--driver %q: allowed %s", f.driver, strings.Join(allDriverNames(), ", "))
 }
 
 // parseTests checks the phase list against idle and the stressor registry.

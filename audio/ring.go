@@ -25,7 +25,13 @@ func NewRing(n int) *Ring {
 	for size < n {
 		size <<= 1
 	}
-	return &Ring{buf: make([]rundata.Sample, size), mask: uint64(size - 1)}
+	r := &Ring{buf: make([]rundata.Sample, size), mask: uint64(size - 1)}
+	// Touch every page now, so that the loop's first pass through the
+	// ring takes no page faults (the memory is locked as it is touched).
+	for i := range r.buf {
+		r.buf[i].Index = -1
+	}
+	return r
 }
 
 // Push appends s, or counts it lost when the ring is full.

@@ -31,7 +31,17 @@ func RTSetup(asked rundata.RTParams) (setup rundata.RTSetup, release func()) {
 		}
 	}
 	if asked.Mlockall {
-		if err := unix.Mlockall(unix.MCL_CURRENT | unix.MCL_FUTURE); err != nil {
+		// MCL_ONFAULT locks pages as they are first touched instead of
+		// faulting in every mapping now: a Go process maps far more
+		// than it uses (whole heap arenas), which would otherwise cost
+		// some 140 MB of locked memory and a start-up of page faults.
+		// What the loop touches is touched during set-up (NewRing
+		// writes its whole buffer). Kernels before 4.4 lack it.
+		err := unix.Mlockall(unix.MCL_CURRENT | unix.MCL_FUTURE | unix.MCL_ONFAULT)
+		if err == unix.EINVAL {
+			err = unix.Mlockall(unix.MCL_CURRENT | unix.MCL_FUTURE)
+		}
+		if err != nil {
 			refuse("mlockall: %v (raise the memlock limit)", err)
 		} else {
 			ob.Mlockall = true

@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
+
+	"latencytest/internal/initramfs/cpiotest"
 )
 
 // entry is one parsed archive member.
@@ -199,43 +200,24 @@ func TestCopyTree(t *testing.T) {
 // TestCpioReadsArchive checks the archive with GNU cpio, a reader that
 // shares nothing with this package (scripts/setup test installs it).
 func TestCpioReadsArchive(t *testing.T) {
-	if _, err := exec.LookPath("cpio"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("cpio not installed; scripts/setup test installs it (apt package cpio)")
-		}
-		t.Skip("cpio not installed; run scripts/setup test (apt package cpio)")
-	}
+	cpiotest.Need(t)
 	archive := filepath.Join(t.TempDir(), "initrd.cpio")
 	must(t, os.WriteFile(archive, writeSample(t), 0o644))
 
-	list := cpio(t, archive, "-it")
+	list := cpiotest.Run(t, archive, "-it")
 	want := "proc\ndev\ndev/console\nbin\nbin/hello\netc\netc/empty\nsbin\nsbin/init\n"
 	if list != want {
 		t.Errorf("cpio -it:\n%s\nwant:\n%s", list, want)
 	}
-	verbose := cpio(t, archive, "-itv")
+	verbose := cpiotest.Run(t, archive, "-itv")
 	for _, s := range []string{"crw-------", "-rwxr-xr-x", "sbin/init -> /bin/hello", "dr-xr-xr-x"} {
 		if !strings.Contains(verbose, s) {
 			t.Errorf("cpio -itv lacks %q:\n%s", s, verbose)
 		}
 	}
-	if got := cpio(t, archive, "-i", "--to-stdout", "bin/hello"); got != "#!/bin/sh\necho hi\n" {
+	if got := cpiotest.Run(t, archive, "-i", "--to-stdout", "bin/hello"); got != "#!/bin/sh\necho hi\n" {
 		t.Errorf("cpio extracted bin/hello = %q", got)
 	}
-}
-
-func cpio(t *testing.T, archive string, args ...string) string {
-	t.Helper()
-	f, err := os.Open(archive)
-	must(t, err)
-	defer f.Close()
-	var stdout, stderr bytes.Buffer
-	cmd := exec.Command("cpio", append([]string{"--quiet"}, args...)...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = f, &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("cpio %v: %v: %s", args, err, stderr.String())
-	}
-	return stdout.String()
 }
 
 func must(t *testing.T, err error) {

@@ -3,11 +3,11 @@ package main
 import (
 	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"latencytest/internal/initramfs/cpiotest"
 	"latencytest/internal/initramfs/kmod/kmodtest"
 )
 
@@ -18,32 +18,8 @@ func must(t *testing.T, err error) {
 	}
 }
 
-func needCpio(t *testing.T) {
-	t.Helper()
-	if _, err := exec.LookPath("cpio"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("cpio not installed; scripts/setup test installs it (apt package cpio)")
-		}
-		t.Skip("cpio not installed; run scripts/setup test (apt package cpio)")
-	}
-}
-
-func cpio(t *testing.T, archive string, args ...string) string {
-	t.Helper()
-	f, err := os.Open(archive)
-	must(t, err)
-	defer f.Close()
-	var stdout, stderr bytes.Buffer
-	cmd := exec.Command("cpio", append([]string{"--quiet"}, args...)...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = f, &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("cpio %v: %v: %s", args, err, stderr.String())
-	}
-	return stdout.String()
-}
-
 func TestBuild(t *testing.T) {
-	needCpio(t)
+	cpiotest.Need(t)
 	dir := t.TempDir()
 	mods := filepath.Join(dir, "lib", "modules", "6.1.0-test", "kernel", "sound")
 	must(t, kmodtest.WriteModule(filepath.Join(mods, "soundcore.ko"), "depends=", "name=soundcore"))
@@ -64,14 +40,14 @@ func TestBuild(t *testing.T) {
 		"/tests=" + tests, "/etc/vmtest.json=" + conf}, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	list := cpio(t, out, "-it")
+	list := cpiotest.Run(t, out, "-it")
 	for _, name := range []string{"dev/console", "proc", "sys", "tmp", "init", "lib/modules/snd_dummy.ko",
 		"tests/pkg.test", "tests/pkg/testdata/in.txt", "etc/vmtest.json"} {
 		if !strings.Contains("\n"+list, "\n"+name+"\n") {
 			t.Errorf("archive lacks %s:\n%s", name, list)
 		}
 	}
-	if got, want := cpio(t, out, "-i", "--to-stdout", "lib/modules/load.order"), "soundcore.ko\nsnd.ko\nsnd_dummy.ko\n"; got != want {
+	if got, want := cpiotest.Run(t, out, "-i", "--to-stdout", "lib/modules/load.order"), "soundcore.ko\nsnd.ko\nsnd_dummy.ko\n"; got != want {
 		t.Errorf("load.order = %q, want %q", got, want)
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, ".mkinitramfs-*")); len(left) > 0 {

@@ -28,18 +28,13 @@ func (e *BadInputError) Error() string { return e.Msg }
 type phaseResult struct {
 	hello   engineHello
 	bye     engineBye
-	acc     *accumulator
 	stopped bool // ended by the context, not by its duration
 }
 
-// sampleSink receives each sample as it arrives from the engine.
-type sampleSink interface {
-	sample(s *rundata.Sample)
-}
-
 // runEngine runs one engine process for one phase and feeds its samples to
-// sink until it ends or ctx is done. onHello runs once the stream is open.
-func runEngine(ctx context.Context, exe string, req engineRequest, sink sampleSink, onHello func(engineHello) error) (*phaseResult, error) {
+// sink as they arrive, until it ends or ctx is done. onHello runs once the
+// stream is open.
+func runEngine(ctx context.Context, exe string, req engineRequest, sink func(*rundata.Sample), onHello func(engineHello) error) (*phaseResult, error) {
 	reqJSON, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
@@ -134,7 +129,7 @@ func runEngine(ctx context.Context, exe string, req engineRequest, sink sampleSi
 	return res, nil
 }
 
-func readSamples(r io.Reader, sink sampleSink) error {
+func readSamples(r io.Reader, sink func(*rundata.Sample)) error {
 	br := bufio.NewReaderSize(r, 256*rundata.WireSize)
 	var buf [rundata.WireSize]byte
 	var s rundata.Sample
@@ -146,7 +141,7 @@ func readSamples(r io.Reader, sink sampleSink) error {
 			return fmt.Errorf("read samples: %w", err)
 		}
 		rundata.GetWire(buf[:], &s)
-		sink.sample(&s)
+		sink(&s)
 	}
 }
 

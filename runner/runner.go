@@ -229,7 +229,7 @@ func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, run *ru
 	}()
 	ph.StartWall = nowWall()
 	stopProgress := func() {}
-	res, err := runEngine(ctx, cfg.Exe, req, sinkFunc(func(s *rundata.Sample) { acc.sample(s) }), func(h engineHello) error {
+	res, err := runEngine(ctx, cfg.Exe, req, func(s *rundata.Sample) { acc.sample(s) }, func(h engineHello) error {
 		*opened = true
 		g := h.Granted
 		shape := audioShape{Rate: g.Rate, PeriodFrames: g.PeriodFrames, Periods: g.Periods}
@@ -290,10 +290,6 @@ func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, run *ru
 	}
 	return acc, err
 }
-
-type sinkFunc func(s *rundata.Sample)
-
-func (f sinkFunc) sample(s *rundata.Sample) { f(s) }
 
 // histFile renders the phases' histograms in cyclictest's --histfile
 // format, one column per phase, so tools made for cyclictest read it.

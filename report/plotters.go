@@ -184,7 +184,8 @@ func (m *Marks) Plot(c draw.Canvas, p *plot.Plot) {
 // microsecond stays as tall as it is. Overflow (values past the last bin)
 // is drawn as a bar of its own at OverflowX when non-zero.
 type Hist struct {
-	Bins      []uint64
+	Bins      []uint64 // Bins[i] counts [i, i+1) µs
+	Neg       []uint64 // Neg[i] counts [−(i+1), −i) µs
 	Overflow  uint64
 	OverflowX float64 // where to draw the overflow bar, in µs
 	Color     color.Color
@@ -209,8 +210,14 @@ func (h *Hist) Plot(c draw.Canvas, p *plot.Plot) {
 		n      uint64
 	}
 	var steps []step
-	for i, n := range h.Bins {
-		lo, hi := float64(i), float64(i+1)
+	for j := -len(h.Neg); j < len(h.Bins); j++ {
+		var n uint64
+		if j < 0 {
+			n = h.Neg[-j-1]
+		} else {
+			n = h.Bins[j]
+		}
+		lo, hi := float64(j), float64(j+1)
 		if hi <= p.X.Min {
 			continue
 		}

@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"strings"
 	"testing"
 
 	"latencytest/rundata"
@@ -39,33 +38,5 @@ func TestAccumulatorFill(t *testing.T) {
 	// 48 of 96 frames queued at the worst wakeup without an xrun: 1 ms.
 	if ph.HeadroomMinUS != 1000 {
 		t.Errorf("headroom %g µs, want 1000", ph.HeadroomMinUS)
-	}
-}
-
-func TestHistFileIsCyclictestFormat(t *testing.T) {
-	a, b := rundata.NewHistogram(100), rundata.NewHistogram(100)
-	for _, v := range []int64{3_200, 3_900, 5_000} {
-		a.Add(v)
-	}
-	b.Add(1_000)
-	b.Add(500_000) // overflow
-	got := string(histFile([]*rundata.Histogram{a, b}))
-	for _, want := range []string{
-		"# Histogram\n000000 000000\t000000\n",
-		"000003 000002\t000000\n",
-		"000005 000001\t000000\n",
-		"# Total: 000000003 000000001\n",
-		"# Min Latencies: 00003 00001\n",
-		"# Max Latencies: 00005 00500\n",
-		"# Histogram Overflows: 00000 00001\n",
-		"# Thread 1:\n",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("histfile lacks %q:\n%s", want, got)
-		}
-	}
-	// Rows run to the largest maximum within range: 0..99 here.
-	if n := strings.Count(got, "\n000"); n != 100 {
-		t.Errorf("%d rows, want 100", n)
 	}
 }

@@ -48,12 +48,8 @@ func TestCyclictestHistAndJSONAgree(t *testing.T) {
 		if h.hist.MinNS != j.hist.MinNS || h.hist.MaxNS != j.hist.MaxNS {
 			t.Errorf("%s: min/max hist %d/%d json %d/%d", run.name, h.hist.MinNS, h.hist.MaxNS, j.hist.MinNS, j.hist.MaxNS)
 		}
-		for i, n := range h.hist.Bins {
-			var m uint64
-			if i < len(j.hist.Bins) {
-				m = j.hist.Bins[i]
-			}
-			if n != m {
+		for i := range int64(h.hist.RangeUS) {
+			if n, m := h.hist.Bin(i), j.hist.Bin(i); n != m {
 				t.Fatalf("%s: bin %d hist %d json %d", run.name, i, n, m)
 			}
 		}
@@ -78,10 +74,7 @@ func TestCyclictestHistofall(t *testing.T) {
 	if c.threads != 2 || c.hist.Count != 2000 {
 		t.Fatalf("threads %d count %d, want 2 and 2000 (1000 loops × 2)", c.threads, c.hist.Count)
 	}
-	var in uint64
-	for _, n := range c.hist.Bins {
-		in += n
-	}
+	in := c.hist.CountIn(0, int64(c.hist.RangeUS))
 	if in+c.hist.Overflow != c.hist.Count || c.hist.Overflow != 22 {
 		t.Errorf("bins %d + overflow %d != count %d", in, c.hist.Overflow, c.hist.Count)
 	}

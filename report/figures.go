@@ -239,20 +239,15 @@ func histFigure(title string, ss []histSeries, periodUS, bufferUS float64, singl
 	binsEnd := 0.0
 	var ofFrom []string // where each overflowing histogram ends, for the label
 	for _, s := range ss {
-		last := -1
-		for i, c := range s.h.Bins {
-			if c > 0 {
-				last = i
-				cmax = max(cmax, c)
-			}
-		}
-		for i, c := range s.h.Neg {
-			if c > 0 {
-				xmin = min(xmin, -float64(i+1))
-				cmax = max(cmax, c)
+		last := -1.0
+		s.h.Each(func(us int64, c uint64) {
+			cmax = max(cmax, c)
+			last = float64(us)
+			if us < 0 {
+				xmin = min(xmin, float64(us))
 				negatives += c
 			}
-		}
+		})
 		negatives += s.h.Underflow
 		xmax = max(xmax, float64(last+1))
 		cmax = max(cmax, s.h.Overflow)
@@ -309,7 +304,7 @@ func histFigure(title string, ss []histSeries, periodUS, bufferUS float64, singl
 		if s.color.A != 0 {
 			c = s.color
 		}
-		h := &Hist{Bins: s.h.Bins, Neg: s.h.Neg, Overflow: s.h.Overflow, OverflowX: ofX * (1 + 0.006*float64(i)), Color: c, Outline: outline}
+		h := &Hist{H: s.h, OverflowX: ofX * (1 + 0.006*float64(i)), Color: c, Outline: outline}
 		p.Add(h)
 		if outline {
 			p.Legend.Add(s.label, h)

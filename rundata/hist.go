@@ -29,14 +29,14 @@ const (
 // exactly; values beyond the range are counted in Overflow (≥ RangeUS) or
 // Underflow (< −RangeUS), never dropped.
 //
-// The bins are allocated as values reach them, so a histogram costs
-// memory in proportion to the spread of what was added, not to its range.
+// The bins live in pages of pageBins, allocated when a value first falls
+// in them: a histogram costs memory in proportion to the spread of what
+// was added (a phase of 20–200 µs wakeups: one page), not to its range,
+// so a file of a few values cannot make a reader allocate megabytes.
 type Histogram struct {
 	RangeUS   int
-	Bins      []uint64 // Bins[i] counts values in [i µs, i+1 µs); len ≤ RangeUS
-	Neg       []uint64 // Neg[i] counts values in [−(i+1) µs, −i µs); len ≤ RangeUS
-	Overflow  uint64   // values ≥ RangeUS µs
-	Underflow uint64   // values < −RangeUS µs
+	Overflow  uint64 // values ≥ RangeUS µs
+	Underflow uint64 // values < −RangeUS µs
 	Count     uint64
 	SumNS     float64
 	MinNS     int64
@@ -45,23 +45,17 @@ type Histogram struct {
 	// ones included), exactly.
 	AtMost100US uint64
 	AtMost1MS   uint64
+
+	pages []*[pageBins]uint64 // page k holds the bins from k·pageBins − RangeUS
 }
+
+// pageBins is the number of 1 µs bins allocated at once (8 KB).
+const pageBins = 1024
 
 // NewHistogram returns a histogram of 1 µs bins over [−rangeUS, rangeUS).
 func NewHistogram(rangeUS int) *Histogram {
-	return &Histogram{RangeUS: rangeUS, MinNS: math.MaxInt64, MaxNS: math.MinInt64}
-}
-
-// grow returns s long enough to index i, doubling so that adding n values
-// costs O(n) however they arrive, and never past limit.
-func grow(s []uint64, i, limit int) []uint64 {
-	if i < len(s) {
-		return s
-	}
-	n := min(max(i+1, 2*len(s), 64), limit)
-	out := make([]uint64, n)
-	copy(out, s)
-	return out
+	return &Histogram{RangeUS: rangeUS, MinNS: math.MaxInt64, MaxNS: math.MinInt64,
+		pages: make([]*[pageBins]uint64, (2*rangeUS+pageBins-1)/pageBins)}
 }
 
 // Add records one value in nanoseconds.
@@ -90,14 +84,66 @@ func (h *Histogram) AddBin(us int64, n uint64) {
 		h.Overflow += n
 	case us < -r:
 		h.Underflow += n
-	case us >= 0:
-		h.Bins = grow(h.Bins, int(us), h.RangeUS)
-		h.Bins[us] += n
 	default:
-		i := int(-us - 1)
-		h.Neg = grow(h.Neg, i, h.RangeUS)
-		h.Neg[i] += n
+		i := us + r
+		pg := h.pages[i/pageBins]
+		if pg == nil {
+			pg = new([pageBins]uint64)
+			h.pages[i/pageBins] = pg
+		}
+		pg[i%pageBins] += n
 	}
+}
+
+// Bin returns the count of the bin of lower edge us µs; 0 outside the
+// range.
+func (h *Histogram) Bin(us int64) uint64 {
+	r := int64(h.RangeUS)
+	if us < -r || us >= r {
+		return 0
+	}
+	i := us + r
+	if pg := h.pages[i/pageBins]; pg != nil {
+		return pg[i%pageBins]
+	}
+	return 0
+}
+
+// Each calls f for every non-empty bin in ascending order.
+func (h *Histogram) Each(f func(us int64, n uint64)) {
+	for k, pg := range h.pages {
+		if pg == nil {
+			continue
+		}
+		for j, n := range pg {
+			if n != 0 {
+				f(int64(k*pageBins+j)-int64(h.RangeUS), n)
+			}
+		}
+	}
+}
+
+// Span returns the lowest and highest non-empty bins; ok is false when
+// every value (if any) is beyond the range.
+func (h *Histogram) Span() (lo, hi int64, ok bool) {
+	h.Each(func(us int64, _ uint64) {
+		if !ok {
+			lo, ok = us, true
+		}
+		hi = us
+	})
+	return lo, hi, ok
+}
+
+// CountIn counts the values in the bins from lo to hi µs, both included.
+func (h *Histogram) CountIn(lo, hi int64) uint64 {
+	var n uint64
+	h.Each(func(us int64, c uint64) {
+		if us >= lo && us <= hi {
+			n += c
+		}
+	})
+	return n
 }
 
 func floorDiv(a, b int64) int64 {
@@ -113,16 +159,7 @@ func (h *Histogram) Merge(o *Histogram) {
 	if o.Count == 0 {
 		return
 	}
-	for i, c := range o.Bins {
-		if c != 0 {
-			h.AddBin(int64(i), c)
-		}
-	}
-	for i, c := range o.Neg {
-		if c != 0 {
-			h.AddBin(-int64(i)-1, c)
-		}
-	}
+	o.Each(func(us int64, n uint64) { h.AddBin(us, n) })
 	h.Overflow += o.Overflow
 	h.Underflow += o.Underflow
 	h.Count += o.Count
@@ -158,17 +195,20 @@ func (h *Histogram) rankEdge(rank uint64) float64 {
 	if cum >= rank {
 		return math.Inf(-1)
 	}
-	for i := len(h.Neg) - 1; i >= 0; i-- {
-		cum += h.Neg[i]
-		if cum >= rank {
-			return -float64(i + 1)
+	edge, found := 0.0, false
+	for k, pg := range h.pages {
+		if pg == nil || found {
+			continue
+		}
+		for j, n := range pg {
+			if cum += n; n != 0 && cum >= rank {
+				edge, found = float64(k*pageBins+j-h.RangeUS), true
+				break
+			}
 		}
 	}
-	for i, c := range h.Bins {
-		cum += c
-		if cum >= rank {
-			return float64(i)
-		}
+	if found {
+		return edge
 	}
 	return float64(h.RangeUS)
 }

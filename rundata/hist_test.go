@@ -71,8 +71,8 @@ func TestNegativeValuesKept(t *testing.T) {
 	for _, v := range []int64{-2_500, -500, 300, 1_500} {
 		h.Add(v)
 	}
-	if h.MinNS != -2_500 || h.Neg[2] != 1 || h.Neg[0] != 1 || h.Bins[0] != 1 || h.Bins[1] != 1 {
-		t.Fatalf("min %d neg %v bins %v", h.MinNS, h.Neg[:3], h.Bins[:2])
+	if h.MinNS != -2_500 || h.Bin(-3) != 1 || h.Bin(-1) != 1 || h.Bin(0) != 1 || h.Bin(1) != 1 || h.CountIn(-100, 100) != 4 {
+		t.Fatalf("min %d bins −3..1: %d %d %d %d %d", h.MinNS, h.Bin(-3), h.Bin(-2), h.Bin(-1), h.Bin(0), h.Bin(1))
 	}
 	// ranks: 1 → −2.5 (bin −3, clamped to the min), 2 → bin −1, 3 → bin 0,
 	// 4 → bin 1
@@ -141,20 +141,28 @@ func TestMerge(t *testing.T) {
 	b.Add(-2500)
 	b.Add(50_000)
 	a.Merge(b)
-	if a.Count != 4 || a.Bins[1] != 1 || a.Bins[3] != 1 || a.Neg[2] != 1 || a.Overflow != 1 || a.MinNS != -2500 || a.MaxNS != 50_000 || a.AtMost100US != 4 {
+	if a.Count != 4 || a.Bin(1) != 1 || a.Bin(3) != 1 || a.Bin(-3) != 1 || a.Overflow != 1 || a.MinNS != -2500 || a.MaxNS != 50_000 || a.AtMost100US != 4 {
 		t.Fatalf("merged %+v", a)
 	}
 }
 
-// The bins grow with what is added, not with the range.
-func TestBinsGrowWithContent(t *testing.T) {
+// The bins are allocated with what is added, not with the range: values
+// far apart cost a page each.
+func TestBinsFollowContent(t *testing.T) {
 	h := NewHistogram(DefaultHistUS)
 	h.Add(30_000)
-	if len(h.Bins) > 64 || len(h.Neg) != 0 {
-		t.Fatalf("%d bins, %d negative, for one value at 30 µs", len(h.Bins), len(h.Neg))
-	}
+	h.Add(-99_999_000)
 	h.Add(99_999_000)
-	if len(h.Bins) != DefaultHistUS {
-		t.Fatalf("%d bins, want %d", len(h.Bins), DefaultHistUS)
+	pages := 0
+	for _, pg := range h.pages {
+		if pg != nil {
+			pages++
+		}
+	}
+	if pages != 3 {
+		t.Fatalf("%d pages for three values far apart, want 3", pages)
+	}
+	if lo, hi, ok := h.Span(); !ok || lo != -99_999 || hi != 99_999 {
+		t.Errorf("span %d..%d", lo, hi)
 	}
 }

@@ -43,7 +43,7 @@ func EncodeHistFile(hists []*Histogram) []byte {
 			if j > 0 {
 				b.WriteByte('\t')
 			}
-			fmt.Fprintf(&b, "%06d", h.bin(i))
+			fmt.Fprintf(&b, "%06d", h.Bin(i))
 		}
 		b.WriteByte('\n')
 	}
@@ -86,17 +86,6 @@ func EncodeHistFile(hists []*Histogram) []byte {
 		fmt.Fprintf(&b, "# Thread %d:\n", j)
 	}
 	return []byte(b.String())
-}
-
-// bin returns the count of the bin of lower edge us µs.
-func (h *Histogram) bin(us int64) uint64 {
-	switch {
-	case us >= 0 && us < int64(len(h.Bins)):
-		return h.Bins[us]
-	case us < 0 && -us-1 < int64(len(h.Neg)):
-		return h.Neg[-us-1]
-	}
-	return 0
 }
 
 // HistFile is a histogram file read back: its columns merged into one
@@ -300,36 +289,8 @@ func finishHistFile(h *Histogram, inBins []uint64, summary map[string][]int64, c
 // checkEdges refuses a histogram whose bins hold values outside its
 // claimed min and max.
 func checkEdges(h *Histogram) error {
-	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
-	for i := len(h.Neg) - 1; i >= 0; i-- {
-		if h.Neg[i] != 0 {
-			lo = -int64(i) - 1
-			break
-		}
-	}
-	if lo == math.MaxInt64 {
-		for i, c := range h.Bins {
-			if c != 0 {
-				lo = int64(i)
-				break
-			}
-		}
-	}
-	for i := len(h.Bins) - 1; i >= 0; i-- {
-		if h.Bins[i] != 0 {
-			hi = int64(i)
-			break
-		}
-	}
-	if hi == math.MinInt64 {
-		for i, c := range h.Neg {
-			if c != 0 {
-				hi = -int64(i) - 1
-				break
-			}
-		}
-	}
-	if lo != math.MaxInt64 && (floorDiv(h.MinNS, 1000) > lo || floorDiv(h.MaxNS, 1000) < hi) {
+	lo, hi, ok := h.Span()
+	if ok && (floorDiv(h.MinNS, 1000) > lo || floorDiv(h.MaxNS, 1000) < hi) {
 		return fmt.Errorf("%w: bins from %d to %d µs outside the min %d and max %d µs", ErrHistFile, lo, hi, h.MinNS/1000, h.MaxNS/1000)
 	}
 	if h.Overflow > 0 && h.MaxNS < int64(h.RangeUS)*1000 {
@@ -343,13 +304,7 @@ func checkEdges(h *Histogram) error {
 // i holds exactly the value i). It says false when the count cannot be
 // told: some overflowed values lie beyond the range but maybe below limit.
 func BinnedAtMost(h *Histogram, limit int64) (uint64, bool) {
-	n := h.Underflow
-	for _, c := range h.Neg {
-		n += c
-	}
-	for i := int64(0); i <= limit && i < int64(len(h.Bins)); i++ {
-		n += h.Bins[i]
-	}
+	n := h.Underflow + h.CountIn(math.MinInt64, limit)
 	if limit < int64(h.RangeUS) || h.Overflow == 0 {
 		return n, true
 	}

@@ -51,7 +51,7 @@ func TestHistFileRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := got.Hist
-	if got.Columns != 2 || h.Count != 6 || h.Neg[1] != 1 || h.Bins[3] != 2 || h.Bins[42] != 1 || h.Bins[7] != 1 {
+	if got.Columns != 2 || h.Count != 6 || h.Bin(-2) != 1 || h.Bin(3) != 2 || h.Bin(42) != 1 || h.Bin(7) != 1 {
 		t.Fatalf("read back %+v", got)
 	}
 	// min and max come from the summary lines, in whole µs

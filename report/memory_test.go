@@ -1,0 +1,74 @@
+package report
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"latencytest/rundata"
+)
+
+// hostileDir writes a results directory made to cost the most a reader
+// allows: rundata.MaxPhases phases, each with a samples file of two
+// periods at −99.9 ms and +99.9 ms, so that both sides of every histogram
+// reach their full 100 ms range. It returns the directory and the bytes
+// written.
+func hostileDir(t testing.TB) (string, int64) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "samples"), 0o755)
+	run := &rundata.Run{Schema: 1, Rate: 48000, PeriodFrames: 64, Periods: 2, PeriodUS: 1333.3, BufferUS: 2666.7}
+	var size int64
+	for i := range rundata.MaxPhases {
+		rel := fmt.Sprintf("samples/%03d.bin", i)
+		f, err := os.Create(filepath.Join(dir, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := rundata.NewSampleWriter(f, rundata.NewSampleHeader(48000, 64, 2))
+		w.Write(&rundata.Sample{Index: 0, Due: 1e9, Woke: 1e9 - 99_900_000})
+		w.Write(&rundata.Sample{Index: 1, Due: 1e9 + 1_333_333, Woke: 1e9 + 1_333_333 + 99_900_000})
+		w.Flush()
+		fi, _ := f.Stat()
+		size += fi.Size()
+		f.Close()
+		run.Phases = append(run.Phases, rundata.Phase{Name: fmt.Sprintf("p%d", i), SamplesFile: rel})
+	}
+	if err := rundata.WriteRun(dir, run); err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := os.Stat(filepath.Join(dir, rundata.RunFile))
+	return dir, size + fi.Size()
+}
+
+// The memory a results directory costs follows its content, not its
+// histograms' range: a phase holds its time envelope (maxBuckets buckets),
+// its page table and one 8 KB page of bins per distinct ms of latency its
+// samples hold. Two periods 200 ms apart cost two pages, not 1.6 MB.
+func TestHostileDirectoryMemoryBound(t *testing.T) {
+	dir, size := hostileDir(t)
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	rd, err := load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	held := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	pageTable := int64((2*rundata.DefaultHistUS+1023)/1024) * 8
+	perPhase := int64(maxBuckets*40) + pageTable + 2*8192
+	bound := int64(rundata.MaxPhases)*perPhase + 8<<20
+	t.Logf("%d phases from %d bytes of files hold %d MB (bound %d MB)", len(rd.phases), size, held>>20, bound>>20)
+	if held > bound {
+		t.Errorf("%d bytes held, bound %d", held, bound)
+	}
+	for _, p := range rd.phases {
+		if p.hist == nil || p.Latency.Min != -99_900 || p.Latency.Max != 99_900 {
+			t.Fatalf("phase %s: %+v (note %q)", p.Name, p.Latency, p.note)
+		}
+	}
+	runtime.KeepAlive(rd)
+}

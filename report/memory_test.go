@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
+	"syscall"
 	"testing"
 
 	"latencytest/rundata"
@@ -71,4 +73,32 @@ func TestHostileDirectoryMemoryBound(t *testing.T) {
 		}
 	}
 	runtime.KeepAlive(rd)
+}
+
+// A samples file replaced by a FIFO or a symbolic link is not read: the
+// phase keeps its run.json figures and says why its graphs are missing.
+func TestSamplesFileNotRegular(t *testing.T) {
+	dir, _ := hostileDir(t)
+	first := filepath.Join(dir, "samples", "000.bin")
+	second := filepath.Join(dir, "samples", "001.bin")
+	os.Remove(first)
+	if err := syscall.Mkfifo(first, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(second)
+	if err := os.Symlink("/etc/passwd", second); err != nil {
+		t.Fatal(err)
+	}
+	rd, err := load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"FIFO", "symbolic link"} {
+		if p := rd.phases[i]; p.hist != nil || !strings.Contains(p.note, want) {
+			t.Errorf("phase %d: note %q, want it to name a %s", i, p.note, want)
+		}
+	}
+	if rd.phases[2].hist == nil {
+		t.Errorf("phase 3 lost its samples: %q", rd.phases[2].note)
+	}
 }

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"strings"
 	"testing"
 
 	"latencytest/rundata"
@@ -38,5 +39,24 @@ func TestAccumulatorFill(t *testing.T) {
 	// 48 of 96 frames queued at the worst wakeup without an xrun: 1 ms.
 	if ph.HeadroomMinUS != 1000 {
 		t.Errorf("headroom %g µs, want 1000", ph.HeadroomMinUS)
+	}
+}
+
+// The terminal summary says when a percentile is only a lower bound: a
+// rank beyond the histogram's range reads ">=100000", not the maximum.
+func TestSummaryPercentileBeyondRange(t *testing.T) {
+	h := rundata.NewHistogram(rundata.DefaultHistUS)
+	for range 98 {
+		h.Add(40_900)
+	}
+	h.Add(150_000_000)
+	h.Add(250_000_000)
+	run := &rundata.Run{PeriodUS: 1333, Phases: []rundata.Phase{{Name: "idle", Periods: 100}}}
+	rundata.FillPhase(&run.Phases[0], h)
+	var b strings.Builder
+	summary(&b, run, map[int]float64{0: 40.9}, t.TempDir())
+	want := "Min:     40 Act:   40 Avg: 4040 Max:  250000 p99: >=100000 p99.9: >=100000"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("summary %q lacks %q", b.String(), want)
 	}
 }

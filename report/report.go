@@ -267,7 +267,7 @@ func statsRecord(p *phaseData) []string {
 		}
 		return strconv.FormatFloat(v, 'f', -1, 64)
 	}
-	rec = append(rec, num(p.CPULoop.NominalUS), num(p.CPULoop.MaxUS), num(float64(p.Lost)), num(float64(p.Overflow)))
+	rec = append(rec, num(p.CPULoop.NominalUS), num(p.CPULoop.MaxUS), num(float64(p.Lost)), num(float64(p.Overflow)), num(float64(p.Underflow)))
 	if g := p.GridLateness; g != nil && p.Skipped == "" {
 		pct := func(v float64) string {
 			if g.Beyond(v) {
@@ -301,7 +301,7 @@ func writeStats(w *bytes.Buffer, phases []*phaseData) error {
 	for _, m := range metrics {
 		head = append(head, m.key)
 	}
-	head = append(head, "cpu_loop_nominal_us", "cpu_loop_max_us", "lost", "histogram_overflow",
+	head = append(head, "cpu_loop_nominal_us", "cpu_loop_max_us", "lost", "histogram_overflow", "histogram_underflow",
 		"grid_p50_us", "grid_p99_us", "grid_p9999_us", "grid_max_us", "stressor_stats")
 	if err := cw.Write(head); err != nil {
 		return err

@@ -40,16 +40,18 @@ func TestStatsRecordRepresentations(t *testing.T) {
 		got[k] = recs[1][i]
 	}
 	for k, want := range map[string]string{
-		"phase":            "'=HYPERLINK(\"http://x\")",
-		"stressor":         "'@cmd",
-		"stressor_stats":   "'-a=+b",
-		"min_us":           "-2.5",
-		"p50_us":           "-2.5", // bin −3, clamped to the min
-		"p99_us":           "100",  // the 99th value is 100.000 µs: bin 100
-		"p9999_us":         ">=100000",
-		"max_us":           "150000",
-		"within_100us_pct": "99", // ≤ 100 µs: the early ones and the nine at exactly 100 µs
-		"within_1ms_pct":   "99",
+		"phase":               "'=HYPERLINK(\"http://x\")",
+		"stressor":            "'@cmd",
+		"stressor_stats":      "'-a=+b",
+		"min_us":              "-2.5",
+		"p50_us":              "-2.5", // bin −3, clamped to the min
+		"p99_us":              "100",  // the 99th value is 100.000 µs: bin 100
+		"p9999_us":            ">=100000",
+		"max_us":              "150000",
+		"within_100us_pct":    "99", // ≤ 100 µs: the early ones and the nine at exactly 100 µs
+		"within_1ms_pct":      "99",
+		"histogram_overflow":  "1",
+		"histogram_underflow": "0",
 	} {
 		if got[k] != want {
 			t.Errorf("%s = %q, want %q", k, got[k], want)

@@ -102,3 +102,37 @@ func TestSamplesFileNotRegular(t *testing.T) {
 		t.Errorf("phase 3 lost its samples: %q", rd.phases[2].note)
 	}
 }
+
+// A samples file whose due instants jump across the whole int64 range and
+// whose latencies span the histogram renders: the figures clip, nothing
+// panics.
+func TestHostileSamplesRender(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "samples"), 0o755)
+	f, err := os.Create(filepath.Join(dir, "samples", "01.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := rundata.NewSampleWriter(f, rundata.NewSampleHeader(48000, 64, 2))
+	for i, due := range []int64{1e9, -9e18, 9e18, 0, 5} {
+		lat := []int64{-5e9, 5e9, 0, -1, 99_999_999}[i]
+		w.Write(&rundata.Sample{Index: int64(i), Due: due, Woke: due + lat, DSP: 1e12, Xrun: 1e18, Avail: -5})
+	}
+	w.Flush()
+	f.Close()
+	run := &rundata.Run{Schema: 1, Rate: 48000, PeriodFrames: 64, Periods: 2, PeriodUS: 1333.3, BufferUS: 2666.7,
+		Phases: []rundata.Phase{{Name: "x", SamplesFile: "samples/01.bin"}}}
+	if err := rundata.WriteRun(dir, run); err != nil {
+		t.Fatal(err)
+	}
+	if err := Render(dir); err != nil {
+		t.Fatal(err)
+	}
+	rd, err := load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := rd.phases[0].Latency; l.Min != -5e6 || l.Max != 5e6 || rd.phases[0].Periods != 5 {
+		t.Errorf("recovered figures %+v", l)
+	}
+}

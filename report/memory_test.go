@@ -136,3 +136,23 @@ func TestHostileSamplesRender(t *testing.T) {
 		t.Errorf("recovered figures %+v", l)
 	}
 }
+
+// A run.json with figures no run produces still renders, its strings
+// escaped.
+func TestHostileRunRenders(t *testing.T) {
+	dir := t.TempDir()
+	run := &rundata.Run{Schema: 1, Rate: -5, Periods: -3, PeriodUS: 1e-300, BufferUS: 1e7,
+		Phases: []rundata.Phase{{Name: "<script>x</script>", Periods: 7,
+			Latency: rundata.LatencyStats{Min: -1e300, Max: 1e300, P50: 1e308, Avg: -1e308},
+			CPULoop: rundata.CPULoop{NominalUS: 1e308, MaxUS: -1e308}}}}
+	if err := rundata.WriteRun(dir, run); err != nil {
+		t.Fatal(err)
+	}
+	if err := Render(dir); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, IndexFile))
+	if err != nil || strings.Contains(string(b), "<script>x") || !strings.Contains(string(b), "&lt;script&gt;x") {
+		t.Errorf("the phase name is not escaped (%v)", err)
+	}
+}

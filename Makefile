@@ -12,7 +12,7 @@ LDFLAGS := -X main.version=$(VERSION)
 # Arguments for `make run`, e.g. make run ARGS="--tests idle,hackbench --duration 10s"
 ARGS ?=
 
-.PHONY: run test build build-static build-portaudio setup setup-test vet unit portaudio-test vmtest bench clean
+.PHONY: run test build build-static build-portaudio setup setup-test vet unit fuzz fuzz-short portaudio-test vmtest bench clean
 
 run: setup build
 	$(BIN) run $(ARGS)
@@ -39,7 +39,7 @@ setup:
 setup-test:
 	scripts/setup test
 
-test: setup-test vet unit portaudio-test vmtest
+test: setup-test vet unit fuzz-short portaudio-test vmtest
 
 vet:
 	@test -z "$$(gofmt -l . | tee /dev/stderr)" || { echo "gofmt: files above need formatting"; exit 1; }
@@ -50,6 +50,25 @@ vet:
 # storms, hackbench) never run beside the tests that measure latency.
 unit:
 	$(GO) test -count=1 -p 1 -timeout 20m ./...
+
+# Every parser of a file latencytest reads is a Go fuzz target with a seed
+# corpus of real files in its package's testdata/ (docs/reliability.md).
+# `make fuzz` runs each for FUZZTIME; `make test` runs each for 5 s. An input
+# that fails is written to the package's testdata/fuzz/ and from then on
+# runs with the unit tests.
+FUZZ_TARGETS := rundata:FuzzParseRun rundata:FuzzSampleReader rundata:FuzzParseHistFile \
+	report:FuzzParseCyclictest audio/alsa:FuzzDecodeWAV
+FUZZTIME ?= 60s
+
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t##*:}; \
+		echo "== $$fn (./$$pkg) for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./$$pkg/; \
+	done
+
+fuzz-short:
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=5s
 
 portaudio-test:
 	$(GO) test -count=1 -p 1 -timeout 10m -tags portaudio ./audio/portaudio/... ./cmd/latencytest/

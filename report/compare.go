@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 
 	"latencytest/rundata"
 )
@@ -61,7 +60,7 @@ func CompareInputs(ins []Input, out string) error {
 	}
 	cs := make([]*compared, len(ins))
 	errs := make([]error, len(ins))
-	var wg sync.WaitGroup
+	wg := newGroup()
 	for i, in := range ins {
 		wg.Go(func() { cs[i], errs[i] = loadInput(in) })
 	}
@@ -87,6 +86,10 @@ func CompareInputs(ins []Input, out string) error {
 	return rundata.WriteFileAtomic(out, page)
 }
 
+// maxCyclictestBytes bounds a cyclictest file: -h 100000 with 64 threads
+// is about 50 MB of histogram text.
+const maxCyclictestBytes = 256 << 20
+
 func loadInput(in Input) (*compared, error) {
 	c := &compared{Input: in}
 	if c.Label == "" {
@@ -107,7 +110,7 @@ func loadInput(in Input) (*compared, error) {
 		c.run, c.phases = rd.run, rd.phases
 		return c, nil
 	}
-	b, err := os.ReadFile(in.Path)
+	b, err := rundata.ReadFileLimited(in.Path, maxCyclictestBytes)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadInput, err)
 	}
@@ -200,7 +203,7 @@ func renderCompare(cs []*compared) ([]byte, error) {
 	periodUS, bufferUS := commonPeriod(cs)
 	pg.Sections = make([]sectionView, len(names))
 	errs := make([]error, len(names))
-	var wg sync.WaitGroup
+	wg := newGroup()
 	for si, name := range names {
 		sv := &pg.Sections[si]
 		sv.ID, sv.Name = "phase-"+strconv.Itoa(si+1), name

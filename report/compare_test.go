@@ -2,6 +2,7 @@ package report
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,24 +48,21 @@ func TestCyclictestHistAndJSONAgree(t *testing.T) {
 		if h.hist.MinNS != j.hist.MinNS || h.hist.MaxNS != j.hist.MaxNS {
 			t.Errorf("%s: min/max hist %d/%d json %d/%d", run.name, h.hist.MinNS, h.hist.MaxNS, j.hist.MinNS, j.hist.MaxNS)
 		}
-		for i, n := range h.hist.Bins {
-			var m uint64
-			if i < len(j.hist.Bins) {
-				m = j.hist.Bins[i]
-			}
-			if n != m {
+		for i := range int64(h.hist.RangeUS) {
+			if n, m := h.hist.Bin(i), j.hist.Bin(i); n != m {
 				t.Fatalf("%s: bin %d hist %d json %d", run.name, i, n, m)
 			}
 		}
-		if len(j.hist.Bins) != len(h.hist.Bins) {
-			t.Errorf("%s: JSON histogram range %d, hist file %d (the range comes from the JSON's command line)", run.name, len(j.hist.Bins), len(h.hist.Bins))
+		if j.hist.RangeUS != h.hist.RangeUS {
+			t.Errorf("%s: JSON histogram range %d, hist file %d (the range comes from the JSON's command line)", run.name, j.hist.RangeUS, h.hist.RangeUS)
 		}
 		if j.kernel == "" || j.cmdline == "" {
 			t.Errorf("%s: JSON system or command line not read", run.name)
 		}
-		// Percentiles that land among the overflowed values are the maximum.
-		if p := h.hist.Percentile(1); p != float64(h.hist.MaxNS)/1000 {
-			t.Errorf("%s: p100 = %v, want the max %v", run.name, p, float64(h.hist.MaxNS)/1000)
+		// Percentiles that land among the overflowed values read the
+		// histogram's edge, a lower bound, and say so.
+		if p := h.hist.Percentile(1); p != float64(h.hist.RangeUS) || !h.hist.Stats().Beyond(p) || fmtPercentile(h.hist.Stats(), p) != fmt.Sprintf("≥ %d", h.hist.RangeUS) {
+			t.Errorf("%s: p100 = %v (%s), want the range %d read as a lower bound", run.name, p, fmtPercentile(h.hist.Stats(), p), h.hist.RangeUS)
 		}
 	}
 }
@@ -76,16 +74,15 @@ func TestCyclictestHistofall(t *testing.T) {
 	if c.threads != 2 || c.hist.Count != 2000 {
 		t.Fatalf("threads %d count %d, want 2 and 2000 (1000 loops × 2)", c.threads, c.hist.Count)
 	}
-	var in uint64
-	for _, n := range c.hist.Bins {
-		in += n
-	}
+	in := c.hist.CountIn(0, int64(c.hist.RangeUS))
 	if in+c.hist.Overflow != c.hist.Count || c.hist.Overflow != 22 {
 		t.Errorf("bins %d + overflow %d != count %d", in, c.hist.Overflow, c.hist.Count)
 	}
 	p := ctPhase("x", c)
-	// The histogram stops at 100 µs with overflows: "within 1 ms" is unknown.
-	if !strings.Contains(fmtPct(p.WithinMS1), "—") || fmtPct(p.WithinUS100) == "—" {
+	// The bins stop at 99 µs with overflows up to 1.6 ms: "≤ 1 ms" is
+	// unknown, and so is "≤ 100 µs" (a value of exactly 100 µs is among
+	// the overflows).
+	if fmtPct(p.WithinMS1) != "—" || fmtPct(p.WithinUS100) != "—" {
 		t.Errorf("within 1 ms %v, within 100 µs %v", p.WithinMS1, p.WithinUS100)
 	}
 }

@@ -1,12 +1,12 @@
 package report
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"strconv"
 	"strings"
 
@@ -27,6 +27,9 @@ type ctRun struct {
 	// for a --histfile, which records no system.
 	kernel, version, cmdline string
 	realtime                 bool
+	// within100US and within1MS say whether the "within" counts are known
+	// (see rundata.BinnedAtMost).
+	within100US, within1MS bool
 }
 
 // errUnknownFormat is returned for a file that is neither a cyclictest
@@ -45,107 +48,15 @@ func parseCyclictest(b []byte) (*ctRun, error) {
 	return nil, errUnknownFormat
 }
 
-// parseCyclictestHist parses cyclictest's histogram text (-h N, --histfile):
-// "# Histogram", one line per µs bin with a count per thread (and, with -H,
-// a sum column), then "# Total:", "# Min/Avg/Max Latencies:" and
-// "# Histogram Overflows:" with one value per thread (-H appends the sum to
-// some of them). The thread count is taken from "# Min Latencies:", which
-// never has the sum column.
+// parseCyclictestHist reads cyclictest's histogram text; the codec is
+// rundata's, which also writes latencytest's --histfile.
 func parseCyclictestHist(b []byte) (*ctRun, error) {
-	type row struct {
-		bin    int
-		counts []uint64
-	}
-	var rows []row
-	summary := map[string][]int64{}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	line := 0
-	for sc.Scan() {
-		line++
-		s := strings.TrimSpace(sc.Text())
-		if s == "" {
-			continue
-		}
-		if rest, ok := strings.CutPrefix(s, "#"); ok {
-			k, v, ok := strings.Cut(rest, ":")
-			if !ok {
-				continue
-			}
-			k = strings.TrimSpace(k)
-			switch k {
-			case "Total", "Min Latencies", "Avg Latencies", "Max Latencies", "Histogram Overflows":
-				var vals []int64
-				for _, f := range strings.Fields(v) {
-					n, err := strconv.ParseInt(f, 10, 64)
-					if err != nil {
-						return nil, fmt.Errorf("cyclictest histogram line %d: %q: %w", line, s, err)
-					}
-					vals = append(vals, n)
-				}
-				summary[k] = vals
-			}
-			continue
-		}
-		fs := strings.Fields(s)
-		if len(fs) < 2 {
-			return nil, fmt.Errorf("cyclictest histogram line %d: %q is not a bin and its counts", line, s)
-		}
-		bin, err := strconv.Atoi(fs[0])
-		if err != nil || bin < 0 || bin > 10_000_000 {
-			return nil, fmt.Errorf("cyclictest histogram line %d: bad bin %q", line, fs[0])
-		}
-		r := row{bin: bin}
-		for _, f := range fs[1:] {
-			n, err := strconv.ParseUint(f, 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("cyclictest histogram line %d: bad count %q", line, f)
-			}
-			r.counts = append(r.counts, n)
-		}
-		rows = append(rows, r)
-	}
-	if err := sc.Err(); err != nil {
+	hf, err := rundata.ParseHistFile(b)
+	if err != nil {
 		return nil, err
 	}
-	mins, maxs, avgs := summary["Min Latencies"], summary["Max Latencies"], summary["Avg Latencies"]
-	threads := len(mins)
-	if threads == 0 || len(maxs) < threads || len(avgs) < threads {
-		return nil, fmt.Errorf("cyclictest histogram: no \"# Min/Avg/Max Latencies\" summary (was it cut short?)")
-	}
-	nbins := 0
-	for _, r := range rows {
-		nbins = max(nbins, r.bin+1)
-		if len(r.counts) < threads {
-			return nil, fmt.Errorf("cyclictest histogram: bin %d has %d columns for %d threads", r.bin, len(r.counts), threads)
-		}
-	}
-	h := rundata.NewHistogram(nbins)
-	perThread := make([]uint64, threads)
-	for _, r := range rows {
-		for t := 0; t < threads; t++ {
-			h.Bins[r.bin] += r.counts[t]
-			perThread[t] += r.counts[t]
-		}
-	}
-	of := summary["Histogram Overflows"]
-	var sum float64
-	for t := 0; t < threads; t++ {
-		n := perThread[t]
-		if t < len(of) {
-			n += uint64(of[t])
-			h.Overflow += uint64(of[t])
-		}
-		h.Count += n
-		sum += float64(avgs[t]) * float64(n)
-		h.MinNS = min(h.MinNS, mins[t]*1000)
-		h.MaxNS = max(h.MaxNS, maxs[t]*1000)
-	}
-	h.SumNS = sum * 1000
-	if h.Count == 0 {
-		h.MinNS = 0
-	}
-	return &ctRun{hist: h, threads: threads, cycles: h.Count}, nil
+	return &ctRun{hist: hf.Hist, threads: hf.Columns, cycles: hf.Hist.Count,
+		within100US: hf.Within100US, within1MS: hf.Within1MS}, nil
 }
 
 // ctJSON is the part of cyclictest's --json output (rt-tests 2.x) read
@@ -158,14 +69,8 @@ type ctJSON struct {
 		Version  string `json:"version"`
 		Realtime int    `json:"realtime"`
 	} `json:"sysinfo"`
-	NumThreads int `json:"num_threads"`
-	Thread     map[string]struct {
-		Histogram map[string]uint64 `json:"histogram"`
-		Cycles    uint64            `json:"cycles"`
-		Min       float64           `json:"min"`
-		Max       float64           `json:"max"`
-		Avg       float64           `json:"avg"`
-	} `json:"thread"`
+	NumThreads int                 `json:"num_threads"`
+	Thread     map[string]ctThread `json:"thread"`
 }
 
 func parseCyclictestJSON(b []byte) (*ctRun, error) {
@@ -183,40 +88,88 @@ func parseCyclictestJSON(b []byte) (*ctRun, error) {
 	// The JSON omits empty bins and does not say where the histogram
 	// ended; the command line does (-h N / --histogram=N), and the largest
 	// bin present is a lower bound.
-	nbins := histRange(cmd)
+	rangeUS := histRange(cmd)
+	if rangeUS > rundata.MaxHistUS {
+		return nil, fmt.Errorf("cyclictest JSON: its command line asks for a %d µs histogram; latencytest reads up to %d", rangeUS, rundata.MaxHistUS)
+	}
 	for _, t := range j.Thread {
 		for k := range t.Histogram {
 			bin, err := strconv.Atoi(k)
-			if err != nil || bin < 0 || bin > 10_000_000 {
-				return nil, fmt.Errorf("cyclictest JSON: bad histogram bin %q", k)
+			if err != nil || bin < 0 || bin >= rundata.MaxHistUS {
+				return nil, fmt.Errorf("cyclictest JSON: bad histogram bin %q (bins are µs below %d)", k, rundata.MaxHistUS)
 			}
-			nbins = max(nbins, bin+1)
+			rangeUS = max(rangeUS, bin+1)
 		}
 	}
-	h := rundata.NewHistogram(nbins)
+	h := rundata.NewHistogram(max(rangeUS, 1))
 	var sum float64
-	for _, t := range j.Thread {
-		var in uint64
-		for k, n := range t.Histogram {
-			bin, _ := strconv.Atoi(k)
-			h.Bins[bin] += n
-			in += n
+	for name, t := range j.Thread {
+		if err := addCTThread(h, &sum, t); err != nil {
+			return nil, fmt.Errorf("cyclictest JSON: thread %q: %w", name, err)
 		}
-		if t.Cycles > in {
-			h.Overflow += t.Cycles - in
-		}
-		h.Count += max(t.Cycles, in)
-		sum += t.Avg * float64(max(t.Cycles, in))
-		h.MinNS = min(h.MinNS, int64(math.Round(t.Min*1000)))
-		h.MaxNS = max(h.MaxNS, int64(math.Round(t.Max*1000)))
 	}
 	h.SumNS = sum * 1000
+	c := &ctRun{hist: h, threads: len(j.Thread), cycles: h.Count, kernel: j.Sysinfo.Release,
+		version: j.Sysinfo.Version, cmdline: cmd, realtime: j.Sysinfo.Realtime == 1}
 	if h.Count == 0 {
-		h.MinNS = 0
+		h.MinNS, h.MaxNS = 0, 0
 	}
-	return &ctRun{hist: h, threads: len(j.Thread), cycles: h.Count, kernel: j.Sysinfo.Release,
-		version: j.Sysinfo.Version, cmdline: cmd, realtime: j.Sysinfo.Realtime == 1}, nil
+	if h.Overflow > 0 && h.MaxNS < int64(h.RangeUS)*1000 {
+		return nil, fmt.Errorf("cyclictest JSON: %d cycles beyond the %d µs histogram but a max of %d µs", h.Overflow, h.RangeUS, h.MaxNS/1000)
+	}
+	h.AtMost100US, c.within100US = rundata.BinnedAtMost(h, rundata.Within100US/1000)
+	h.AtMost1MS, c.within1MS = rundata.BinnedAtMost(h, rundata.Within1MS/1000)
+	return c, nil
 }
+
+// ctThread is one thread of cyclictest's JSON.
+type ctThread = struct {
+	Histogram map[string]uint64 `json:"histogram"`
+	Cycles    uint64            `json:"cycles"`
+	Min       float64           `json:"min"`
+	Max       float64           `json:"max"`
+	Avg       float64           `json:"avg"`
+}
+
+// addCTThread merges one thread into h, refusing figures that contradict
+// each other (cyclictest's latencies are whole µs, never negative).
+func addCTThread(h *rundata.Histogram, sum *float64, t ctThread) error {
+	var in uint64
+	for k, n := range t.Histogram {
+		bin, _ := strconv.Atoi(k)
+		var c uint64
+		if in, c = bits.Add64(in, n, 0); c != 0 {
+			return errors.New("the histogram's counts overflow")
+		}
+		if n > 0 && (float64(bin) < math.Floor(t.Min) || float64(bin) > t.Max) {
+			return fmt.Errorf("bin %d outside its min %g and max %g µs", bin, t.Min, t.Max)
+		}
+		h.AddBin(int64(bin), n)
+	}
+	if t.Cycles < in {
+		return fmt.Errorf("%d cycles but %d in the histogram", t.Cycles, in)
+	}
+	if t.Cycles == 0 {
+		return nil
+	}
+	if !(t.Min >= 0 && t.Min <= t.Avg && t.Avg <= t.Max && t.Max <= maxCTLatencyUS) {
+		return fmt.Errorf("min %g, avg %g, max %g µs do not hold together", t.Min, t.Avg, t.Max)
+	}
+	count, c := bits.Add64(h.Count, t.Cycles, 0)
+	if c != 0 {
+		return errors.New("the cycle counts overflow")
+	}
+	h.Count = count
+	h.AddBin(int64(h.RangeUS), t.Cycles-in) // the cycles the histogram did not hold
+	*sum += t.Avg * float64(t.Cycles)
+	h.MinNS = min(h.MinNS, int64(math.Round(t.Min*1000)))
+	h.MaxNS = max(h.MaxNS, int64(math.Round(t.Max*1000)))
+	return nil
+}
+
+// maxCTLatencyUS bounds the latencies a cyclictest file may claim, so
+// that they convert to ns (11.6 days).
+const maxCTLatencyUS = 1e12
 
 // histRange finds cyclictest's histogram size on its command line, 0 when
 // it is not there.
@@ -252,23 +205,18 @@ func cmdlineInt(cmd string, short, long []string) int {
 // ctPhase turns a cyclictest result into a phase for the tables. What
 // cyclictest does not measure (the CPU loop, xruns) is marked unknown, and
 // so is a "within" share its histogram cannot tell (overflowed values
-// below the limit).
+// maybe below the limit).
 func ctPhase(name string, c *ctRun) *phaseData {
 	h := c.hist
 	p := &phaseData{hist: h, noLoop: true}
 	p.Name = name
 	p.Periods = int64(h.Count)
-	p.Latency = h.Stats()
-	p.Latency.Min = float64(h.MinNS) / 1000
-	p.Latency.Max = float64(h.MaxNS) / 1000
-	within := func(limitNS int64) float64 {
-		if h.Overflow > 0 && limitNS/1000 > int64(len(h.Bins)) {
-			return math.NaN()
-		}
-		return 100 * h.FractionBelow(limitNS)
+	rundata.FillPhase(&p.Phase, h)
+	if !c.within100US {
+		p.WithinUS100 = math.NaN()
 	}
-	p.WithinUS100 = within(100_000)
-	p.WithinMS1 = within(1_000_000)
-	p.Overflow = h.Overflow
+	if !c.within1MS {
+		p.WithinMS1 = math.NaN()
+	}
 	return p
 }

@@ -133,9 +133,10 @@ func svgOf(p *plot.Plot, w, h vg.Length) (template.HTML, error) {
 func timeFigure(pd *phaseData, periodMS, bufferMS float64) (template.HTML, string, error) {
 	env := pd.env
 	xs, lo, hi, marks, end := series(env, func(b *bucket) (float64, float64) { return float64(b.latMin), float64(b.latMax) })
-	maxHi := 0.0
-	for _, v := range hi {
+	maxHi, minLo := 0.0, 0.0
+	for i, v := range hi {
 		maxHi = max(maxHi, v)
+		minLo = min(minLo, lo[i]) // early wakeups (against a fitted grid) go below 0
 	}
 	top := max(1.25*bufferMS, 1.25*periodMS, 0.05)
 	clip := math.Inf(1)
@@ -150,7 +151,7 @@ func timeFigure(pd *phaseData, periodMS, bufferMS float64) (template.HTML, strin
 		}
 	}
 	p := newPlot("wakeup latency over time", "time (s)", "latency (ms)")
-	p.Y.Min, p.Y.Max = 0, top
+	p.Y.Min, p.Y.Max = max(minLo*1.05, -top), top
 	p.X.Min, p.X.Max = 0, max(end, 1e-3)
 	p.Add(&Envelope{X: xs, Lo: lo, Hi: hi, XMax: end, Clip: clip, Color: colLatency})
 	// The reference lines go over the data, as in the classic graphs: a
@@ -231,24 +232,29 @@ type histSeries struct {
 // fall in range. Overflowed values get a bar of their own past the last bin.
 func histFigure(title string, ss []histSeries, periodUS, bufferUS float64, single color.NRGBA) (template.HTML, error) {
 	xmax := 10.0
+	xmin := 0.0 // below 0 when a histogram holds negative values
 	var cmax uint64 = 1
 	var overflow bool
+	var negatives uint64
 	binsEnd := 0.0
 	var ofFrom []string // where each overflowing histogram ends, for the label
 	for _, s := range ss {
-		last := -1
-		for i, c := range s.h.Bins {
-			if c > 0 {
-				last = i
-				cmax = max(cmax, c)
+		last := -1.0
+		s.h.Each(func(us int64, c uint64) {
+			cmax = max(cmax, c)
+			last = float64(us)
+			if us < 0 {
+				xmin = min(xmin, float64(us))
+				negatives += c
 			}
-		}
+		})
+		negatives += s.h.Underflow
 		xmax = max(xmax, float64(last+1))
 		cmax = max(cmax, s.h.Overflow)
 		if s.h.Overflow > 0 {
 			overflow = true
-			binsEnd = max(binsEnd, float64(len(s.h.Bins)))
-			if f := "≥ " + fmtNum(float64(len(s.h.Bins))); !slices.Contains(ofFrom, f) {
+			binsEnd = max(binsEnd, float64(s.h.RangeUS))
+			if f := "≥ " + fmtNum(float64(s.h.RangeUS)); !slices.Contains(ofFrom, f) {
 				ofFrom = append(ofFrom, f)
 			}
 		}
@@ -275,11 +281,15 @@ func histFigure(title string, ss []histSeries, periodUS, bufferUS float64, singl
 			xmax *= 1.08
 		}
 	}
+	if logX && negatives > 0 {
+		// A log axis has no room below 0: say what it leaves out.
+		title += fmt.Sprintf(" (%d values below 0 µs not drawn)", negatives)
+	}
 	p := newPlot(title, xlabel, "periods per bin")
 	p.Y.Scale = plot.LogScale{}
 	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 	p.Y.Min, p.Y.Max = 0.7, math.Pow(10, math.Ceil(math.Log10(float64(cmax))+0.15))
-	p.X.Min, p.X.Max = 0, xmax
+	p.X.Min, p.X.Max = xmin*1.05, xmax
 	if logX {
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
@@ -294,7 +304,7 @@ func histFigure(title string, ss []histSeries, periodUS, bufferUS float64, singl
 		if s.color.A != 0 {
 			c = s.color
 		}
-		h := &Hist{Bins: s.h.Bins, Overflow: s.h.Overflow, OverflowX: ofX * (1 + 0.006*float64(i)), Color: c, Outline: outline}
+		h := &Hist{H: s.h, OverflowX: ofX * (1 + 0.006*float64(i)), Color: c, Outline: outline}
 		p.Add(h)
 		if outline {
 			p.Legend.Add(s.label, h)

@@ -4,9 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
-	"sync"
 
 	"latencytest/rundata"
 )
@@ -31,16 +29,17 @@ type runData struct {
 }
 
 // load reads dir/run.json and every phase's samples file, the phases in
-// parallel since each is an independent pass over tens of MB. A missing or
-// damaged samples file is not fatal: the phase keeps its run.json figures
-// and says why its graphs are missing.
+// parallel since each is an independent pass over tens of MB, but no more
+// at a time than there are CPUs. A missing or damaged samples file is not
+// fatal: the phase keeps its run.json figures and says why its graphs are
+// missing. A run.json that cannot be read is bad input (ErrBadInput).
 func load(dir string) (*runData, error) {
 	r, err := rundata.ReadRun(dir)
 	if err != nil {
-		return nil, fmt.Errorf("read results: %w", err)
+		return nil, fmt.Errorf("%w: %v", ErrBadInput, err)
 	}
 	rd := &runData{dir: dir, run: r}
-	var wg sync.WaitGroup
+	wg := newGroup()
 	for i := range r.Phases {
 		pd := &phaseData{Phase: r.Phases[i]}
 		rd.phases = append(rd.phases, pd)
@@ -56,26 +55,33 @@ func load(dir string) (*runData, error) {
 			continue
 		}
 		wg.Go(func() {
-			h, e, err := readSamples(filepath.Join(dir, filepath.FromSlash(pd.SamplesFile)))
-			if err != nil {
-				pd.note = err.Error()
-				return
-			}
-			if h.Count == 0 {
-				pd.note = "the samples file holds no period (the run ended before this phase measured one)"
-				return
-			}
-			pd.hist, pd.env = h, e
-			fillFromSamples(&pd.Phase, h)
+			loadPhase(pd, filepath.Join(dir, filepath.FromSlash(pd.SamplesFile)))
 		})
 	}
 	wg.Wait()
 	return rd, nil
 }
 
+// loadPhase reads one phase's samples file into pd.
+func loadPhase(pd *phaseData, path string) {
+	h, e, err := readSamples(path)
+	if err != nil {
+		pd.note = err.Error()
+		return
+	}
+	if h.Count == 0 {
+		pd.note = "the samples file holds no period (the run ended before this phase measured one)"
+		return
+	}
+	pd.hist, pd.env = h, e
+	fillFromSamples(&pd.Phase, h)
+}
+
 // readSamples makes one pass over a samples file.
 func readSamples(path string) (*rundata.Histogram, *envelope, error) {
-	f, err := os.Open(path)
+	// The samples are the run's own files, never links: one found there
+	// was planted (and a FIFO would block the report forever).
+	f, err := rundata.OpenRegular(path, true)
 	if err != nil {
 		return nil, nil, fmt.Errorf("samples: %w", err)
 	}
@@ -110,8 +116,5 @@ func fillFromSamples(p *rundata.Phase, h *rundata.Histogram) {
 		return
 	}
 	p.Periods = int64(h.Count)
-	p.Latency = h.Stats()
-	p.WithinUS100 = 100 * h.FractionBelow(100_000)
-	p.WithinMS1 = 100 * h.FractionBelow(1_000_000)
-	p.Overflow = h.Overflow
+	rundata.FillPhase(p, h)
 }

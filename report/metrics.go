@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"latencytest/rundata"
 )
 
 // metric is one statistic of a phase. One table of them serves the
@@ -17,43 +19,49 @@ type metric struct {
 	better int    // -1 lower is better, +1 higher is better, 0 neither
 	get    func(*phaseData) float64
 	format func(float64) string
+	// pct marks a percentile of the wakeup latency: beyond the histogram's
+	// range it is only a lower bound, and reads "≥ range".
+	pct bool
 }
 
 var metrics = []metric{
-	{"periods", "periods", 0, func(p *phaseData) float64 { return float64(p.Periods) }, fmtInt},
-	{"min_us", "min µs", -1, func(p *phaseData) float64 { return p.Latency.Min }, fmtUS},
-	{"avg_us", "avg µs", -1, func(p *phaseData) float64 { return p.Latency.Avg }, fmtUS},
-	{"p50_us", "p50 µs", -1, func(p *phaseData) float64 { return p.Latency.P50 }, fmtUS},
-	{"p99_us", "p99 µs", -1, func(p *phaseData) float64 { return p.Latency.P99 }, fmtUS},
-	{"p999_us", "p99.9 µs", -1, func(p *phaseData) float64 { return p.Latency.P999 }, fmtUS},
-	{"p9999_us", "p99.99 µs", -1, func(p *phaseData) float64 { return p.Latency.P9999 }, fmtUS},
-	{"max_us", "max µs", -1, func(p *phaseData) float64 { return p.Latency.Max }, fmtUS},
-	{"within_100us_pct", "≤ 100 µs %", +1, func(p *phaseData) float64 { return p.WithinUS100 }, fmtPct},
-	{"within_1ms_pct", "≤ 1 ms %", +1, func(p *phaseData) float64 { return p.WithinMS1 }, fmtPct},
+	{"periods", "periods", 0, func(p *phaseData) float64 { return float64(p.Periods) }, fmtInt, false},
+	{"min_us", "min µs", -1, func(p *phaseData) float64 { return p.Latency.Min }, fmtUS, false},
+	{"avg_us", "avg µs", -1, func(p *phaseData) float64 { return p.Latency.Avg }, fmtUS, false},
+	{"p50_us", "p50 µs", -1, func(p *phaseData) float64 { return p.Latency.P50 }, fmtUS, true},
+	{"p99_us", "p99 µs", -1, func(p *phaseData) float64 { return p.Latency.P99 }, fmtUS, true},
+	{"p999_us", "p99.9 µs", -1, func(p *phaseData) float64 { return p.Latency.P999 }, fmtUS, true},
+	{"p9999_us", "p99.99 µs", -1, func(p *phaseData) float64 { return p.Latency.P9999 }, fmtUS, true},
+	{"max_us", "max µs", -1, func(p *phaseData) float64 { return p.Latency.Max }, fmtUS, false},
+	// The share of wakeups at most 100 µs (1 ms) late, early ones included.
+	{"within_100us_pct", "wakeups ≤ 100 µs %", +1, func(p *phaseData) float64 { return p.WithinUS100 }, fmtPct, false},
+	{"within_1ms_pct", "wakeups ≤ 1 ms %", +1, func(p *phaseData) float64 { return p.WithinMS1 }, fmtPct, false},
+	// The share of CPU loops whose duration is within ±100 µs of nominal
+	// (|real − nominal| ≤ 100 µs): a DSP figure, not a wakeup one.
 	{"cpu_loop_within_100us_pct", "CPU loop ±100 µs %", +1, func(p *phaseData) float64 {
 		if p.noLoop {
 			return math.NaN()
 		}
 		return p.CPULoop.Within100USPct
-	}, fmtPct},
+	}, fmtPct, false},
 	{"headroom_min_us", "min headroom µs", +1, func(p *phaseData) float64 {
 		if p.noLoop {
 			return math.NaN()
 		}
 		return p.HeadroomMinUS
-	}, fmtUS},
+	}, fmtUS, false},
 	{"xruns", "xruns", -1, func(p *phaseData) float64 {
 		if p.noLoop {
 			return math.NaN()
 		}
 		return float64(p.Xruns)
-	}, fmtInt},
+	}, fmtInt, false},
 	{"xrun_ms_total", "underrun ms", -1, func(p *phaseData) float64 {
 		if p.noLoop {
 			return math.NaN()
 		}
 		return p.XrunMSTotal
-	}, fmtUS},
+	}, fmtUS, false},
 }
 
 // cell is one formatted table value.
@@ -66,9 +74,41 @@ type cell struct {
 func row(p *phaseData) []cell {
 	cs := make([]cell, len(metrics))
 	for i, m := range metrics {
-		cs[i] = cell{Key: m.key, Text: m.format(m.get(p))}
+		cs[i] = cell{Key: m.key, Text: m.text(p)}
 	}
 	return cs
+}
+
+// text formats the metric of a phase for the page.
+func (m *metric) text(p *phaseData) string {
+	v := m.get(p)
+	if m.pct {
+		return fmtPercentile(p.Latency, v)
+	}
+	return m.format(v)
+}
+
+// csv formats the metric of a phase for stats.csv: plain decimals, empty
+// when unknown, ">=N" for a percentile that is only a lower bound.
+func (m *metric) csv(p *phaseData) string {
+	v := m.get(p)
+	switch {
+	case math.IsNaN(v):
+		return ""
+	case m.pct && p.Latency.Beyond(v):
+		return ">=" + strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+// fmtPercentile formats a percentile of s: one whose rank fell among the
+// values beyond the histogram's range reads "≥ range" (the bins cannot say
+// how far beyond), never the maximum.
+func fmtPercentile(s rundata.LatencyStats, v float64) string {
+	if s.Beyond(v) {
+		return "≥ " + strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return fmtUS(v)
 }
 
 // markBest flags, in each metric where lower or higher is better, the best
@@ -98,7 +138,7 @@ func markBest(ps []*phaseData, rows [][]cell) {
 			continue // nothing to be best against
 		}
 		for ri, p := range ps {
-			if p != nil && m.format(m.get(p)) == m.format(best) {
+			if p != nil && m.text(p) == m.format(best) {
 				rows[ri][mi].Best = true
 			}
 		}

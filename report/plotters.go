@@ -7,6 +7,8 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"latencytest/rundata"
 )
 
 // The plotters here draw in canvas units rather than per data point: a
@@ -184,8 +186,7 @@ func (m *Marks) Plot(c draw.Canvas, p *plot.Plot) {
 // microsecond stays as tall as it is. Overflow (values past the last bin)
 // is drawn as a bar of its own at OverflowX when non-zero.
 type Hist struct {
-	Bins      []uint64
-	Overflow  uint64
+	H         *rundata.Histogram
 	OverflowX float64 // where to draw the overflow bar, in µs
 	Color     color.Color
 	// Outline draws the top edge only, for overlaying several histograms.
@@ -209,8 +210,10 @@ func (h *Hist) Plot(c draw.Canvas, p *plot.Plot) {
 		n      uint64
 	}
 	var steps []step
-	for i, n := range h.Bins {
-		lo, hi := float64(i), float64(i+1)
+	first, last, _ := h.H.Span()
+	for j := first; j <= last; j++ {
+		n := h.H.Bin(j)
+		lo, hi := float64(j), float64(j+1)
 		if hi <= p.X.Min {
 			continue
 		}
@@ -255,10 +258,10 @@ func (h *Hist) Plot(c draw.Canvas, p *plot.Plot) {
 		c.SetColor(h.Color)
 		c.Fill(path)
 	}
-	if h.Overflow > 0 {
+	if h.H.Overflow > 0 {
 		x := trX(h.OverflowX)
 		var bar vg.Path
-		y := top(h.Overflow)
+		y := top(h.H.Overflow)
 		bar.Move(vg.Point{X: x - 2, Y: base})
 		bar.Line(vg.Point{X: x + 2, Y: base})
 		bar.Line(vg.Point{X: x + 2, Y: y})

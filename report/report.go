@@ -13,11 +13,9 @@ import (
 	"encoding/csv"
 	"fmt"
 	"html/template"
-	"math"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"latencytest/rundata"
@@ -118,7 +116,7 @@ func renderIndex(rd *runData) ([]byte, error) {
 	pg.Overview = statsTable{ID: "overview-table", First: "phase", Extra: "stressor throughput", Head: metricHeads()}
 	var overlay []histSeries
 	pg.Phases = make([]phaseView, len(rd.phases))
-	var wg sync.WaitGroup
+	wg := newGroup()
 	errs := make([]error, len(rd.phases))
 	for i, pd := range rd.phases {
 		id := "phase-" + strconv.Itoa(i+1)
@@ -137,7 +135,7 @@ func renderIndex(rd *runData) ([]byte, error) {
 			Xruns: pd.Xruns, Overflow: pd.Overflow, Lost: pd.Lost, Nominal: fmtNum(pd.CPULoop.NominalUS / 1000)}
 		if g := pd.GridLateness; g != nil {
 			pv.Grid = fmt.Sprintf("min %s, p50 %s, p99 %s, p99.9 %s, p99.99 %s, max %s µs",
-				fmtUS(g.Min), fmtUS(g.P50), fmtUS(g.P99), fmtUS(g.P999), fmtUS(g.P9999), fmtUS(g.Max))
+				fmtUS(g.Min), fmtPercentile(*g, g.P50), fmtPercentile(*g, g.P99), fmtPercentile(*g, g.P999), fmtPercentile(*g, g.P9999), fmtUS(g.Max))
 		}
 		sr.Link = ""
 		pv.Table = statsTable{First: "phase", Extra: "stressor throughput", Head: metricHeads(), Rows: []statsRow{sr}}
@@ -251,6 +249,50 @@ func systemKV(s *rundata.System) []kv {
 	}
 }
 
+// statsRecord is one phase's row of stats.csv. Text that comes from the
+// run (names, reasons, stressor figures) is neutralised against formula
+// injection; numbers are written by strconv and never start with = + @.
+func statsRecord(p *phaseData) []string {
+	rec := []string{csvText(p.Name), csvText(p.Stressor), csvText(p.Skipped)}
+	for _, m := range metrics {
+		if p.Skipped != "" {
+			rec = append(rec, "")
+			continue
+		}
+		rec = append(rec, m.csv(p))
+	}
+	num := func(v float64) string {
+		if p.Skipped != "" {
+			return ""
+		}
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	rec = append(rec, num(p.CPULoop.NominalUS), num(p.CPULoop.MaxUS), num(float64(p.Lost)), num(float64(p.Overflow)), num(float64(p.Underflow)))
+	if g := p.GridLateness; g != nil && p.Skipped == "" {
+		pct := func(v float64) string {
+			if g.Beyond(v) {
+				return ">=" + num(v)
+			}
+			return num(v)
+		}
+		rec = append(rec, pct(g.P50), pct(g.P99), pct(g.P9999), num(g.Max))
+	} else {
+		rec = append(rec, "", "", "", "")
+	}
+	return append(rec, csvText(stressorSummary(p.StressorStats)))
+}
+
+// csvText keeps a spreadsheet from running a cell as a formula: a cell
+// that starts with = + - @ (or a tab or carriage return, which some
+// programs skip before looking) gets a leading apostrophe, as OWASP
+// advises.
+func csvText(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
+}
+
 // writeStats writes stats.csv: one row per phase, the columns of metrics
 // plus the phase's identity and throughput. docs/report.md documents it.
 func writeStats(w *bytes.Buffer, phases []*phaseData) error {
@@ -259,36 +301,13 @@ func writeStats(w *bytes.Buffer, phases []*phaseData) error {
 	for _, m := range metrics {
 		head = append(head, m.key)
 	}
-	head = append(head, "cpu_loop_nominal_us", "cpu_loop_max_us", "lost", "histogram_overflow",
+	head = append(head, "cpu_loop_nominal_us", "cpu_loop_max_us", "lost", "histogram_overflow", "histogram_underflow",
 		"grid_p50_us", "grid_p99_us", "grid_p9999_us", "grid_max_us", "stressor_stats")
 	if err := cw.Write(head); err != nil {
 		return err
 	}
 	for _, p := range phases {
-		rec := []string{p.Name, p.Stressor, p.Skipped}
-		for _, m := range metrics {
-			v := m.get(p)
-			switch {
-			case p.Skipped != "" || math.IsNaN(v):
-				rec = append(rec, "")
-			default:
-				rec = append(rec, strconv.FormatFloat(v, 'f', -1, 64))
-			}
-		}
-		num := func(v float64) string {
-			if p.Skipped != "" {
-				return ""
-			}
-			return strconv.FormatFloat(v, 'f', -1, 64)
-		}
-		rec = append(rec, num(p.CPULoop.NominalUS), num(p.CPULoop.MaxUS), num(float64(p.Lost)), num(float64(p.Overflow)))
-		if g := p.GridLateness; g != nil && p.Skipped == "" {
-			rec = append(rec, num(g.P50), num(g.P99), num(g.P9999), num(g.Max))
-		} else {
-			rec = append(rec, "", "", "", "")
-		}
-		rec = append(rec, stressorSummary(p.StressorStats))
-		if err := cw.Write(rec); err != nil {
+		if err := cw.Write(statsRecord(p)); err != nil {
 			return err
 		}
 	}

@@ -108,15 +108,22 @@ type Phase struct {
 	// Lost counts periods the engine measured but could not hand over
 	// (its ring was full); they are in the figures of no statistic.
 	Lost int64 `json:"lost,omitempty"`
-	// Overflow counts latencies beyond the histogram's range; they are in
-	// Max and in every percentile they reach.
-	Overflow uint64 `json:"histogram_overflow,omitempty"`
+	// Overflow counts latencies beyond the histogram's range (≥ 100 ms);
+	// they are in Max, and a percentile whose rank falls among them reads
+	// the range's edge (see LatencyStats). Underflow counts those below
+	// −100 ms; they are in Min.
+	Overflow  uint64 `json:"histogram_overflow,omitempty"`
+	Underflow uint64 `json:"histogram_underflow,omitempty"`
 
 	SamplesFile   string         `json:"samples_file,omitempty"` // relative to the results directory
 	StressorStats map[string]any `json:"stressor_stats,omitempty"`
 }
 
-// LatencyStats is a phase's wakeup-latency distribution, in µs.
+// LatencyStats is a phase's wakeup-latency distribution, in µs. Min, Avg
+// and Max are exact; a percentile is the nearest-rank value read off 1 µs
+// bins (Histogram.Percentile). A percentile ≥ RangeUS fell among the
+// values beyond the histogram's range: it means "at least that", the
+// bins cannot say how much more (see Beyond).
 type LatencyStats struct {
 	Min   float64 `json:"min"`
 	Avg   float64 `json:"avg"`
@@ -126,6 +133,9 @@ type LatencyStats struct {
 	P999  float64 `json:"p999"`
 	P9999 float64 `json:"p9999"`
 	Max   float64 `json:"max"`
+	// RangeUS is the edge of the histogram the percentiles were read from
+	// (100000); 0 in run.json files written before it was recorded.
+	RangeUS float64 `json:"range_us,omitempty"`
 }
 
 // CPULoop summarises the simulated DSP work of a phase.
@@ -154,18 +164,43 @@ func WriteRun(dir string, r *Run) error {
 	return WriteFileAtomic(filepath.Join(dir, RunFile), append(b, '\n'))
 }
 
-// ReadRun reads dir/run.json.
+// ReadRun reads dir/run.json. Its errors name the file.
 func ReadRun(dir string) (*Run, error) {
-	b, err := os.ReadFile(filepath.Join(dir, RunFile))
+	path := filepath.Join(dir, RunFile)
+	b, err := ReadFileLimited(path, MaxRunFileBytes)
 	if err != nil {
 		return nil, err
 	}
+	r, err := ParseRun(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
+}
+
+// ParseRun decodes and checks a run.json document: a newer schema, more
+// than MaxPhases phases, or figures no run can produce are refused.
+func ParseRun(b []byte) (*Run, error) {
 	var r Run
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, RunFile), err)
+		return nil, err
 	}
-	if r.Schema > SchemaVersion {
-		return nil, fmt.Errorf("%s: schema %d is newer than this latencytest reads (%d)", filepath.Join(dir, RunFile), r.Schema, SchemaVersion)
+	if r.Schema > SchemaVersion || r.Schema < 1 {
+		return nil, fmt.Errorf("schema %d: this latencytest reads 1 to %d", r.Schema, SchemaVersion)
+	}
+	if len(r.Phases) > MaxPhases {
+		return nil, fmt.Errorf("%d phases: at most %d", len(r.Phases), MaxPhases)
+	}
+	// The period and buffer scale the figures' axes: up to 10 s.
+	for _, v := range []float64{r.PeriodUS, r.BufferUS} {
+		if v < 0 || v > 1e7 {
+			return nil, fmt.Errorf("period_us %g, buffer_us %g: want 0 to 10 s", r.PeriodUS, r.BufferUS)
+		}
+	}
+	for i := range r.Phases {
+		if r.Phases[i].Periods < 0 {
+			return nil, fmt.Errorf("phase %d: %d periods", i+1, r.Phases[i].Periods)
+		}
 	}
 	return &r, nil
 }

@@ -28,6 +28,7 @@ const (
 	ctlXrun = 2 // payload: the xrun length of the next period, ns
 	ctlLost = 3 // payload: periods lost (engine ring full) before the next one
 	ctlFlag = 4 // payload: flags of the next period
+	ctlLat  = 5 // payload: the next period's latency, ns, when the record's 32 bits cannot hold it (negative, or ≥ 4.29 s)
 )
 
 // DueTolerance is how far a reconstructed due instant may drift from the
@@ -129,7 +130,12 @@ func (sw *SampleWriter) Write(s *Sample) error {
 		}
 	}
 	lat := s.Woke - s.Due
-	lat = max(0, min(lat, maxLatencyNS))
+	if lat < 0 || lat > maxLatencyNS {
+		if err := sw.control(ctlLat, lat); err != nil {
+			return err
+		}
+		lat = max(0, min(lat, maxLatencyNS))
+	}
 	dsp := s.DSP / int64(sw.hdr.DSPUnitNS)
 	dsp = max(0, min(dsp, 0xFFFF))
 	avail := max(0, min(int64(s.Avail), 0xFFFF))
@@ -204,6 +210,8 @@ func NewSampleReader(r io.Reader) (*SampleReader, error) {
 func (sr *SampleReader) Next(s *Sample) error {
 	*s = Sample{}
 	le := binary.LittleEndian
+	var lat int64
+	exact := false
 	for {
 		if _, err := io.ReadFull(sr.r, sr.rec[:]); err != nil {
 			if err == io.ErrUnexpectedEOF {
@@ -216,6 +224,9 @@ func (sr *SampleReader) Next(s *Sample) error {
 			s.Index = sr.nextIdx
 			s.Due = sr.nextDue
 			s.Woke = s.Due + int64(word)
+			if exact {
+				s.Woke = s.Due + lat
+			}
 			s.DSP = int64(le.Uint16(sr.rec[4:])) * int64(sr.Header.DSPUnitNS)
 			s.Avail = int32(le.Uint16(sr.rec[6:]))
 			sr.nextIdx++
@@ -230,20 +241,46 @@ func (sr *SampleReader) Next(s *Sample) error {
 			return err
 		}
 		payload := int64(le.Uint64(sr.rec[:]))
-		switch kind {
-		case ctlDue:
-			sr.nextDue = payload
-		case ctlXrun:
-			s.Xrun = payload
-		case ctlLost:
-			sr.nextIdx += payload
-			sr.Lost += payload
-		case ctlFlag:
-			s.Flags = uint32(payload)
-		default:
-			return fmt.Errorf("samples file: unknown control record %d", kind)
+		if err := sr.control(s, kind, payload); err != nil {
+			return err
+		}
+		if kind == ctlLat {
+			lat, exact = payload, true
 		}
 	}
+}
+
+// control applies one control record, refusing payloads no writer makes:
+// a file is read as it comes, and a damaged one must not turn into
+// figures.
+func (sr *SampleReader) control(s *Sample, kind uint16, payload int64) error {
+	switch kind {
+	case ctlDue:
+		sr.nextDue = payload
+	case ctlXrun:
+		if payload < 0 {
+			return fmt.Errorf("samples file: xrun of %d ns", payload)
+		}
+		s.Xrun = payload
+	case ctlLost:
+		if payload <= 0 || payload > 1<<40 {
+			return fmt.Errorf("samples file: %d periods lost", payload)
+		}
+		sr.nextIdx += payload
+		sr.Lost += payload
+	case ctlFlag:
+		if payload < 0 || payload > 0xFFFFFFFF {
+			return fmt.Errorf("samples file: flags %#x", payload)
+		}
+		s.Flags = uint32(payload)
+	case ctlLat:
+		if payload >= 0 && payload <= maxLatencyNS {
+			return fmt.Errorf("samples file: exact latency %d ns the record itself holds", payload)
+		}
+	default:
+		return fmt.Errorf("samples file: unknown control record %d", kind)
+	}
+	return nil
 }
 
 // ReadSamples reads a whole samples file into memory: for tests and tools

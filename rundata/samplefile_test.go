@@ -105,3 +105,44 @@ func TestNotSamples(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// Latencies the 32-bit record cannot hold (negative, or beyond 4.29 s) are
+// stored exactly in a control record, not clamped.
+func TestSampleFileExactLatency(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewSampleWriter(&buf, NewSampleHeader(48000, 48, 2))
+	lats := []int64{-12_345, 7_000, 5_000_000_000, maxLatencyNS, -1}
+	for i, l := range lats {
+		due := 1e9 + int64(i)*1_000_000
+		if err := w.Write(&Sample{Index: int64(i), Due: due, Woke: due + l}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Flush()
+	got, err := readAll(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range lats {
+		if got[i].Latency() != l {
+			t.Errorf("period %d: latency %d, want %d", i, got[i].Latency(), l)
+		}
+	}
+}
+
+func readAll(r io.Reader) ([]Sample, error) {
+	sr, err := NewSampleReader(r)
+	if err != nil {
+		return nil, err
+	}
+	var out []Sample
+	for {
+		var s Sample
+		if err := sr.Next(&s); err == io.EOF {
+			return out, nil
+		} else if err != nil {
+			return out, err
+		}
+		out = append(out, s)
+	}
+}

@@ -251,10 +251,7 @@ func (a *accumulator) fill(ph *rundata.Phase) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	ph.Periods = a.periods
-	ph.Latency = a.hist.Stats()
-	ph.Overflow = a.hist.Overflow
-	ph.WithinUS100 = 100 * a.hist.FractionBelow(100_000)
-	ph.WithinMS1 = 100 * a.hist.FractionBelow(1_000_000)
+	rundata.FillPhase(ph, a.hist)
 	if a.grid.Count > 0 {
 		g := a.grid.Stats()
 		ph.GridLateness = &g

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"latencytest/audio"
@@ -156,7 +156,7 @@ func Run(ctx context.Context, cfg Config) (*rundata.Run, error) {
 		return run, err
 	}
 	if cfg.HistFile != "" {
-		if err := rundata.WriteFileAtomic(cfg.HistFile, histFile(hists)); err != nil {
+		if err := rundata.WriteFileAtomic(cfg.HistFile, rundata.EncodeHistFile(hists)); err != nil {
 			return run, err
 		}
 	}
@@ -291,56 +291,6 @@ func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, run *ru
 	return acc, err
 }
 
-// histFile renders the phases' histograms in cyclictest's --histfile
-// format, one column per phase, so tools made for cyclictest read it.
-func histFile(hists []*rundata.Histogram) []byte {
-	var b strings.Builder
-	rows := 0
-	for _, h := range hists {
-		if h.Count > 0 {
-			rows = max(rows, int(min(h.MaxNS/1000+1, int64(len(h.Bins)))))
-		}
-	}
-	b.WriteString("# Histogram\n")
-	for i := range rows {
-		fmt.Fprintf(&b, "%06d ", i)
-		for j, h := range hists {
-			if j > 0 {
-				b.WriteByte('\t')
-			}
-			fmt.Fprintf(&b, "%06d", h.Bins[i])
-		}
-		b.WriteByte('\n')
-	}
-	line := func(name string, f func(h *rundata.Histogram) string) {
-		b.WriteString("# " + name + ":")
-		for _, h := range hists {
-			b.WriteString(" " + f(h))
-		}
-		b.WriteByte('\n')
-	}
-	line("Total", func(h *rundata.Histogram) string { return fmt.Sprintf("%09d", h.Count-h.Overflow) })
-	line("Min Latencies", func(h *rundata.Histogram) string {
-		if h.Count == 0 {
-			return "00000"
-		}
-		return fmt.Sprintf("%05d", h.MinNS/1000)
-	})
-	line("Avg Latencies", func(h *rundata.Histogram) string {
-		if h.Count == 0 {
-			return "00000"
-		}
-		return fmt.Sprintf("%05d", int64(h.SumNS/float64(h.Count)/1000))
-	})
-	line("Max Latencies", func(h *rundata.Histogram) string { return fmt.Sprintf("%05d", h.MaxNS/1000) })
-	line("Histogram Overflows", func(h *rundata.Histogram) string { return fmt.Sprintf("%05d", h.Overflow) })
-	b.WriteString("# Histogram Overflow at cycle number:\n")
-	for j := range hists {
-		fmt.Fprintf(&b, "# Thread %d:\n", j)
-	}
-	return []byte(b.String())
-}
-
 // summary prints one line per phase in cyclictest's style, with
 // percentiles and xruns added, and where the results are.
 func summary(w io.Writer, run *rundata.Run, acts map[int]float64, dir string) {
@@ -350,9 +300,16 @@ func summary(w io.Writer, run *rundata.Run, acts map[int]float64, dir string) {
 			continue
 		}
 		l := ph.Latency
-		fmt.Fprintf(w, "T: %-10s P:%d I:%d C:%8d Min:%7d Act:%5d Avg:%5d Max:%8d p99: %d p99.9: %d xruns: %d\n",
+		// A percentile beyond the histogram's range is only a lower bound.
+		pct := func(v float64) string {
+			if l.Beyond(v) {
+				return fmt.Sprintf(">=%d", int64(v))
+			}
+			return fmt.Sprint(int64(math.Floor(v)))
+		}
+		fmt.Fprintf(w, "T: %-10s P:%d I:%d C:%8d Min:%7d Act:%5d Avg:%5d Max:%8d p99: %s p99.9: %s xruns: %d\n",
 			ph.Name, run.RT.Obtained.Priority, int64(run.PeriodUS), ph.Periods,
-			int64(l.Min), int64(acts[i]), int64(l.Avg), int64(l.Max), int64(l.P99), int64(l.P999), ph.Xruns)
+			int64(math.Floor(l.Min)), int64(math.Floor(acts[i])), int64(math.Floor(l.Avg)), int64(math.Floor(l.Max)), pct(l.P99), pct(l.P999), ph.Xruns)
 	}
 	if run.Interrupted {
 		fmt.Fprintln(w, "interrupted: the results hold what was measured until then")

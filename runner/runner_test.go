@@ -42,30 +42,21 @@ func TestAccumulatorFill(t *testing.T) {
 	}
 }
 
-func TestHistFileIsCyclictestFormat(t *testing.T) {
-	a, b := rundata.NewHistogram(100), rundata.NewHistogram(100)
-	for _, v := range []int64{3_200, 3_900, 5_000} {
-		a.Add(v)
+// The terminal summary says when a percentile is only a lower bound: a
+// rank beyond the histogram's range reads ">=100000", not the maximum.
+func TestSummaryPercentileBeyondRange(t *testing.T) {
+	h := rundata.NewHistogram(rundata.DefaultHistUS)
+	for range 98 {
+		h.Add(40_900)
 	}
-	b.Add(1_000)
-	b.Add(500_000) // overflow
-	got := string(histFile([]*rundata.Histogram{a, b}))
-	for _, want := range []string{
-		"# Histogram\n000000 000000\t000000\n",
-		"000003 000002\t000000\n",
-		"000005 000001\t000000\n",
-		"# Total: 000000003 000000001\n",
-		"# Min Latencies: 00003 00001\n",
-		"# Max Latencies: 00005 00500\n",
-		"# Histogram Overflows: 00000 00001\n",
-		"# Thread 1:\n",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("histfile lacks %q:\n%s", want, got)
-		}
-	}
-	// Rows run to the largest maximum within range: 0..99 here.
-	if n := strings.Count(got, "\n000"); n != 100 {
-		t.Errorf("%d rows, want 100", n)
+	h.Add(150_000_000)
+	h.Add(250_000_000)
+	run := &rundata.Run{PeriodUS: 1333, Phases: []rundata.Phase{{Name: "idle", Periods: 100}}}
+	rundata.FillPhase(&run.Phases[0], h)
+	var b strings.Builder
+	summary(&b, run, map[int]float64{0: 40.9}, t.TempDir())
+	want := "Min:     40 Act:   40 Avg: 4040 Max:  250000 p99: >=100000 p99.9: >=100000"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("summary %q lacks %q", b.String(), want)
 	}
 }

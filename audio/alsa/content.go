@@ -8,7 +8,8 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
+
+	"latencytest/rundata"
 )
 
 // What the playback side plays. Everything is rendered at Open into one
@@ -26,9 +27,10 @@ func (d *pcmData) frames() int { return len(d.samples) / d.channels }
 // readWAV decodes a RIFF WAVE file with 16-, 24- or 32-bit integer PCM or
 // 32-bit float samples.
 func readWAV(path string) (*pcmData, error) {
-	f, err := os.Open(path)
+	// A FIFO or a device named by --file is refused, not read forever.
+	f, err := rundata.OpenRegular(path, false)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("--file: %w", err)
 	}
 	defer f.Close()
 	d, err := decodeWAV(f)
@@ -86,6 +88,11 @@ func decodeWAV(r io.Reader) (*pcmData, error) {
 	}
 }
 
+// maxWAVData bounds the audio --file may hold: the whole file is decoded
+// into memory at Open (as float32, then in the device's format), and ten
+// minutes of 48 kHz stereo 32-bit is 220 MB.
+const maxWAVData = 256 << 20
+
 func decodeSamples(r io.Reader, size int64, tag, channels, rate, bits, align int) (*pcmData, error) {
 	switch {
 	case tag == 1 && (bits == 16 || bits == 24 || bits == 32):
@@ -101,21 +108,18 @@ func decodeSamples(r io.Reader, size int64, tag, channels, rate, bits, align int
 		return nil, fmt.Errorf("block align %d for %d channels of %d bits", align, channels, bits)
 	}
 	// Files written while streaming carry a size of 0 or 0xFFFFFFFF:
-	// read to the end then.
-	var raw []byte
-	var err error
-	if size == 0 || size == 0xFFFFFFFF {
-		raw, err = io.ReadAll(r)
-	} else {
-		raw = make([]byte, size)
-		var n int
-		n, err = io.ReadFull(r, raw)
-		if err == io.ErrUnexpectedEOF { // truncated file: play what is there
-			raw, err = raw[:n], nil
-		}
+	// read to the end then. A truncated file plays what is there. The
+	// data are read as they come, never allocated from the size the
+	// header claims, so memory follows the file's real content.
+	if size == 0 || size == 0xFFFFFFFF || size > maxWAVData {
+		size = maxWAVData + 1
 	}
+	raw, err := io.ReadAll(io.LimitReader(r, size))
 	if err != nil {
 		return nil, fmt.Errorf("data: %w", err)
+	}
+	if len(raw) > maxWAVData {
+		return nil, fmt.Errorf("more than %d MB of audio", maxWAVData>>20)
 	}
 	n := len(raw) / align * channels
 	if n == 0 {

@@ -39,11 +39,14 @@ func reportMain(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		fmt.Fprintf(stderr, "latencytest report: %v\n", err)
-		return 1
+		return 2
 	}
 	interrupted, err := uninterrupted(func() error { return report.Render(dir) })
 	if err != nil {
 		fmt.Fprintf(stderr, "latencytest report: %v\n", err)
+		if errors.Is(err, report.ErrBadInput) {
+			return 2
+		}
 		return 1
 	}
 	fmt.Fprintf(stdout, "wrote %s and %s\n", filepath.Join(dir, report.IndexFile), filepath.Join(dir, report.StatsFile))

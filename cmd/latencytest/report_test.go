@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -143,4 +145,93 @@ func TestReportInterrupt(t *testing.T) {
 			t.Errorf("delay %v: index.html is incomplete", delay)
 		}
 	}
+}
+
+// Files that are damaged, made up or not files at all: report and compare
+// refuse each with exit 2 and one line naming the file, and never hang.
+func TestHostileInputFiles(t *testing.T) {
+	good := synthRun(t, "host-a")
+	ct := filepath.Join("..", "..", "report", "testdata", "cyclictest")
+	tmp := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(tmp, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	dirWith := func(name string, runJSON []byte) string {
+		d := filepath.Join(tmp, name)
+		os.MkdirAll(d, 0o755)
+		os.WriteFile(filepath.Join(d, "run.json"), runJSON, 0o644)
+		return d
+	}
+	malformed := dirWith("malformed", []byte(`{"schema": 1, "phases": [`))
+	newer := dirWith("newer", []byte(`{"schema": 99}`))
+	fifoDir := filepath.Join(tmp, "fifo")
+	os.MkdirAll(fifoDir, 0o755)
+	if err := syscall.Mkfifo(filepath.Join(fifoDir, "run.json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(tmp, "ct.fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	js, err := os.ReadFile(filepath.Join(ct, "idle.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hugeH := write("hugeh.json", regexp.MustCompile(`-h *[0-9]+`).ReplaceAllString(string(js), "-h 9000000000000000000"))
+	hist, err := os.ReadFile(filepath.Join(ct, "idle.hist"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	negOverflow := write("neg.hist", regexp.MustCompile(`# Histogram Overflows: *[0-9]+`).ReplaceAllString(string(hist), "# Histogram Overflows: -1"))
+	out := filepath.Join(tmp, "never.html")
+	cases := map[string]struct {
+		args []string
+		want string // in the error line
+	}{
+		"report malformed run.json":  {[]string{"report", malformed}, filepath.Join(malformed, "run.json")},
+		"compare malformed run.json": {[]string{"compare", good, malformed, "-o", out}, filepath.Join(malformed, "run.json")},
+		"report newer schema":        {[]string{"report", newer}, "schema 99"},
+		"report FIFO run.json":       {[]string{"report", fifoDir}, "FIFO"},
+		"compare FIFO run.json":      {[]string{"compare", fifoDir, "-o", out}, "FIFO"},
+		"compare FIFO file":          {[]string{"compare", fifo, "-o", out}, "FIFO"},
+		"compare device":             {[]string{"compare", "/dev/zero", "-o", out}, "device"},
+		"compare -h 9e18":            {[]string{"compare", hugeH, "-o", out}, "hugeh.json"},
+		"compare overflows -1":       {[]string{"compare", negOverflow, "-o", out}, "neg.hist"},
+	}
+	for what, c := range cases {
+		r := latencytestWithin(t, 20*time.Second, c.args...)
+		oneLine(t, r, what)
+		if !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%s: %q does not name %q", what, r.stderr, c.want)
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Fatalf("%s: wrote the output anyway", what)
+		}
+	}
+}
+
+// latencytestWithin is latencytest with a deadline: a reader that blocks
+// (on a FIFO, a device) fails the test instead of hanging it.
+func latencytestWithin(t *testing.T, d time.Duration, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	var so, se strings.Builder
+	cmd.Stdout, cmd.Stderr = &so, &se
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("latencytest %v: still running after %v", args, d)
+	}
+	r := result{stdout: so.String(), stderr: se.String()}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

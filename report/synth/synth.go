@@ -188,10 +188,7 @@ func writePhase(path string, p *rundata.Phase, ps Phase, c Config, rng *rand.Ran
 		return err
 	}
 	p.Periods = n
-	p.Latency = h.Stats()
-	p.WithinUS100 = 100 * h.FractionBelow(100_000)
-	p.WithinMS1 = 100 * h.FractionBelow(1_000_000)
-	p.Overflow = h.Overflow
+	rundata.FillPhase(p, h)
 	p.HeadroomMinUS = float64(headroom) / 1000
 	p.CPULoop = rundata.CPULoop{NominalUS: float64(nominal) / 1000, MaxUS: float64(dspMax) / 1000}
 	if n > 0 {

@@ -1,0 +1,158 @@
+package report
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+
+	"latencytest/rundata"
+)
+
+// hostileDir writes a results directory made to cost the most a reader
+// allows: rundata.MaxPhases phases, each with a samples file of two
+// periods at −99.9 ms and +99.9 ms, so that both sides of every histogram
+// reach their full 100 ms range. It returns the directory and the bytes
+// written.
+func hostileDir(t testing.TB) (string, int64) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "samples"), 0o755)
+	run := &rundata.Run{Schema: 1, Rate: 48000, PeriodFrames: 64, Periods: 2, PeriodUS: 1333.3, BufferUS: 2666.7}
+	var size int64
+	for i := range rundata.MaxPhases {
+		rel := fmt.Sprintf("samples/%03d.bin", i)
+		f, err := os.Create(filepath.Join(dir, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := rundata.NewSampleWriter(f, rundata.NewSampleHeader(48000, 64, 2))
+		w.Write(&rundata.Sample{Index: 0, Due: 1e9, Woke: 1e9 - 99_900_000})
+		w.Write(&rundata.Sample{Index: 1, Due: 1e9 + 1_333_333, Woke: 1e9 + 1_333_333 + 99_900_000})
+		w.Flush()
+		fi, _ := f.Stat()
+		size += fi.Size()
+		f.Close()
+		run.Phases = append(run.Phases, rundata.Phase{Name: fmt.Sprintf("p%d", i), SamplesFile: rel})
+	}
+	if err := rundata.WriteRun(dir, run); err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := os.Stat(filepath.Join(dir, rundata.RunFile))
+	return dir, size + fi.Size()
+}
+
+// The memory a results directory costs follows its content, not its
+// histograms' range: a phase holds its time envelope (maxBuckets buckets),
+// its page table and one 8 KB page of bins per distinct ms of latency its
+// samples hold. Two periods 200 ms apart cost two pages, not 1.6 MB.
+func TestHostileDirectoryMemoryBound(t *testing.T) {
+	dir, size := hostileDir(t)
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	rd, err := load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	held := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	pageTable := int64((2*rundata.DefaultHistUS+1023)/1024) * 8
+	perPhase := int64(maxBuckets*40) + pageTable + 2*8192
+	bound := int64(rundata.MaxPhases)*perPhase + 8<<20
+	t.Logf("%d phases from %d bytes of files hold %d MB (bound %d MB)", len(rd.phases), size, held>>20, bound>>20)
+	if held > bound {
+		t.Errorf("%d bytes held, bound %d", held, bound)
+	}
+	for _, p := range rd.phases {
+		if p.hist == nil || p.Latency.Min != -99_900 || p.Latency.Max != 99_900 {
+			t.Fatalf("phase %s: %+v (note %q)", p.Name, p.Latency, p.note)
+		}
+	}
+	runtime.KeepAlive(rd)
+}
+
+// A samples file replaced by a FIFO or a symbolic link is not read: the
+// phase keeps its run.json figures and says why its graphs are missing.
+func TestSamplesFileNotRegular(t *testing.T) {
+	dir, _ := hostileDir(t)
+	first := filepath.Join(dir, "samples", "000.bin")
+	second := filepath.Join(dir, "samples", "001.bin")
+	os.Remove(first)
+	if err := syscall.Mkfifo(first, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(second)
+	if err := os.Symlink("/etc/passwd", second); err != nil {
+		t.Fatal(err)
+	}
+	rd, err := load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"FIFO", "symbolic link"} {
+		if p := rd.phases[i]; p.hist != nil || !strings.Contains(p.note, want) {
+			t.Errorf("phase %d: note %q, want it to name a %s", i, p.note, want)
+		}
+	}
+	if rd.phases[2].hist == nil {
+		t.Errorf("phase 3 lost its samples: %q", rd.phases[2].note)
+	}
+}
+
+// A samples file whose due instants jump across the whole int64 range and
+// whose latencies span the histogram renders: the figures clip, nothing
+// panics.
+func TestHostileSamplesRender(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "samples"), 0o755)
+	f, err := os.Create(filepath.Join(dir, "samples", "01.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := rundata.NewSampleWriter(f, rundata.NewSampleHeader(48000, 64, 2))
+	for i, due := range []int64{1e9, -9e18, 9e18, 0, 5} {
+		lat := []int64{-5e9, 5e9, 0, -1, 99_999_999}[i]
+		w.Write(&rundata.Sample{Index: int64(i), Due: due, Woke: due + lat, DSP: 1e12, Xrun: 1e18, Avail: -5})
+	}
+	w.Flush()
+	f.Close()
+	run := &rundata.Run{Schema: 1, Rate: 48000, PeriodFrames: 64, Periods: 2, PeriodUS: 1333.3, BufferUS: 2666.7,
+		Phases: []rundata.Phase{{Name: "x", SamplesFile: "samples/01.bin"}}}
+	if err := rundata.WriteRun(dir, run); err != nil {
+		t.Fatal(err)
+	}
+	if err := Render(dir); err != nil {
+		t.Fatal(err)
+	}
+	rd, err := load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := rd.phases[0].Latency; l.Min != -5e6 || l.Max != 5e6 || rd.phases[0].Periods != 5 {
+		t.Errorf("recovered figures %+v", l)
+	}
+}
+
+// A run.json with figures no run produces still renders, its strings
+// escaped.
+func TestHostileRunRenders(t *testing.T) {
+	dir := t.TempDir()
+	run := &rundata.Run{Schema: 1, Rate: -5, Periods: -3, PeriodUS: 1e-300, BufferUS: 1e7,
+		Phases: []rundata.Phase{{Name: "<script>x</script>", Periods: 7,
+			Latency: rundata.LatencyStats{Min: -1e300, Max: 1e300, P50: 1e308, Avg: -1e308},
+			CPULoop: rundata.CPULoop{NominalUS: 1e308, MaxUS: -1e308}}}}
+	if err := rundata.WriteRun(dir, run); err != nil {
+		t.Fatal(err)
+	}
+	if err := Render(dir); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, IndexFile))
+	if err != nil || strings.Contains(string(b), "<script>x") || !strings.Contains(string(b), "&lt;script&gt;x") {
+		t.Errorf("the phase name is not escaped (%v)", err)
+	}
+}

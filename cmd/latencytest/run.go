@@ -107,7 +107,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	} else if isTerminal(stderr) {
 		cfg.Progress = runner.ProgressBar
 	}
-	cfg.Checks = checks()
+	cfg.Checks, cfg.RTTasks = checks(cfg.RT)
 	if !f.noReport {
 		cfg.Render = render()
 	}

@@ -297,10 +297,12 @@ func (s *Session) Stop() error {
 }
 
 func (s *Session) teardown() error {
-	writeFile(s.inst, "tracing_on", "0")
 	if s.fd >= 0 {
 		unix.Close(s.fd)
 		s.fd = -1
+	}
+	if s.fs == nil {
+		return nil
 	}
 	return s.fs.removeInstance(s.inst)
 }

@@ -18,8 +18,8 @@ func TestRecorder(t *testing.T) {
 	s := replay(map[int]*cpuLog{0: {evs: evs}}, 10e9)
 	var seen []rundata.Spike
 	r := NewRecorder(s, Thread{TID: 42}, 500*us, func(sp rundata.Spike) { seen = append(seen, sp) })
-	r.Offer(0, &rundata.Sample{Index: 1, Due: 4800 * us, Woke: 5010 * us})              // 210 µs: not a spike
-	r.Offer(1, &rundata.Sample{Index: 2, Due: 4000 * us, Woke: 5010 * us})              // 1.01 ms
+	r.Offer(0, &rundata.Sample{Index: 1, Due: 4800 * us, Woke: 5010 * us})            // 210 µs: not a spike
+	r.Offer(1, &rundata.Sample{Index: 2, Due: 4000 * us, Woke: 5010 * us})            // 1.01 ms
 	r.Offer(1, &rundata.Sample{Index: 3, Due: 4900 * us, Woke: 5010 * us, Xrun: 3e6}) // an xrun, however late
 	ss := r.Flush()
 	if len(ss) != 2 || ss[0].Phase != 1 || ss[0].Period != 2 || ss[0].Causes[0].Name != "hog" || ss[0].Causes[0].NS != 1000*us ||

@@ -37,6 +37,16 @@ type env struct {
 	tempDir  string
 	sys      rundata.System
 	writable func(path string) bool // may this process open path for writing?
+	// The audio thread the checks judge against: its SCHED_FIFO priority
+	// (0: SCHED_OTHER) and CPUs (nil: every CPU).
+	audioPrio int
+	cpus      []int
+}
+
+// Options name the audio thread the checks judge the machine for.
+type Options struct {
+	Prio int   // its SCHED_FIFO priority; 0: SCHED_OTHER
+	CPUs []int // the CPUs it may run on; nil: every CPU
 }
 
 // limit is a resource limit's soft value; unlimited is RLIM_INFINITY.
@@ -65,11 +75,29 @@ var checks = []checker{
 	checkMitigations,
 	checkSwappiness,
 	checkTempFS,
+	checkRTThrottle,
+	checkRTTasks,
 }
 
-// Run inspects this machine's real-time configuration.
+// Run inspects this machine's real-time configuration for an audio thread
+// at latencytest's default priority on any CPU.
 func Run() []rundata.Finding {
-	return run(systemEnv())
+	return RunFor(Options{Prio: wantRTPrio})
+}
+
+// RunFor inspects this machine's real-time configuration for the audio
+// thread o describes.
+func RunFor(o Options) []rundata.Finding {
+	e := systemEnv()
+	e.audioPrio, e.cpus = o.Prio, o.CPUs
+	return run(e)
+}
+
+// RTTasks lists this machine's real-time threads, highest priority first,
+// flagging those that can run instead of the audio thread o describes.
+func RTTasks(o Options) []rundata.RTTask {
+	e := systemEnv()
+	return e.rtTasks(o.Prio, o.CPUs)
 }
 
 func run(e *env) []rundata.Finding {

@@ -71,12 +71,16 @@ func goodEnv() *env {
 			"proc/sys/vm/swappiness":                               file("10\n"),
 			"proc/swaps":                                           file("Filename\tType\tSize\tUsed\tPriority\n/dev/sda2 partition 8388604 0 -2\n"),
 			"proc/self/mountinfo":                                  file("22 1 8:1 / / rw,noatime shared:1 - ext4 /dev/sda1 rw\n30 22 0:26 / /tmp rw,nosuid,nodev shared:5 - tmpfs tmpfs rw\n"),
+			"proc/sys/kernel/sched_rt_runtime_us":                  file("-1\n"),
+			"proc/sys/kernel/sched_rt_period_us":                   file("1000000\n"),
+			"proc/812/task/812/stat":                               file(stat("812", "irq/129-snd_hda_intel:card0", 90, 1)),
 		},
-		rtprio:   limit{cur: 95},
-		memlock:  limit{unlimited: true},
-		tempDir:  "/tmp",
-		sys:      rundata.System{KernelRelease: "6.1.0-rt-amd64", KernelVersion: "#1 SMP PREEMPT_RT Debian", Cmdline: "quiet"},
-		writable: func(string) bool { return true },
+		audioPrio: 80,
+		rtprio:    limit{cur: 95},
+		memlock:   limit{unlimited: true},
+		tempDir:   "/tmp",
+		sys:       rundata.System{KernelRelease: "6.1.0-rt-amd64", KernelVersion: "#1 SMP PREEMPT_RT Debian", Cmdline: "quiet"},
+		writable:  func(string) bool { return true },
 	}
 }
 
@@ -97,12 +101,17 @@ func badEnv() *env {
 			"proc/sys/vm/swappiness":                               file("60\n"),
 			"proc/swaps":                                           file("Filename\tType\tSize\tUsed\tPriority\n/dev/sda2 partition 8388604 0 -2\n"),
 			"proc/self/mountinfo":                                  file("22 1 8:1 / / rw,strictatime shared:1 - ext4 /dev/sda1 rw\n"),
+			"proc/sys/kernel/sched_rt_runtime_us":                  file("950000\n"),
+			"proc/sys/kernel/sched_rt_period_us":                   file("1000000\n"),
+			"proc/812/task/812/stat":                               file(stat("812", "irq/129-snd_hda_intel:card0", 50, 1)),
+			"proc/1200/task/1201/stat":                             file(stat("1201", "pulseaudio", 85, 2)),
 		},
-		rtprio:   limit{cur: 0},
-		memlock:  limit{cur: 8 << 20},
-		tempDir:  "/tmp",
-		sys:      rundata.System{KernelRelease: "6.1.0", KernelVersion: "#1 SMP Debian 6.1.0", Cmdline: "quiet splash"},
-		writable: func(string) bool { return false },
+		audioPrio: 80,
+		rtprio:    limit{cur: 0},
+		memlock:   limit{cur: 8 << 20},
+		tempDir:   "/tmp",
+		sys:       rundata.System{KernelRelease: "6.1.0", KernelVersion: "#1 SMP Debian 6.1.0", Cmdline: "quiet splash"},
+		writable:  func(string) bool { return false },
 	}
 }
 
@@ -147,6 +156,8 @@ func TestBadMachine(t *testing.T) {
 		"soundcard IRQ line shared": "ehci_hcd:usb1, snd_hda_intel:card1",
 		"swappiness":                "60 with swap active",
 		"temp dir filesystem":       "strictatime",
+		"RT throttling":             "950000 of every 1000000",
+		"real-time tasks":           "pulseaudio (1201) RR 85",
 	}
 	for name, v := range want {
 		f, ok := m[name]

@@ -293,6 +293,7 @@ func TestRenderEscapes(t *testing.T) {
 	}
 	r.System.Cmdline = `quiet "><script>alert('cmdline')</script>`
 	r.Checks = append(r.Checks, rundata.Finding{Name: "fs", Status: "WARN", Value: `<svg onload=alert(1)>`, Fix: `mount -o remount,noatime "/tmp"`})
+	r.RTTasks = append(r.RTTasks, rundata.RTTask{TID: 7, PID: 7, Comm: `<img src=x>rt`, Policy: "SCHED_FIFO", Priority: 85, CPUs: "0-1", Preempts: true})
 	if err := rundata.WriteRun(dir, r); err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +310,7 @@ func TestRenderEscapes(t *testing.T) {
 	}
 	// ... and every string still reads as the text it was.
 	page := text(doc)
-	for _, want := range []string{c.Hostname, c.Device, c.Command[2], r.System.Cmdline, c.Phases[1].Name, `<i>k</i>=<script>v</script>`, `<svg onload=alert(1)>`} {
+	for _, want := range []string{c.Hostname, c.Device, c.Command[2], r.System.Cmdline, c.Phases[1].Name, `<i>k</i>=<script>v</script>`, `<svg onload=alert(1)>`, `<img src=x>rt`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page text lacks %q", want)
 		}

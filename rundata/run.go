@@ -46,6 +46,10 @@ type Run struct {
 
 	// Checks holds the findings of `latencytest check` made at the start.
 	Checks []Finding `json:"checks,omitempty"`
+	// RTTasks is the real-time task audit made at the start: every
+	// SCHED_FIFO/RR/DEADLINE thread, flagged where it can run before the
+	// audio thread.
+	RTTasks []RTTask `json:"rt_tasks,omitempty"`
 }
 
 // System describes the machine measured.

@@ -53,6 +53,8 @@ type Config struct {
 	StartLoad func(name string) (Load, error)
 	// Checks returns the system check findings stored in run.json.
 	Checks func() []rundata.Finding
+	// RTTasks returns the real-time threads stored in run.json.
+	RTTasks func() []rundata.RTTask
 	// Render renders the report of the results directory.
 	Render func(dir string) error
 
@@ -92,6 +94,9 @@ func Run(ctx context.Context, cfg Config) (*rundata.Run, error) {
 	setShape(run)
 	if cfg.Checks != nil {
 		run.Checks = cfg.Checks()
+	}
+	if cfg.RTTasks != nil {
+		run.RTTasks = cfg.RTTasks()
 	}
 	var hists []*rundata.Histogram
 	acts := map[int]float64{} // phase index -> last latency, µs

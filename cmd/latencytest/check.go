@@ -5,31 +5,57 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"latencytest/check"
 	"latencytest/rundata"
 )
 
+const checkUsage = `Usage: latencytest check [-v] [--prio N] [--affinity LIST]
+
+Checks this machine's real-time configuration and lists its real-time
+threads, flagging ('!') those that can run before an audio thread at
+--prio on the CPUs of --affinity.
+
+  -v               also explain the findings that are OK
+  --prio N         the audio thread's SCHED_FIFO priority (1-99; 0: SCHED_OTHER; default 80)
+  --affinity LIST  the CPUs it runs on, e.g. 1 or 0,2-3 (default: all)`
+
 // checkMain prints this machine's real-time configuration, one finding a
-// line; a warning is followed by why it matters and its fix. It exits 0
-// whatever it finds: the findings are advice, not a failure.
+// line; a warning is followed by why it matters and its fix; then the
+// real-time threads. It exits 0 whatever it finds: the findings are
+// advice, not a failure.
 func checkMain(args []string, stdout, stderr io.Writer) int {
 	fset := flag.NewFlagSet("check", flag.ContinueOnError)
 	fset.SetOutput(io.Discard)
 	verbose := fset.Bool("v", false, "")
+	prio := fset.Int("prio", 80, "")
+	affinity := fset.String("affinity", "", "")
+	const allowed = "allowed: -v, --prio N, --affinity LIST"
 	if err := fset.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, "Usage: latencytest check [-v]\n\nChecks this machine's real-time configuration. -v also explains the findings that are OK.")
+			fmt.Fprintln(stdout, checkUsage)
 			return 0
 		}
-		fmt.Fprintf(stderr, "latencytest check: %v; the only flag is -v\n", err)
+		fmt.Fprintf(stderr, "latencytest check: %v; %s\n", err, allowed)
 		return 2
 	}
 	if fset.NArg() > 0 {
-		fmt.Fprintf(stderr, "latencytest check: unexpected argument %q; the only flag is -v\n", fset.Arg(0))
+		fmt.Fprintf(stderr, "latencytest check: unexpected argument %q; %s\n", fset.Arg(0), allowed)
 		return 2
 	}
-	writeFindings(stdout, check.Run(), *verbose)
+	if *prio < 0 || *prio > 99 {
+		fmt.Fprintf(stderr, "latencytest check: --prio %d: allowed 0 (SCHED_OTHER) or 1 to 99 (SCHED_FIFO)\n", *prio)
+		return 2
+	}
+	cpus, err := parseCPUList(*affinity)
+	if err != nil {
+		fmt.Fprintf(stderr, "latencytest check: %v\n", err)
+		return 2
+	}
+	o := check.Options{Prio: *prio, CPUs: cpus}
+	writeFindings(stdout, check.RunFor(o), *verbose)
+	writeRTTasks(stdout, check.RTTasks(o))
 	return 0
 }
 
@@ -49,4 +75,29 @@ func writeFindings(w io.Writer, fs []rundata.Finding, verbose bool) {
 		}
 	}
 	fmt.Fprintf(w, "%d OK, %d WARN, %d INFO\n", count[check.OK], count[check.WARN], count[check.INFO])
+}
+
+// writeRTTasks lists the real-time threads, '!' marking those that can run
+// before the audio thread.
+func writeRTTasks(w io.Writer, ts []rundata.RTTask) {
+	fmt.Fprintf(w, "\nreal-time threads (%d; ! can run before the audio thread):\n", len(ts))
+	fmt.Fprintf(w, "  %7s %7s  %-14s %4s  %-10s %s\n", "TID", "PID", "POLICY", "PRIO", "CPUS", "COMMAND")
+	for _, t := range ts {
+		mark := " "
+		if t.Preempts {
+			mark = "!"
+		}
+		var tags []string
+		if t.Kernel {
+			tags = append(tags, "kernel")
+		}
+		if t.SoundIRQ {
+			tags = append(tags, "soundcard IRQ")
+		}
+		tag := ""
+		if len(tags) > 0 {
+			tag = " [" + strings.Join(tags, ", ") + "]"
+		}
+		fmt.Fprintf(w, "%s %7d %7d  %-14s %4d  %-10s %s%s\n", mark, t.TID, t.PID, t.Policy, t.Priority, t.CPUs, t.Comm, tag)
+	}
 }

@@ -20,6 +20,7 @@ func drivers() []driverEntry {
 	var d []driverEntry
 	d = append(d, alsaDrivers()...)
 	d = append(d, portaudioDrivers()...)
+	d = append(d, rtcDrivers()...)
 	d = append(d, driverEntry{name: "timer", new: func() audio.Driver { return timer.New() }, present: func() bool { return true }})
 	return d
 }
@@ -34,7 +35,7 @@ func driverNames() []string {
 
 // allDriverNames is what --driver accepts, built in or not, so that asking
 // for a driver this build lacks can say how to get it.
-func allDriverNames() []string { return []string{"auto", "timer", "alsa", "portaudio"} }
+func allDriverNames() []string { return []string{"auto", "timer", "alsa", "portaudio", "rtc"} }
 
 func lookupDriver(name string) (driverEntry, bool) {
 	for _, d := range drivers() {

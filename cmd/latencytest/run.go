@@ -33,6 +33,7 @@ const classicSuite = "idle,x11,proc,disk-write,disk-copy,disk-read,hackbench"
 type runFlags struct {
 	driver, device, captureDevice, stream string
 	rate, channels, period, periods       int
+	rtcRate                               int
 	cpuLoad, prio                         int
 	affinity                              string
 	noMlock, noDMALatency                 bool
@@ -63,6 +64,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.channels, "channels", 2, "channels")
 	fs.IntVar(&f.period, "period", 64, "period size, frames")
 	fs.IntVar(&f.periods, "periods", 2, "periods in the buffer")
+	fs.IntVar(&f.rtcRate, "rtc-rate", 2048, "with --driver rtc: periodic interrupts per second, a power of two from 2 to 8192 (one period each)")
 	fs.IntVar(&f.cpuLoad, "cpu-load", 80, "simulated DSP load after each wakeup, percent of the period (0-100)")
 	fs.IntVar(&f.prio, "prio", 80, "SCHED_FIFO priority of the audio thread (1-99; 0: SCHED_OTHER)")
 	fs.StringVar(&f.affinity, "affinity", "", "CPUs the audio thread may run on, e.g. 1 or 0,2-3 (default: all)")
@@ -107,7 +109,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	} else if isTerminal(stderr) {
 		cfg.Progress = runner.ProgressBar
 	}
-	cfg.Checks = checks()
+	cfg.Checks, cfg.RTTasks = checks(cfg.RT)
 	if !f.noReport {
 		cfg.Render = render()
 	}
@@ -170,6 +172,10 @@ func (f *runFlags) config(loads loadSet) (runner.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
+	rate, period, err := f.shape(drv)
+	if err != nil {
+		return cfg, err
+	}
 	affinity, err := parseCPUList(f.affinity)
 	if err != nil {
 		return cfg, err
@@ -202,7 +208,7 @@ func (f *runFlags) config(loads loadSet) (runner.Config, error) {
 		Driver: drv,
 		Audio: audio.Config{
 			Device: f.device, CaptureDevice: f.captureDevice, Stream: f.stream,
-			Rate: f.rate, Channels: f.channels, PeriodFrames: f.period, Periods: f.periods,
+			Rate: rate, Channels: f.channels, PeriodFrames: period, Periods: f.periods,
 			ToneHz: f.tone, File: f.file, Verbose: f.verbose,
 		},
 		CPULoad:   f.cpuLoad,
@@ -216,6 +222,21 @@ func (f *runFlags) config(loads loadSet) (runner.Config, error) {
 		StallFor:  stallFor,
 		StartLoad: loads.start,
 	}, nil
+}
+
+// shape is the stream's rate and period: the flags', or for the RTC
+// driver, whose period is one interrupt, --rtc-rate interrupts a second.
+func (f *runFlags) shape(drv string) (rate, period int, err error) {
+	if drv != "rtc" {
+		return f.rate, f.period, nil
+	}
+	if f.rtcRate < 2 || f.rtcRate > 8192 || f.rtcRate&(f.rtcRate-1) != 0 {
+		return 0, 0, badFlag("--rtc-rate %d: allowed a power of two from 2 to 8192 Hz", f.rtcRate)
+	}
+	if int64(f.duration)*int64(f.rtcRate) < 1e9 {
+		return 0, 0, badFlag("--duration %v: shorter than one RTC period (1/%d s)", f.duration, f.rtcRate)
+	}
+	return f.rtcRate, 1, nil
 }
 
 func (f *runFlags) resolveDriver() (string, error) {

@@ -1,0 +1,106 @@
+//go:build vm
+
+// In-VM tests of the RTC driver against the CMOS RTC of qemu's PC and
+// Debian's kernel (scripts/vmtest; docs/vmtest.md).
+package rtc
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"latencytest/rundata"
+)
+
+const vmBinary = "/bin/latencytest"
+
+// run runs one idle phase on the RTC and returns its run.json and samples.
+func run(t *testing.T, args ...string) (*rundata.Run, []rundata.Sample) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "x")
+	args = append([]string{"run", "--driver", "rtc", "--tests", "idle", "--cpu-load", "0", "--no-report", "--quiet", "--out", out}, args...)
+	b, err := exec.Command(vmBinary, args...).CombinedOutput()
+	t.Logf("latencytest %s\n%s", strings.Join(args, " "), b)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	r, err := rundata.ReadRun(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := rundata.ReadSamples(filepath.Join(out, r.Phases[0].SamplesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, ss
+}
+
+// 2048 Hz for 5 s is 10240 periods (± 2 %), every one on the grid.
+func TestVMRTCPeriods(t *testing.T) {
+	r, ss := run(t, "--rtc-rate", "2048", "--periods", "64", "--duration", "5s")
+	ph := r.Phases[0]
+	if r.Rate != 2048 || r.PeriodFrames != 1 || !r.Simulated {
+		t.Errorf("shape: rate %d, period %d frames, simulated %v", r.Rate, r.PeriodFrames, r.Simulated)
+	}
+	if ph.Periods < 10240*98/100 || ph.Periods > 10240*102/100 {
+		t.Errorf("%d periods, want 10240 ± 2 %%", ph.Periods)
+	}
+	if int64(len(ss)) != ph.Periods {
+		t.Errorf("%d samples for %d periods", len(ss), ph.Periods)
+	}
+	for i := 1; i < len(ss); i++ {
+		if step := ss[i].Due - ss[i-1].Due; ss[i].Xrun == 0 && ss[i-1].Xrun == 0 && step != 488281 {
+			t.Fatalf("period %d: due %d ns after the last, want the kernel's 488281", i, step)
+		}
+	}
+}
+
+// A 100 ms stall of the loop reads back as 100 ms of lateness and one
+// xrun, not a flood of late periods.
+func TestVMRTCStall(t *testing.T) {
+	_, ss := run(t, "--rtc-rate", "2048", "--periods", "4", "--duration", "3s", "--test-stall", "2000:100ms")
+	var stalled *rundata.Sample
+	late := 0
+	for i := range ss {
+		if ss[i].Index == 2000 {
+			stalled = &ss[i]
+		}
+		if ss[i].Latency() > 50e6 {
+			late++
+		}
+	}
+	if stalled == nil {
+		t.Fatal("no period 2000")
+	}
+	if l := stalled.Latency(); l < 100e6 || l > 110e6 {
+		t.Errorf("the stalled period is %.1f ms late, want 100 ms (+ its wakeup)", float64(l)/1e6)
+	}
+	if stalled.Xrun < 95e6 || stalled.Xrun > 110e6 {
+		t.Errorf("its xrun lasted %.1f ms, want 100 ms less the 1.5 ms still queued", float64(stalled.Xrun)/1e6)
+	}
+	if late != 1 {
+		t.Errorf("%d periods more than 50 ms late, want only the stalled one", late)
+	}
+}
+
+// A rate the RTC refuses, or no RTC, is one line and exit 2.
+func TestVMRTCErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--rtc-rate", "1000"}, "--rtc-rate 1000: allowed a power of two"},
+		{[]string{"--device", "/dev/rtc7"}, `--device "/dev/rtc7": no such RTC`},
+	} {
+		args := append([]string{"run", "--driver", "rtc", "--tests", "idle", "--duration", "1s", "--quiet", "--out", filepath.Join(t.TempDir(), "x")}, c.args...)
+		cmd := exec.Command(vmBinary, args...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.ExitCode() != 2 || !strings.Contains(stderr.String(), c.want) || strings.Count(strings.TrimSpace(stderr.String()), "\n") > 0 {
+			t.Errorf("%v: %v, stderr %q; want exit 2 and one line with %q", c.args, err, stderr.String(), c.want)
+		}
+	}
+}

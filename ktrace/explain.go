@@ -1,0 +1,224 @@
+package ktrace
+
+import (
+	"fmt"
+	"sort"
+
+	"latencytest/rundata"
+)
+
+// Thread names the audio thread in the trace: by thread id when known,
+// else by its command name.
+type Thread struct {
+	TID  int
+	Comm string
+}
+
+func (t Thread) is(pid int, comm string) bool {
+	if t.TID != 0 {
+		return pid == t.TID
+	}
+	return comm == t.Comm
+}
+
+// task is a thread as sched_switch shows it.
+type task struct {
+	pid  int
+	comm string
+	prio int
+}
+
+// frame is an interrupt context on a CPU: a hard IRQ, a vector or a softirq.
+type frame struct{ kind, name string }
+
+// cpuState is what a CPU was doing: the task it ran and the interrupt
+// contexts nested on top of it.
+type cpuState struct {
+	cur   task
+	known bool // a sched_switch has been seen
+	stack []frame
+}
+
+// apply moves the state past ev.
+func (st *cpuState) apply(ev *Event) {
+	switch ev.Kind {
+	case evSwitch:
+		st.cur, st.known = task{ev.PID, ev.Comm, ev.Prio}, true
+		st.stack = st.stack[:0] // a switch happens outside interrupt context
+	case evIRQEntry:
+		st.stack = append(st.stack, frame{rundata.CauseIRQ, fmt.Sprintf("IRQ %d %s", ev.IRQ, ev.Name)})
+	case evVectorEntry:
+		st.stack = append(st.stack, frame{rundata.CauseIRQ, "vector " + ev.Name})
+	case evSoftEntry:
+		st.stack = append(st.stack, frame{rundata.CauseSoftIRQ, ev.Name})
+	case evIRQExit, evVectorExit, evSoftExit:
+		if n := len(st.stack); n > 0 {
+			st.stack = st.stack[:n-1]
+		}
+	}
+}
+
+func (st *cpuState) clone() cpuState {
+	c := *st
+	c.stack = append([]frame(nil), st.stack...)
+	return c
+}
+
+// policyName tells a scheduling class from the kernel's priority as
+// sched_switch shows it; resolve may name FIFO or RR from /proc.
+func policyName(pid, prio int, resolve func(pid int) string) string {
+	switch {
+	case prio < 0:
+		return "SCHED_DEADLINE"
+	case prio < 100:
+		if resolve != nil {
+			if p := resolve(pid); p != "" {
+				return fmt.Sprintf("%s %d", p, 99-prio)
+			}
+		}
+		return fmt.Sprintf("RT %d", 99-prio)
+	}
+	return "SCHED_OTHER"
+}
+
+// attribution accumulates a window's time by cause.
+type attribution struct {
+	from, to int64
+	audio    Thread
+	resolve  func(pid int) string
+	causes   map[rundata.Cause]int64 // key without NS
+	order    []rundata.Cause
+	strip    []rundata.Slice
+	unknown  int64
+	// [waitFrom, waitTo): the real-time audio thread was runnable on
+	// this CPU (woken, not yet run); empty when not known.
+	waitFrom, waitTo int64
+}
+
+// charge gives [a, b), clipped to the window, to what st was doing.
+func (at *attribution) charge(st *cpuState, a, b int64) {
+	a, b = max(a, at.from), min(b, at.to)
+	if b <= a {
+		return
+	}
+	for _, cut := range [2]int64{at.waitFrom, at.waitTo} {
+		if a < cut && cut < b {
+			at.charge(st, a, cut)
+			at.charge(st, cut, b)
+			return
+		}
+	}
+	var c rundata.Cause
+	switch {
+	case len(st.stack) > 0:
+		f := st.stack[len(st.stack)-1]
+		c = rundata.Cause{Kind: f.kind, Name: f.name}
+	case !st.known:
+		at.unknown += b - a
+		at.slice("", "unexplained", a, b)
+		return
+	case st.cur.pid == 0:
+		c = rundata.Cause{Kind: rundata.CauseIdle, Name: "idle"}
+	case at.audio.is(st.cur.pid, st.cur.comm):
+		c = rundata.Cause{Kind: rundata.CauseAudio, Name: st.cur.comm, PID: st.cur.pid}
+	default:
+		c = rundata.Cause{Kind: rundata.CauseThread, Name: st.cur.comm, PID: st.cur.pid, Policy: policyName(st.cur.pid, st.cur.prio, at.resolve)}
+		if at.waitFrom <= a && b <= at.waitTo && st.cur.prio >= 100 {
+			c.Kind = rundata.CauseHeld
+		}
+	}
+	if _, ok := at.causes[c]; !ok {
+		at.order = append(at.order, c)
+	}
+	at.causes[c] += b - a
+	at.slice(c.Kind, c.Name, a, b)
+}
+
+func (at *attribution) slice(kind, name string, a, b int64) {
+	if n := len(at.strip); n > 0 {
+		l := &at.strip[n-1]
+		if l.Kind == kind && l.Name == name && l.StartNS+l.NS == a-at.from {
+			l.NS += b - a
+			return
+		}
+	}
+	at.strip = append(at.strip, rundata.Slice{Kind: kind, Name: name, StartNS: a - at.from, NS: b - a})
+}
+
+// explainCPU shares out [from, to) on one CPU: base is the CPU's state
+// before evs (sorted by time), which run past to. The real-time audio
+// thread was runnable on the CPU during wait (empty: not known).
+func explainCPU(base cpuState, evs []Event, from, to int64, wait [2]int64, audio Thread, resolve func(int) string) (causes []rundata.Cause, unexplained int64, strip []rundata.Slice) {
+	at := &attribution{from: from, to: to, audio: audio, resolve: resolve, causes: map[rundata.Cause]int64{}, waitFrom: wait[0], waitTo: wait[1]}
+	st := base.clone()
+	last := int64(-1 << 62)
+	for i := range evs {
+		ev := &evs[i]
+		if ev.TS >= to {
+			break
+		}
+		at.charge(&st, last, ev.TS)
+		st.apply(ev)
+		last = ev.TS
+	}
+	at.charge(&st, last, to)
+	for _, c := range at.order {
+		c.NS = at.causes[c]
+		causes = append(causes, c)
+	}
+	sort.SliceStable(causes, func(i, j int) bool { return causes[i].NS > causes[j].NS })
+	return causes, at.unknown, at.strip
+}
+
+// explain finds the CPU the audio thread ran on at woke (its last
+// switch-in before then), and shares out [due, woke) on that CPU. The
+// thread's wakeup (the last sched_wakeup in the window) splits the window
+// into the wakeup itself and the wait to run.
+func explain(cpus map[int]*cpuLog, audio Thread, due, woke int64, resolve func(int) string) rundata.Spike {
+	sp := rundata.Spike{LatencyNS: woke - due, CPU: -1, WakeupNS: -1, RunDelayNS: -1}
+	runTS, wakeTS := int64(-1), int64(-1)
+	var wake *Event
+	for cpu, l := range cpus {
+		for i := len(l.evs) - 1; i >= 0; i-- {
+			ev := &l.evs[i]
+			if ev.TS > woke {
+				continue
+			}
+			if ev.Kind == evSwitch && audio.is(ev.PID, ev.Comm) {
+				if ev.TS > runTS {
+					runTS, sp.CPU = ev.TS, cpu
+				}
+				break
+			}
+		}
+		for i := len(l.evs) - 1; i >= 0 && l.evs[i].TS >= due; i-- {
+			ev := &l.evs[i]
+			if ev.Kind == evWakeup && ev.TS <= woke && audio.is(ev.PID, ev.Comm) {
+				if ev.TS > wakeTS {
+					wakeTS, wake = ev.TS, ev
+				}
+				break
+			}
+		}
+	}
+	if sp.CPU < 0 {
+		sp.UnexplainedNS = sp.LatencyNS
+		return sp
+	}
+	if wakeTS >= 0 {
+		sp.WakeupNS = wakeTS - due
+		if runTS >= wakeTS {
+			sp.RunDelayNS = runTS - wakeTS
+		}
+	}
+	// While a real-time audio thread waits on its CPU, an ordinary thread
+	// runs there only in kernel code it cannot be preempted in, or while
+	// real-time threads are throttled.
+	wait := [2]int64{1, 0}
+	if wake != nil && wake.TargetCPU == sp.CPU && wake.Prio >= 0 && wake.Prio < 100 && runTS >= wakeTS {
+		wait = [2]int64{wakeTS, runTS}
+	}
+	l := cpus[sp.CPU]
+	sp.Causes, sp.UnexplainedNS, sp.Strip = explainCPU(l.base, l.evs, due, woke, wait, audio, resolve)
+	return sp
+}

@@ -1,0 +1,101 @@
+package ktrace
+
+import (
+	"reflect"
+	"testing"
+
+	"latencytest/rundata"
+)
+
+const us = int64(1000)
+
+func sw(ts int64, cpu int, comm string, pid, prio int) Event {
+	return Event{TS: ts, CPU: cpu, Kind: evSwitch, PID: pid, Comm: comm, Prio: prio}
+}
+
+// A known window: a SCHED_OTHER hog runs when the period is due, an IRQ
+// and then a softirq interrupt it, the real-time audio thread is woken on
+// the CPU and the hog keeps it 700 µs longer (held: not preemptible, or
+// throttled).
+func TestExplainWindow(t *testing.T) {
+	audio := Thread{TID: 42}
+	evs := []Event{
+		sw(500*us, 0, "hog", 7, 120),
+		{TS: 1200 * us, CPU: 0, Kind: evIRQEntry, IRQ: 24, Name: "ahci"},
+		{TS: 1500 * us, CPU: 0, Kind: evIRQExit, IRQ: 24},
+		{TS: 1500 * us, CPU: 0, Kind: evSoftEntry, IRQ: 3, Name: "NET_RX"},
+		{TS: 1700 * us, CPU: 0, Kind: evSoftExit, IRQ: 3, Name: "NET_RX"},
+		{TS: 1800 * us, CPU: 0, Kind: evWakeup, PID: 42, Comm: "lt-audio", Prio: 19},
+		sw(2500*us, 0, "lt-audio", 42, 19),
+		sw(2600*us, 0, "hog", 7, 120),
+	}
+	other := []Event{sw(100*us, 1, "lt-audio", 42, 19), sw(200*us, 1, "swapper/1", 0, 120)}
+	cpus := map[int]*cpuLog{0: {evs: evs}, 1: {evs: other}}
+	sp := explain(cpus, audio, 1000*us, 2510*us, nil)
+	// Woken for another CPU (or a SCHED_OTHER audio thread): no holding.
+	evs[5].TargetCPU = 1
+	if sp := explain(cpus, audio, 1000*us, 2510*us, nil); sp.Causes[0].Kind != rundata.CauseThread || sp.Causes[0].NS != 1000*us {
+		t.Errorf("woken elsewhere: %+v", sp.Causes)
+	}
+	evs[5].TargetCPU = 0
+	want := []rundata.Cause{
+		{Kind: rundata.CauseHeld, Name: "hog", PID: 7, Policy: "SCHED_OTHER", NS: 700 * us},
+		{Kind: rundata.CauseThread, Name: "hog", PID: 7, Policy: "SCHED_OTHER", NS: 300 * us},
+		{Kind: rundata.CauseIRQ, Name: "IRQ 24 ahci", NS: 300 * us},
+		{Kind: rundata.CauseSoftIRQ, Name: "NET_RX", NS: 200 * us},
+		{Kind: rundata.CauseAudio, Name: "lt-audio", PID: 42, NS: 10 * us},
+	}
+	if !reflect.DeepEqual(sp.Causes, want) {
+		t.Errorf("causes\n %+v\nwant %+v", sp.Causes, want)
+	}
+	if sp.CPU != 0 || sp.LatencyNS != 1510*us || sp.WakeupNS != 800*us || sp.RunDelayNS != 700*us || sp.UnexplainedNS != 0 {
+		t.Errorf("spike %+v", sp)
+	}
+	wantStrip := []rundata.Slice{
+		{Kind: "thread", Name: "hog", StartNS: 0, NS: 200 * us},
+		{Kind: "irq", Name: "IRQ 24 ahci", StartNS: 200 * us, NS: 300 * us},
+		{Kind: "softirq", Name: "NET_RX", StartNS: 500 * us, NS: 200 * us},
+		{Kind: "thread", Name: "hog", StartNS: 700 * us, NS: 100 * us},
+		{Kind: "held", Name: "hog", StartNS: 800 * us, NS: 700 * us},
+		{Kind: "audio", Name: "lt-audio", StartNS: 1500 * us, NS: 10 * us},
+	}
+	if !reflect.DeepEqual(sp.Strip, wantStrip) {
+		t.Errorf("strip\n %+v\nwant %+v", sp.Strip, wantStrip)
+	}
+	// The same window after pruning: the state before the window lives
+	// in the base, and the answer is the same.
+	l := &cpuLog{evs: append([]Event(nil), evs...)}
+	l.prune(1100 * us)
+	if len(l.evs) != len(evs)-1 || l.base.cur.comm != "hog" {
+		t.Fatalf("prune: %d events left, base %+v", len(l.evs), l.base)
+	}
+	sp2 := explain(map[int]*cpuLog{0: l, 1: {evs: other}}, audio, 1000*us, 2510*us, nil)
+	if !reflect.DeepEqual(sp2.Causes, want) {
+		t.Errorf("after prune: %+v", sp2.Causes)
+	}
+}
+
+// What the trace cannot tell stays unexplained, never guessed; a real-time
+// thread's policy comes from the resolver, and an idle CPU is named.
+func TestExplainUnknownAndIdle(t *testing.T) {
+	audio := Thread{Comm: "lt-audio"}
+	evs := []Event{
+		sw(1300*us, 0, "swapper/0", 0, 120),
+		sw(1400*us, 0, "rtjob", 9, 9),
+		sw(1900*us, 0, "lt-audio", 42, 19),
+	}
+	sp := explain(map[int]*cpuLog{0: {evs: evs}}, audio, 1000*us, 2000*us, func(int) string { return "SCHED_FIFO" })
+	want := []rundata.Cause{
+		{Kind: rundata.CauseThread, Name: "rtjob", PID: 9, Policy: "SCHED_FIFO 90", NS: 500 * us},
+		{Kind: rundata.CauseIdle, Name: "idle", NS: 100 * us}, // ties keep the order of the window
+		{Kind: rundata.CauseAudio, Name: "lt-audio", PID: 42, NS: 100 * us},
+	}
+	if !reflect.DeepEqual(sp.Causes, want) || sp.UnexplainedNS != 300*us || sp.WakeupNS != -1 {
+		t.Errorf("spike %+v", sp)
+	}
+	// No trace of the audio thread at all: everything unexplained.
+	sp = explain(map[int]*cpuLog{0: {evs: evs[:2]}}, audio, 1000*us, 2000*us, nil)
+	if sp.CPU != -1 || sp.UnexplainedNS != 1000*us || len(sp.Causes) != 0 {
+		t.Errorf("no audio thread: %+v", sp)
+	}
+}

@@ -1,0 +1,175 @@
+package ktrace
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Kinds of Event.
+const (
+	evSwitch      = iota + 1 // sched_switch: Prev* ran until now, then PID
+	evWakeup                 // sched_wakeup(_new): PID became runnable
+	evIRQEntry               // irq_handler_entry: IRQ Name
+	evIRQExit                //
+	evSoftEntry              // softirq_entry: Name is the vector's action
+	evSoftExit               //
+	evVectorEntry            // irq_vectors *_entry: Name is the vector ("local_timer")
+	evVectorExit             //
+)
+
+// Event is one trace record that bears on a CPU's time.
+type Event struct {
+	TS   int64 // CLOCK_MONOTONIC ns (trace_clock mono)
+	CPU  int
+	Kind int
+
+	// sched_switch: the next task; sched_wakeup: the woken one.
+	PID  int
+	Comm string
+	Prio int // the kernel's priority: 0-99 real-time (99 − rt_priority), 100-139 SCHED_OTHER, -1 deadline
+
+	// sched_switch: the task that stops.
+	PrevPID  int
+	PrevComm string
+	PrevPrio int
+
+	TargetCPU int // sched_wakeup: the CPU whose run queue the task joins
+
+	IRQ  int    // irq_handler_*: the line; softirq_*: the vector
+	Name string // the IRQ handler, softirq action or vector name
+}
+
+// parseLine parses one line of a tracefs trace (or trace_pipe) in the
+// default text format:
+//
+//	<comm>-<pid> [cpu] flags secs.usecs: event: fields
+//
+// ok is false for lines of other events, comments and lost-event notes.
+// Task names may hold spaces and dashes, so fields are found by their
+// names rather than by position.
+func parseLine(line string) (ev Event, ok bool) {
+	lb := strings.Index(line, "] ")
+	if lb < 0 {
+		return ev, false
+	}
+	open := strings.LastIndexByte(line[:lb], '[')
+	if open < 0 {
+		return ev, false
+	}
+	cpu, err := strconv.Atoi(line[open+1 : lb])
+	if err != nil {
+		return ev, false
+	}
+	rest := line[lb+2:]
+	colon := strings.Index(rest, ": ")
+	if colon < 0 {
+		return ev, false
+	}
+	head := strings.Fields(rest[:colon])
+	if len(head) == 0 {
+		return ev, false
+	}
+	ts, ok := parseTS(head[len(head)-1])
+	if !ok {
+		return ev, false
+	}
+	rest = rest[colon+2:]
+	name, body, ok := strings.Cut(rest, ": ")
+	if !ok {
+		return ev, false
+	}
+	ev.TS, ev.CPU = ts, cpu
+	switch name {
+	case "sched_switch":
+		return parseSwitch(ev, body)
+	case "sched_wakeup", "sched_wakeup_new":
+		ev.Kind = evWakeup
+		ev.Comm = field(body, "comm=", " pid=")
+		ev.PID, ok = intField(body, " pid=")
+		ev.Prio, _ = intField(body, " prio=")
+		ev.TargetCPU, _ = intField(body, " target_cpu=")
+		return ev, ok && ev.Comm != ""
+	case "irq_handler_entry":
+		ev.Kind = evIRQEntry
+		ev.IRQ, ok = intField(body, "irq=")
+		ev.Name = strings.TrimSpace(field(body, " name=", ""))
+		return ev, ok
+	case "irq_handler_exit":
+		ev.Kind = evIRQExit
+		ev.IRQ, ok = intField(body, "irq=")
+		return ev, ok
+	case "softirq_entry", "softirq_exit":
+		ev.Kind = evSoftEntry
+		if name == "softirq_exit" {
+			ev.Kind = evSoftExit
+		}
+		ev.IRQ, ok = intField(body, "vec=")
+		ev.Name = field(body, "[action=", "]")
+		return ev, ok
+	}
+	if v, found := strings.CutSuffix(name, "_entry"); found && strings.HasPrefix(body, "vector=") {
+		ev.Kind, ev.Name = evVectorEntry, v
+		return ev, true
+	}
+	if v, found := strings.CutSuffix(name, "_exit"); found && strings.HasPrefix(body, "vector=") {
+		ev.Kind, ev.Name = evVectorExit, v
+		return ev, true
+	}
+	return ev, false
+}
+
+func parseSwitch(ev Event, body string) (Event, bool) {
+	prev, next, ok := strings.Cut(body, " ==> ")
+	if !ok {
+		return ev, false
+	}
+	ev.Kind = evSwitch
+	ev.PrevComm = field(prev, "prev_comm=", " prev_pid=")
+	ev.PrevPID, ok = intField(prev, " prev_pid=")
+	ev.PrevPrio, _ = intField(prev, " prev_prio=")
+	ev.Comm = field(next, "next_comm=", " next_pid=")
+	var ok2 bool
+	ev.PID, ok2 = intField(next, " next_pid=")
+	ev.Prio, _ = intField(next, " next_prio=")
+	return ev, ok && ok2
+}
+
+// parseTS reads "secs.usecs" as ns.
+func parseTS(s string) (int64, bool) {
+	sec, frac, ok := strings.Cut(s, ".")
+	if !ok || len(frac) == 0 || len(frac) > 9 {
+		return 0, false
+	}
+	a, err1 := strconv.ParseInt(sec, 10, 64)
+	b, err2 := strconv.ParseInt(frac, 10, 64)
+	if err1 != nil || err2 != nil || a < 0 || b < 0 {
+		return 0, false
+	}
+	for i := len(frac); i < 9; i++ {
+		b *= 10
+	}
+	return a*1e9 + b, true
+}
+
+// field returns what stands between key and end (to the end of s when
+// end is "" or not found).
+func field(s, key, end string) string {
+	i := strings.Index(s, key)
+	if i < 0 {
+		return ""
+	}
+	s = s[i+len(key):]
+	if end != "" {
+		if j := strings.Index(s, end); j >= 0 {
+			return s[:j]
+		}
+	}
+	return s
+}
+
+// intField reads the integer after key.
+func intField(s, key string) (int, bool) {
+	v := field(s, key, " ")
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	return n, err == nil
+}

@@ -1,0 +1,114 @@
+package ktrace
+
+import (
+	"sync"
+
+	"latencytest/rundata"
+)
+
+// maxPerPhase bounds the spikes explained per phase: a phase that is late
+// on every period says so with the first thousands, and the trace's cost
+// and spikes.json stay bounded.
+const maxPerPhase = 2000
+
+// A Recorder explains the spikes among a run's samples in the background:
+// Offer never blocks the path the samples take to disk.
+type Recorder struct {
+	s     *Session
+	audio Thread
+	above int64
+	// onSpike, if set, is called (from the recorder's goroutine) with each
+	// spike explained, e.g. to name an xrun's main culprit on the terminal.
+	onSpike func(rundata.Spike)
+
+	in   chan item
+	done chan struct{}
+
+	mu       sync.Mutex
+	spikes   []rundata.Spike
+	perPhase map[int]int
+	dropped  int64
+	pending  sync.WaitGroup
+}
+
+type item struct {
+	phase int
+	s     rundata.Sample
+}
+
+// NewRecorder explains, with s, every sample later than above (ns) or with
+// an xrun, for the audio thread audio.
+func NewRecorder(s *Session, audio Thread, above int64, onSpike func(rundata.Spike)) *Recorder {
+	r := &Recorder{s: s, audio: audio, above: above, onSpike: onSpike, in: make(chan item, 1024),
+		done: make(chan struct{}), perPhase: map[int]int{}}
+	go r.run()
+	return r
+}
+
+// Offer hands over a phase's sample; it is explained if it is a spike.
+func (r *Recorder) Offer(phase int, smp *rundata.Sample) {
+	if smp.Latency() <= r.above && smp.Xrun == 0 {
+		return
+	}
+	r.mu.Lock()
+	over := r.perPhase[phase] >= maxPerPhase
+	if !over {
+		r.perPhase[phase]++
+	}
+	r.mu.Unlock()
+	if over {
+		r.drop()
+		return
+	}
+	r.pending.Add(1)
+	select {
+	case r.in <- item{phase, *smp}:
+	default:
+		r.pending.Done()
+		r.drop()
+	}
+}
+
+func (r *Recorder) drop() {
+	r.mu.Lock()
+	r.dropped++
+	r.mu.Unlock()
+}
+
+func (r *Recorder) run() {
+	defer close(r.done)
+	for it := range r.in {
+		sp := r.s.Explain(r.audio, it.s.Due, it.s.Woke)
+		sp.Phase, sp.Period, sp.XrunNS = it.phase, it.s.Index, it.s.Xrun
+		r.mu.Lock()
+		r.spikes = append(r.spikes, sp)
+		r.mu.Unlock()
+		if r.onSpike != nil {
+			r.onSpike(sp)
+		}
+		r.pending.Done()
+	}
+}
+
+// Flush waits until every spike offered so far is explained, and returns
+// all spikes of the run so far.
+func (r *Recorder) Flush() []rundata.Spike {
+	r.pending.Wait()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]rundata.Spike(nil), r.spikes...)
+}
+
+// Close explains what is left, stops the trace and says what was recorded.
+func (r *Recorder) Close() rundata.Trace {
+	r.pending.Wait()
+	close(r.in)
+	<-r.done
+	t := rundata.Trace{Enabled: true, AboveNS: r.above, Lost: r.s.Lost(), Dropped: r.dropped}
+	if err := r.s.Stop(); err != nil {
+		t.Note = err.Error()
+	} else if err := r.s.Err(); err != nil {
+		t.Note = err.Error()
+	}
+	return t
+}

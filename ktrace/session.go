@@ -1,0 +1,339 @@
+// Package ktrace asks the kernel's tracer what ran instead of the audio
+// thread: it records scheduler, interrupt and softirq events in a tracefs
+// instance of its own (so a user's own tracing is left alone) and, for a
+// late wakeup, shares out the time from the period's due instant to the
+// thread's wakeup among the interrupts, softirqs and threads that held its
+// CPU, the way rtla timerlat's auto-analysis does.
+//
+// It runs in latencytest's parent process, never in the engine: reading
+// and parsing the trace allocates.
+package ktrace
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"latencytest/rundata"
+)
+
+// keepNS is how much trace history each CPU keeps: more than the time a
+// sample takes to reach the parent (the engine drains every 100 ms).
+const keepNS = 3e9
+
+// cpuLog is one CPU's recent events and its state before them.
+type cpuLog struct {
+	base cpuState
+	evs  []Event
+}
+
+// Session is a running trace.
+type Session struct {
+	fs   *tracefs
+	inst string // the instance directory
+	fd   int    // its trace_pipe
+
+	mu     sync.Mutex
+	cpus   map[int]*cpuLog
+	latest int64 // the newest event's time
+	lost   int64 // events the kernel dropped (its buffer was full)
+	// policies names the real-time threads' policies (SCHED_FIFO or
+	// SCHED_RR), read from /proc when a thread is first seen running,
+	// while it is still there to be asked.
+	policies map[int]string
+
+	stop     chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
+	stopErr  error
+	err      error // why the reader stopped early
+}
+
+// Options choose what is traced.
+type Options struct {
+	// Root is where tracefs is (or is to be mounted); "" looks in
+	// /sys/kernel/tracing, then /sys/kernel/debug/tracing.
+	Root string
+	// CPUs limits the trace to the audio thread's CPUs (nil: all), which
+	// keeps its cost down under loads that switch tasks often.
+	CPUs []int
+	// BufferKB is the per-CPU trace buffer (0: 4096).
+	BufferKB int
+}
+
+// Start creates a trace instance and starts recording. The error says in
+// one line why tracing is not possible here (no tracefs, no permission).
+func Start(o Options) (*Session, error) {
+	fs, err := findTracefs(o.Root)
+	if err != nil {
+		return nil, err
+	}
+	fs.removeStale()
+	inst, err := fs.newInstance()
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{fs: fs, inst: inst, fd: -1, cpus: map[int]*cpuLog{}, policies: map[int]string{}, stop: make(chan struct{}), done: make(chan struct{})}
+	if err := s.setup(o); err != nil {
+		s.teardown()
+		return nil, err
+	}
+	go s.read()
+	return s, nil
+}
+
+// setup configures the instance and opens its pipe.
+func (s *Session) setup(o Options) error {
+	if err := writeFile(s.inst, "trace_clock", "mono"); err != nil {
+		return fmt.Errorf("tracefs: the mono trace clock: %w", err)
+	}
+	kb := o.BufferKB
+	if kb <= 0 {
+		kb = 4096
+	}
+	if err := writeFile(s.inst, "buffer_size_kb", fmt.Sprint(kb)); err != nil {
+		return err
+	}
+	if len(o.CPUs) > 0 {
+		if err := writeFile(s.inst, "tracing_cpumask", cpuMask(o.CPUs)); err != nil {
+			return err
+		}
+	}
+	n := 0
+	for _, ev := range tracedEvents {
+		if writeFile(s.inst, filepath.Join("events", ev, "enable"), "1") == nil {
+			n++
+		}
+	}
+	if n == 0 {
+		return errors.New("tracefs: no scheduler or interrupt event can be enabled")
+	}
+	fd, err := unix.Open(filepath.Join(s.inst, "trace_pipe"), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return fmt.Errorf("tracefs: open trace_pipe: %w", err)
+	}
+	s.fd = fd
+	return writeFile(s.inst, "tracing_on", "1")
+}
+
+// tracedEvents are the events the attribution reads; a kernel without some
+// (irq_vectors is x86's) records the others.
+var tracedEvents = []string{
+	"sched/sched_switch", "sched/sched_wakeup", "sched/sched_wakeup_new",
+	"irq/irq_handler_entry", "irq/irq_handler_exit", "irq/softirq_entry", "irq/softirq_exit",
+	"irq_vectors",
+}
+
+// cpuMask renders CPUs as tracing_cpumask's hex mask (comma-separated
+// 32-bit words, most significant first).
+func cpuMask(cpus []int) string {
+	top := 0
+	for _, c := range cpus {
+		top = max(top, c)
+	}
+	words := make([]uint32, top/32+1)
+	for _, c := range cpus {
+		words[c/32] |= 1 << (c % 32)
+	}
+	var b bytes.Buffer
+	for i := len(words) - 1; i >= 0; i-- {
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%08x", words[i])
+	}
+	return b.String()
+}
+
+// read parses the pipe until Stop.
+func (s *Session) read() {
+	defer close(s.done)
+	buf := make([]byte, 256<<10)
+	var partial []byte
+	pfd := []unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN}}
+	for {
+		select {
+		case <-s.stop:
+			return
+		default:
+		}
+		n, err := unix.Read(s.fd, buf)
+		if err == unix.EAGAIN || (err == nil && n == 0) {
+			unix.Poll(pfd, 100)
+			continue
+		}
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			s.mu.Lock()
+			s.err = fmt.Errorf("tracefs: read trace_pipe: %w", err)
+			s.mu.Unlock()
+			return
+		}
+		data := append(partial, buf[:n]...)
+		i := bytes.LastIndexByte(data, '\n')
+		if i < 0 {
+			partial = data
+			continue
+		}
+		s.add(data[:i+1])
+		partial = append(partial[:0:0], data[i+1:]...)
+	}
+}
+
+// add parses whole lines into the per-CPU logs and prunes old history.
+func (s *Session) add(chunk []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(chunk) > 0 {
+		line := chunk
+		if i := bytes.IndexByte(chunk, '\n'); i >= 0 {
+			line, chunk = chunk[:i], chunk[i+1:]
+		} else {
+			chunk = nil
+		}
+		if n, ok := lostEvents(line); ok {
+			s.lost += n
+			continue
+		}
+		ev, ok := parseLine(string(line))
+		if !ok {
+			continue
+		}
+		l := s.cpus[ev.CPU]
+		if l == nil {
+			l = &cpuLog{}
+			s.cpus[ev.CPU] = l
+		}
+		l.evs = append(l.evs, ev)
+		s.latest = max(s.latest, ev.TS)
+		if ev.Kind == evSwitch && ev.Prio >= 0 && ev.Prio < 100 {
+			s.notePolicy(ev.PID)
+		}
+	}
+	for _, l := range s.cpus {
+		l.prune(s.latest - keepNS)
+	}
+}
+
+// lostEvents reads trace_pipe's "CPU:1 [LOST 123 EVENTS]" lines.
+func lostEvents(line []byte) (int64, bool) {
+	i := bytes.Index(line, []byte("[LOST "))
+	if i < 0 {
+		return 0, false
+	}
+	var n int64
+	_, err := fmt.Sscanf(string(line[i:]), "[LOST %d EVENTS]", &n)
+	return n, err == nil
+}
+
+// prune folds the events before t into the base state, keeping at least
+// the newest one.
+func (l *cpuLog) prune(t int64) {
+	k := 0
+	for k < len(l.evs)-1 && l.evs[k].TS < t {
+		l.base.apply(&l.evs[k])
+		k++
+	}
+	if k > len(l.evs)/2 && k > 0 {
+		l.evs = append(l.evs[:0], l.evs[k:]...)
+	} else if k > 0 {
+		l.evs = l.evs[k:]
+	}
+}
+
+// Explain shares out the time from due to woke (CLOCK_MONOTONIC ns) on
+// the CPU the audio thread ran on. It waits, up to a second, for the trace
+// to reach woke.
+func (s *Session) Explain(audio Thread, due, woke int64) rundata.Spike {
+	deadline := time.Now().Add(time.Second)
+	for {
+		s.mu.Lock()
+		if s.latest >= woke || time.Now().After(deadline) || s.err != nil {
+			break
+		}
+		s.mu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+	}
+	defer s.mu.Unlock()
+	return explain(s.cpus, audio, due, woke, func(tid int) string { return s.policies[tid] })
+}
+
+// notePolicy remembers a real-time thread's policy; the map is bounded
+// (thread ids are reused, and few threads are real-time).
+func (s *Session) notePolicy(tid int) {
+	if _, ok := s.policies[tid]; ok {
+		return
+	}
+	if len(s.policies) >= 4096 {
+		clear(s.policies)
+	}
+	s.policies[tid] = procPolicy(tid)
+}
+
+// Lost is how many events the kernel dropped.
+func (s *Session) Lost() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lost
+}
+
+// Stop ends the trace and removes the instance, leaving the tracer as it
+// was found.
+func (s *Session) Stop() error {
+	s.stopOnce.Do(func() {
+		close(s.stop)
+		<-s.done
+		s.stopErr = s.teardown()
+	})
+	return s.stopErr
+}
+
+func (s *Session) teardown() error {
+	if s.fd >= 0 {
+		unix.Close(s.fd)
+		s.fd = -1
+	}
+	if s.fs == nil {
+		return nil
+	}
+	return s.fs.removeInstance(s.inst)
+}
+
+// Err says why the reader stopped before Stop, if it did.
+func (s *Session) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// procPolicy names a real-time thread's policy (SCHED_FIFO or SCHED_RR)
+// from /proc, "" when it has gone.
+func procPolicy(tid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", tid))
+	if err != nil {
+		return ""
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return ""
+	}
+	fs := bytes.Fields(b[i+1:])
+	if len(fs) < 39 {
+		return ""
+	}
+	switch string(fs[41-3]) {
+	case "1":
+		return "SCHED_FIFO"
+	case "2":
+		return "SCHED_RR"
+	}
+	return ""
+}

@@ -1,0 +1,107 @@
+package rundata
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func parseLogFile(t *testing.T, name string) []CycRun {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", "cyclictest-log", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	runs, err := ParseCyclictestLog(f)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return runs
+}
+
+func maxes(runs []CycRun) [][]int64 {
+	var out [][]int64
+	for _, r := range runs {
+		var m []int64
+		for _, th := range r.Threads {
+			m = append(m, th.MaxUS)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// Real output of Debian's cyclictest 2.40 in a while loop, the same pasted
+// into a mail (wrapped at 72 columns, quoted), a live run's screen redraws
+// captured with their escape sequences, and an older cyclictest's output
+// (a policy line per run, no cpu_dma_latency line) with a wrapped Max.
+func TestParseCyclictestLog(t *testing.T) {
+	loop := [][]int64{{96}, {63}, {167}, {66}}
+	for name, want := range map[string][][]int64{
+		"loop-q.txt":       loop,
+		"mail-wrapped.txt": loop,
+		"live-t2.txt":      nil, // checked below: the last redraw of each run
+		"old-policy.txt":   {{121}, {148}, {17812}},
+	} {
+		runs := parseLogFile(t, name)
+		if want != nil && !reflect.DeepEqual(maxes(runs), want) {
+			t.Errorf("%s: runs' max %v, want %v", name, maxes(runs), want)
+		}
+	}
+	q := parseLogFile(t, "loop-q.txt")
+	if want := (CycThread{Thread: 0, PID: 27972, Prio: 80, IntervalUS: 10000, Count: 30, MinUS: 25, ActUS: 38, AvgUS: 45, MaxUS: 96}); q[0].Threads[0] != want {
+		t.Errorf("first thread %+v, want %+v", q[0].Threads[0], want)
+	}
+	live := parseLogFile(t, "live-t2.txt")
+	if len(live) != 2 || len(live[0].Threads) != 2 || len(live[1].Threads) != 2 {
+		t.Fatalf("live capture: %d runs %+v, want 2 runs of 2 threads", len(live), live)
+	}
+	for _, r := range live {
+		if r.Threads[0].Count != 20 || r.Threads[1].Count != 19 || !strings.HasPrefix(r.Policy, "fifo: loadavg:") {
+			t.Errorf("a run's last redraw: %+v", r)
+		}
+	}
+	if old := parseLogFile(t, "old-policy.txt"); old[2].Line != 8 || old[2].Threads[0].PID != 7040 {
+		t.Errorf("old format: %+v", old[2])
+	}
+}
+
+func TestParseCyclictestLogErrors(t *testing.T) {
+	for in, want := range map[string]string{
+		"# /dev/cpu_dma_latency set to 0us\nT: 0 (12) P:80 I:1000 C: 5 Min: 3 Act: 4 Avg: x Max: 9\n": "line 2: not a cyclictest status line",
+		"policy: fifo\n\nT: 0 (12) P:80 I:1000\n":                                                     "line 3: not a cyclictest status line",
+		"T: 0 (12) P:80 I:1000 C: 5 Min: 3 Act: 4 Avg: 4 Max: 99999999999999999999\n":                 "line 1: value",
+	} {
+		_, err := ParseCyclictestLog(strings.NewReader(in))
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", in, err, want)
+		}
+	}
+	if IsCyclictestLog([]byte(`{"thread": {}}`)) || !IsCyclictestLog([]byte("> T: 0 (1) P:80")) {
+		t.Error("IsCyclictestLog")
+	}
+}
+
+func FuzzParseCyclictestLog(f *testing.F) {
+	for _, name := range []string{"loop-q.txt", "mail-wrapped.txt", "live-t2.txt", "old-policy.txt"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "cyclictest-log", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		runs, err := ParseCyclictestLog(strings.NewReader(string(b)))
+		if err != nil {
+			return
+		}
+		for _, r := range runs {
+			if len(r.Threads) == 0 {
+				t.Errorf("a run without threads: %+v", r)
+			}
+		}
+	})
+}

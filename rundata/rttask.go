@@ -1,0 +1,75 @@
+package rundata
+
+// RTTask is one thread that runs under a real-time policy (SCHED_FIFO,
+// SCHED_RR or SCHED_DEADLINE), kernel threads and IRQ threads included: the
+// tasks that can run before the audio thread whatever the load.
+type RTTask struct {
+	TID      int    `json:"tid"`
+	PID      int    `json:"pid"` // the thread's process (thread group)
+	Comm     string `json:"comm"`
+	Policy   string `json:"policy"`   // "SCHED_FIFO", "SCHED_RR", "SCHED_DEADLINE"
+	Priority int    `json:"priority"` // 1-99; 0 for SCHED_DEADLINE
+	CPUs     string `json:"cpus"`     // the CPUs it may run on, as /proc shows them ("0-3")
+	Kernel   bool   `json:"kernel,omitempty"`
+	// Preempts: it may run instead of the audio thread at the run's
+	// priority: same or higher priority (a SCHED_FIFO task at the same
+	// priority is not preempted when the audio thread wakes), or
+	// SCHED_DEADLINE, on a CPU the audio thread may use.
+	Preempts bool `json:"preempts,omitempty"`
+	// SoundIRQ: the interrupt thread of a soundcard.
+	SoundIRQ bool `json:"sound_irq,omitempty"`
+}
+
+// Spike is the anatomy of one late wakeup, from the kernel's tracer: what
+// the audio thread's CPU did between the instant the period became due and
+// the instant the thread ran.
+type Spike struct {
+	Phase     int   `json:"phase"`  // index into Run.Phases
+	Period    int64 `json:"period"` // the sample's index in the phase
+	LatencyNS int64 `json:"latency_ns"`
+	XrunNS    int64 `json:"xrun_ns,omitempty"`
+	CPU       int   `json:"cpu"` // the CPU the audio thread ran on
+	// WakeupNS is from due until the kernel made the audio thread
+	// runnable (its sched_wakeup); RunDelayNS from then until it ran.
+	// -1 where the trace holds no wakeup in the window.
+	WakeupNS   int64 `json:"wakeup_ns"`
+	RunDelayNS int64 `json:"run_delay_ns"`
+	// Causes share out the window, largest first; what no trace event
+	// accounts for is UnexplainedNS.
+	Causes        []Cause `json:"causes"`
+	UnexplainedNS int64   `json:"unexplained_ns"`
+	// Strip is the window as it happened, in order, for a timeline.
+	Strip []Slice `json:"strip,omitempty"`
+}
+
+// Cause is one thing that held the audio thread's CPU during a spike.
+type Cause struct {
+	Kind   string `json:"kind"`             // CauseIRQ, CauseSoftIRQ, CauseThread, CauseAudio, CauseIdle
+	Name   string `json:"name"`             // "IRQ 24 ahci", "vector local_timer", "NET_RX", "kworker/1:2"
+	PID    int    `json:"pid,omitempty"`    // threads
+	Policy string `json:"policy,omitempty"` // threads: "SCHED_OTHER", "SCHED_FIFO 85", "SCHED_DEADLINE"
+	NS     int64  `json:"ns"`
+}
+
+// Slice is a stretch of a spike's window spent in one cause.
+type Slice struct {
+	Kind    string `json:"kind"`
+	Name    string `json:"name"`
+	StartNS int64  `json:"start_ns"` // from due
+	NS      int64  `json:"ns"`
+}
+
+// Kinds of Cause.
+const (
+	CauseIRQ     = "irq"     // a hard interrupt handler or a vector (local timer, IPI)
+	CauseSoftIRQ = "softirq" //
+	CauseThread  = "thread"  // another thread ran
+	CauseAudio   = "audio"   // the audio thread itself (still busy, or returning from its wait)
+	CauseIdle    = "idle"    // the CPU idled: the wakeup itself came late
+	// CauseHeld: an ordinary (SCHED_OTHER) thread kept the CPU after the
+	// real-time audio thread had been woken on it. The scheduler allows
+	// that only while the thread is in kernel code that cannot be
+	// preempted (preempt=none or voluntary kernels) or while real-time
+	// threads are throttled (their budget, sched_rt_runtime_us, used up).
+	CauseHeld = "held"
+)

@@ -1,0 +1,108 @@
+package rundata
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// SpikesFile holds the anatomy of every late wakeup the tracer explained
+// (run --trace): one record per spike.
+const SpikesFile = "spikes.json"
+
+// maxSpikesBytes bounds what ReadSpikes reads: a run explains at most a
+// few thousand spikes per phase, far below it.
+const maxSpikesBytes = 64 << 20
+
+// Trace says whether spike causes were recorded, and if not, why.
+type Trace struct {
+	Enabled bool   `json:"enabled"`
+	AboveNS int64  `json:"above_ns"`       // a spike: a wakeup later than this, or any xrun
+	Note    string `json:"note,omitempty"` // why causes were not (all) recorded
+	Lost    int64  `json:"lost_events,omitempty"`
+	Dropped int64  `json:"dropped_spikes,omitempty"` // spikes beyond the per-phase limit, not explained
+}
+
+type spikesDoc struct {
+	Spikes []Spike `json:"spikes"`
+}
+
+// WriteSpikes writes dir/spikes.json atomically.
+func WriteSpikes(dir string, ss []Spike) error {
+	b, err := json.Marshal(spikesDoc{Spikes: ss})
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", SpikesFile, err)
+	}
+	return WriteFileAtomic(filepath.Join(dir, SpikesFile), append(b, '\n'))
+}
+
+// ReadSpikes reads dir/spikes.json; a run without one has no spikes.
+func ReadSpikes(dir string) ([]Spike, error) {
+	path := filepath.Join(dir, SpikesFile)
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
+	return decodeSpikes(path, io.LimitReader(f, maxSpikesBytes+1))
+}
+
+func decodeSpikes(path string, r io.Reader) ([]Spike, error) {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(b) > maxSpikesBytes {
+		return nil, fmt.Errorf("%s: larger than %d MiB", path, maxSpikesBytes>>20)
+	}
+	var d spikesDoc
+	if err := json.Unmarshal(b, &d); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	for i, s := range d.Spikes {
+		if s.LatencyNS < 0 || s.Phase < 0 {
+			return nil, fmt.Errorf("%s: spike %d: negative latency or phase", path, i)
+		}
+	}
+	return d.Spikes, nil
+}
+
+// Culprits ranks what held the audio thread's CPU across spikes: the time
+// of each cause (threads by name and policy, whatever their thread id),
+// largest first, and the spikes' total time, to which they are shares.
+func Culprits(ss []Spike) (cs []Cause, total int64) {
+	type key struct{ kind, name, policy string }
+	sum := map[key]int64{}
+	var order []key
+	add := func(k key, ns int64) {
+		if _, ok := sum[k]; !ok {
+			order = append(order, k)
+		}
+		sum[k] += ns
+	}
+	for _, s := range ss {
+		total += s.LatencyNS
+		for _, c := range s.Causes {
+			add(key{c.Kind, c.Name, c.Policy}, c.NS)
+		}
+		if s.UnexplainedNS > 0 {
+			add(key{"", "unexplained", ""}, s.UnexplainedNS)
+		}
+	}
+	for _, k := range order {
+		cs = append(cs, Cause{Kind: k.kind, Name: k.name, Policy: k.policy, NS: sum[k]})
+	}
+	sort.SliceStable(cs, func(i, j int) bool { return cs[i].NS > cs[j].NS })
+	return cs, total
+}

@@ -1,0 +1,58 @@
+package rundata
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestCulprits(t *testing.T) {
+	ss := []Spike{
+		{LatencyNS: 5000, Causes: []Cause{{Kind: CauseThread, Name: "kworker/1:2", PID: 9, Policy: "SCHED_OTHER", NS: 3000}, {Kind: CauseIRQ, Name: "IRQ 24 ahci", NS: 1500}}, UnexplainedNS: 500},
+		{LatencyNS: 3000, Causes: []Cause{{Kind: CauseIRQ, Name: "IRQ 24 ahci", NS: 2000}, {Kind: CauseThread, Name: "kworker/1:2", PID: 11, Policy: "SCHED_OTHER", NS: 1000}}},
+	}
+	cs, total := Culprits(ss)
+	want := []Cause{
+		{Kind: CauseThread, Name: "kworker/1:2", Policy: "SCHED_OTHER", NS: 4000},
+		{Kind: CauseIRQ, Name: "IRQ 24 ahci", NS: 3500},
+		{Name: "unexplained", NS: 500},
+	}
+	if total != 8000 || !reflect.DeepEqual(cs, want) {
+		t.Errorf("Culprits = %+v, %d\nwant %+v, 8000", cs, total, want)
+	}
+}
+
+func TestSpikesFile(t *testing.T) {
+	dir := t.TempDir()
+	if ss, err := ReadSpikes(dir); err != nil || ss != nil {
+		t.Fatalf("no file: %v %v", ss, err)
+	}
+	in := []Spike{{Phase: 1, Period: 7, LatencyNS: 4e6, CPU: 0, WakeupNS: 10, RunDelayNS: 3e6,
+		Causes: []Cause{{Kind: CauseThread, Name: "hog", PID: 5, Policy: "SCHED_FIFO 90", NS: 39e5}},
+		Strip:  []Slice{{Kind: CauseThread, Name: "hog", StartNS: 0, NS: 39e5}}}}
+	if err := WriteSpikes(dir, in); err != nil {
+		t.Fatal(err)
+	}
+	out, err := ReadSpikes(dir)
+	if err != nil || !reflect.DeepEqual(in, out) {
+		t.Fatalf("round trip: %+v %v", out, err)
+	}
+	for name, body := range map[string]string{"not json": "{", "negative": `{"spikes":[{"latency_ns":-1}]}`} {
+		os.WriteFile(filepath.Join(dir, SpikesFile), []byte(body), 0o644)
+		if _, err := ReadSpikes(dir); err == nil || !strings.Contains(err.Error(), SpikesFile) {
+			t.Errorf("%s: error %v, want one naming the file", name, err)
+		}
+	}
+}
+
+func FuzzDecodeSpikes(f *testing.F) {
+	f.Add([]byte(`{"spikes":[{"phase":1,"period":7,"latency_ns":4000000,"causes":[{"kind":"thread","name":"hog","ns":3900000}]}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ss, err := decodeSpikes("f", strings.NewReader(string(b)))
+		if err == nil {
+			Culprits(ss)
+		}
+	})
+}

@@ -82,8 +82,13 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.noReport, "no-report", false, "do not render index.html at the end")
 	fs.StringVar(&f.testStall, "test-stall", "", "testing hook: PERIOD:DURATION stalls the loop at that period of each phase")
 	loads := newLoads(fs)
+	aplay := newAplayFlags(fs)
 	if code, ok := parseFlags(fs, args, stdout, stderr, "Usage: latencytest run [flags]\n\nMeasures the wakeup latency of an audio thread, phase by phase under the --tests loads,\nwrites a results directory and renders its report.\n"); !ok {
 		return code
+	}
+	if err := aplay.apply(fs, &f); err != nil {
+		fmt.Fprintf(stderr, "latencytest run: %v\n", err)
+		return 2
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "latencytest run: unexpected argument %q (flags only)\n", fs.Arg(0))

@@ -26,6 +26,10 @@ type runData struct {
 	dir    string
 	run    *rundata.Run
 	phases []*phaseData
+	// spikes are the late wakeups the tracer explained, by phase index;
+	// spikesNote says why they could not be read.
+	spikes     map[int][]rundata.Spike
+	spikesNote string
 }
 
 // load reads dir/run.json and every phase's samples file, the phases in
@@ -38,7 +42,14 @@ func load(dir string) (*runData, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadInput, err)
 	}
-	rd := &runData{dir: dir, run: r}
+	rd := &runData{dir: dir, run: r, spikes: map[int][]rundata.Spike{}}
+	if ss, err := rundata.ReadSpikes(dir); err != nil {
+		rd.spikesNote = err.Error()
+	} else {
+		for _, s := range ss {
+			rd.spikes[s.Phase] = append(rd.spikes[s.Phase], s)
+		}
+	}
 	wg := newGroup()
 	for i := range r.Phases {
 		pd := &phaseData{Phase: r.Phases[i]}

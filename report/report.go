@@ -82,6 +82,12 @@ type phaseView struct {
 	Overflow                          uint64
 	Lost                              int64
 	Grid                              string
+	// What made it late (run --trace): the culprits across the phase's
+	// spikes and a timeline of the worst.
+	Traced   bool
+	Spikes   int
+	Culprits []culpritRow
+	Strips   template.HTML
 }
 
 type indexPage struct {
@@ -110,6 +116,12 @@ func renderIndex(rd *runData) ([]byte, error) {
 	if !r.End.IsZero() {
 		pg.Duration = r.End.Sub(r.Start).Round(time.Second).String()
 	}
+	if rd.spikesNote != "" {
+		pg.Banners = append(pg.Banners, "The causes of spikes could not be read: "+rd.spikesNote)
+	}
+	if tr := r.Trace; tr != nil && !tr.Enabled && tr.Note != "" {
+		pg.Banners = append(pg.Banners, "The causes of spikes were not recorded: "+tr.Note)
+	}
 	if r.Interrupted {
 		pg.Banners = append(pg.Banners, "This run was interrupted: the figures cover what was measured until then, and phases after it did not run.")
 	}
@@ -118,6 +130,7 @@ func renderIndex(rd *runData) ([]byte, error) {
 	pg.Phases = make([]phaseView, len(rd.phases))
 	wg := newGroup()
 	errs := make([]error, len(rd.phases))
+	spikeErrs := make([]error, len(rd.phases))
 	for i, pd := range rd.phases {
 		id := "phase-" + strconv.Itoa(i+1)
 		sr := statsRow{Name: pd.Name, Link: id, Skipped: pd.Skipped, Extra: stressorSummary(pd.StressorStats)}
@@ -142,6 +155,15 @@ func renderIndex(rd *runData) ([]byte, error) {
 		if pd.Skipped != "" {
 			continue
 		}
+		if tr := r.Trace; tr != nil && tr.Enabled {
+			ss := rd.spikes[i]
+			pv.Traced, pv.Spikes, pv.Culprits = true, len(ss), culpritRows(ss)
+			wg.Go(func() {
+				var err error
+				pv.Strips, err = spikeFigure(ss, worstShown)
+				spikeErrs[i] = err
+			})
+		}
 		if pd.env == nil || pd.hist == nil {
 			if pv.Note == "" {
 				pv.Note = "no samples were recorded"
@@ -155,7 +177,7 @@ func renderIndex(rd *runData) ([]byte, error) {
 		pg.Overlay, overlayErr = histFigure("latency histograms, all phases", overlay, r.PeriodUS, r.BufferUS, colLatency)
 	})
 	wg.Wait()
-	for _, err := range append(errs, overlayErr) {
+	for _, err := range append(append(errs, spikeErrs...), overlayErr) {
 		if err != nil {
 			return nil, err
 		}
@@ -169,6 +191,9 @@ func renderIndex(rd *runData) ([]byte, error) {
 	}
 	return b.Bytes(), nil
 }
+
+// worstShown is how many spikes a phase's timeline shows.
+const worstShown = 8
 
 // drawPhase draws the three figures of one phase.
 func drawPhase(pv *phaseView, pd *phaseData, r *rundata.Run) error {

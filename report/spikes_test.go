@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/net/html"
+
+	"latencytest/report/synth"
 	"latencytest/rundata"
 )
 
@@ -42,5 +45,43 @@ func TestSpikeFigure(t *testing.T) {
 	}
 	if svg, _ := spikeFigure(nil, 8); svg != "" {
 		t.Error("a figure without spikes")
+	}
+}
+
+// A traced run's page says, per phase, what made it late: the culprits
+// ranked and the worst spikes' timeline; a phase without spikes says so,
+// and names from the system stay text.
+func TestRenderSpikes(t *testing.T) {
+	c := synth.Default()
+	dir, _ := writeRun(t, c)
+	r, err := rundata.ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Trace = &rundata.Trace{Enabled: true, AboveNS: 667e3}
+	if err := rundata.WriteRun(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	ss := testSpikes()
+	ss[0].Causes[0].Name = `<img src=x>kworker`
+	if err := rundata.WriteSpikes(dir, ss); err != nil {
+		t.Fatal(err)
+	}
+	out, doc := renderDoc(t, dir)
+	if strings.Contains(out, "<img src=x>") {
+		t.Error("a thread's name became markup")
+	}
+	first := byID(doc, "phase-1")
+	txt := text(first)
+	for _, want := range []string{"What made it late", "<img src=x>kworker (SCHED_OTHER)", "40 %", "NET_RX softirq", "Across 2 spikes"} {
+		if !strings.Contains(txt, want) {
+			t.Errorf("phase 1 lacks %q", want)
+		}
+	}
+	if figs := findAll(first, func(n *html.Node) bool { return n.Data == "figure" && strings.Contains(attr(n, "class"), "fig-spikes") }); len(figs) != 1 {
+		t.Errorf("%d spike timelines in phase 1, want 1", len(figs))
+	}
+	if len(r.Phases) > 1 && !strings.Contains(text(byID(doc, "phase-2")), "No spike in this phase") {
+		t.Error("phase 2 does not say it had no spike")
 	}
 }

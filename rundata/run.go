@@ -50,6 +50,9 @@ type Run struct {
 	// SCHED_FIFO/RR/DEADLINE thread, flagged where it can run before the
 	// audio thread.
 	RTTasks []RTTask `json:"rt_tasks,omitempty"`
+	// Trace says whether the causes of spikes were recorded (run --trace;
+	// the spikes are in spikes.json).
+	Trace *Trace `json:"trace,omitempty"`
 }
 
 // System describes the machine measured.

@@ -49,6 +49,7 @@ type compared struct {
 	run    *rundata.Run // nil for cyclictest
 	ct     *ctRun       // nil for a results directory
 	phases []*phaseData
+	spikes map[int][]rundata.Spike // by phase index, for a traced run
 }
 
 // CompareInputs is Compare with labels and cyclictest phase names.
@@ -107,7 +108,7 @@ func loadInput(in Input) (*compared, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %v", ErrBadInput, in.Path, err)
 		}
-		c.run, c.phases = rd.run, rd.phases
+		c.run, c.phases, c.spikes = rd.run, rd.phases, rd.spikes
 		return c, nil
 	}
 	b, err := rundata.ReadFileLimited(in.Path, maxCyclictestBytes)
@@ -142,6 +143,7 @@ type sectionView struct {
 	Runs     []string
 	Rows     []compareRow
 	Hist     template.HTML
+	Culprits *culpritCompare
 }
 
 type comparePage struct {
@@ -247,6 +249,7 @@ func renderCompare(cs []*compared) ([]byte, error) {
 			}
 			sv.Rows = append(sv.Rows, cr)
 		}
+		sv.Culprits = compareCulprits(cs, name)
 		if len(hs) == 0 {
 			continue // the phase was skipped in every run
 		}
@@ -282,4 +285,66 @@ func commonPeriod(cs []*compared) (periodUS, bufferUS float64) {
 		}
 	}
 	return periodUS, bufferUS
+}
+
+// culpritCompare is a phase's culprit tables side by side: a row per
+// cause that is among the first few of any traced run.
+type culpritCompare struct {
+	Runs []string
+	Rows []culpritCompareRow
+}
+
+type culpritCompareRow struct {
+	Kind, Label string
+	Shares      []string
+}
+
+// culpritsShown is how many causes of each run the side-by-side table takes.
+const culpritsShown = 6
+
+// compareCulprits builds the side-by-side culprit table of phase name;
+// nil when no run was traced.
+func compareCulprits(cs []*compared, name string) *culpritCompare {
+	var runs []string
+	var tables [][]culpritRow
+	for _, c := range cs {
+		if c.run == nil || c.run.Trace == nil || !c.run.Trace.Enabled {
+			continue
+		}
+		for i, p := range c.phases {
+			if p.Name == name && p.Skipped == "" {
+				runs = append(runs, c.Label)
+				tables = append(tables, culpritRows(c.spikes[i]))
+				break
+			}
+		}
+	}
+	if len(runs) == 0 {
+		return nil
+	}
+	cc := &culpritCompare{Runs: runs}
+	index := map[string]int{}
+	for _, rows := range tables {
+		for _, r := range rows[:min(culpritsShown, len(rows))] {
+			if _, ok := index[r.Label]; !ok {
+				index[r.Label] = len(cc.Rows)
+				cc.Rows = append(cc.Rows, culpritCompareRow{Kind: r.Kind, Label: r.Label, Shares: make([]string, len(runs))})
+			}
+		}
+	}
+	for ti, rows := range tables {
+		for _, r := range rows {
+			if k, ok := index[r.Label]; ok {
+				cc.Rows[k].Shares[ti] = r.Share
+			}
+		}
+	}
+	for _, r := range cc.Rows {
+		for i := range r.Shares {
+			if r.Shares[i] == "" {
+				r.Shares[i] = "—"
+			}
+		}
+	}
+	return cc
 }

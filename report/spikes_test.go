@@ -85,3 +85,28 @@ func TestRenderSpikes(t *testing.T) {
 		t.Error("phase 2 does not say it had no spike")
 	}
 }
+
+// compare puts the traced runs' culprit tables side by side, a cause that
+// one run lacks shown as "—".
+func TestCompareCulprits(t *testing.T) {
+	mk := func(label string, ss []rundata.Spike) *compared {
+		return &compared{Input: Input{Label: label}, run: &rundata.Run{Trace: &rundata.Trace{Enabled: true}},
+			phases: []*phaseData{{Phase: rundata.Phase{Name: "hackbench"}}}, spikes: map[int][]rundata.Spike{0: ss}}
+	}
+	other := []rundata.Spike{{LatencyNS: 2e6, Causes: []rundata.Cause{{Kind: rundata.CauseIRQ, Name: "IRQ 24 ahci", NS: 2e6}}}}
+	untraced := &compared{Input: Input{Label: "c"}, run: &rundata.Run{}, phases: []*phaseData{{Phase: rundata.Phase{Name: "hackbench"}}}}
+	cc := compareCulprits([]*compared{mk("a", testSpikes()), mk("b", other), untraced}, "hackbench")
+	if cc == nil || !reflect.DeepEqual(cc.Runs, []string{"a", "b"}) {
+		t.Fatalf("runs %+v", cc)
+	}
+	got := map[string][]string{}
+	for _, r := range cc.Rows {
+		got[r.Label] = r.Shares
+	}
+	if !reflect.DeepEqual(got["IRQ 24 ahci"], []string{"20 %", "100 %"}) || !reflect.DeepEqual(got["kworker/1:2 (SCHED_OTHER)"], []string{"40 %", "—"}) {
+		t.Errorf("rows %+v", got)
+	}
+	if compareCulprits([]*compared{untraced}, "hackbench") != nil {
+		t.Error("a table without a traced run")
+	}
+}

@@ -15,7 +15,6 @@ const maxPerPhase = 2000
 // Offer never blocks the path the samples take to disk.
 type Recorder struct {
 	s     *Session
-	audio Thread
 	above int64
 	// onSpike, if set, is called (from the recorder's goroutine) with each
 	// spike explained, e.g. to name an xrun's main culprit on the terminal.
@@ -33,20 +32,22 @@ type Recorder struct {
 
 type item struct {
 	phase int
+	audio Thread
 	s     rundata.Sample
 }
 
 // NewRecorder explains, with s, every sample later than above (ns) or with
-// an xrun, for the audio thread audio.
-func NewRecorder(s *Session, audio Thread, above int64, onSpike func(rundata.Spike)) *Recorder {
-	r := &Recorder{s: s, audio: audio, above: above, onSpike: onSpike, in: make(chan item, 1024),
+// an xrun.
+func NewRecorder(s *Session, above int64, onSpike func(rundata.Spike)) *Recorder {
+	r := &Recorder{s: s, above: above, onSpike: onSpike, in: make(chan item, 1024),
 		done: make(chan struct{}), perPhase: map[int]int{}}
 	go r.run()
 	return r
 }
 
-// Offer hands over a phase's sample; it is explained if it is a spike.
-func (r *Recorder) Offer(phase int, smp *rundata.Sample) {
+// Offer hands over a phase's sample of the audio thread audio; it is
+// explained if it is a spike.
+func (r *Recorder) Offer(phase int, audio Thread, smp *rundata.Sample) {
 	if smp.Latency() <= r.above && smp.Xrun == 0 {
 		return
 	}
@@ -62,7 +63,7 @@ func (r *Recorder) Offer(phase int, smp *rundata.Sample) {
 	}
 	r.pending.Add(1)
 	select {
-	case r.in <- item{phase, *smp}:
+	case r.in <- item{phase, audio, *smp}:
 	default:
 		r.pending.Done()
 		r.drop()
@@ -78,7 +79,7 @@ func (r *Recorder) drop() {
 func (r *Recorder) run() {
 	defer close(r.done)
 	for it := range r.in {
-		sp := r.s.Explain(r.audio, it.s.Due, it.s.Woke)
+		sp := r.s.Explain(it.audio, it.s.Due, it.s.Woke)
 		sp.Phase, sp.Period, sp.XrunNS = it.phase, it.s.Index, it.s.Xrun
 		r.mu.Lock()
 		r.spikes = append(r.spikes, sp)

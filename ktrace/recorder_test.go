@@ -17,10 +17,11 @@ func TestRecorder(t *testing.T) {
 	evs := []Event{sw(0, 0, "hog", 7, 120), sw(5000*us, 0, "lt-audio", 42, 19), sw(5100*us, 0, "hog", 7, 120)}
 	s := replay(map[int]*cpuLog{0: {evs: evs}}, 10e9)
 	var seen []rundata.Spike
-	r := NewRecorder(s, Thread{TID: 42}, 500*us, func(sp rundata.Spike) { seen = append(seen, sp) })
-	r.Offer(0, &rundata.Sample{Index: 1, Due: 4800 * us, Woke: 5010 * us})            // 210 µs: not a spike
-	r.Offer(1, &rundata.Sample{Index: 2, Due: 4000 * us, Woke: 5010 * us})            // 1.01 ms
-	r.Offer(1, &rundata.Sample{Index: 3, Due: 4900 * us, Woke: 5010 * us, Xrun: 3e6}) // an xrun, however late
+	r := NewRecorder(s, 500*us, func(sp rundata.Spike) { seen = append(seen, sp) })
+	a := Thread{TID: 42}
+	r.Offer(0, a, &rundata.Sample{Index: 1, Due: 4800 * us, Woke: 5010 * us})            // 210 µs: not a spike
+	r.Offer(1, a, &rundata.Sample{Index: 2, Due: 4000 * us, Woke: 5010 * us})            // 1.01 ms
+	r.Offer(1, a, &rundata.Sample{Index: 3, Due: 4900 * us, Woke: 5010 * us, Xrun: 3e6}) // an xrun, however late
 	ss := r.Flush()
 	if len(ss) != 2 || ss[0].Phase != 1 || ss[0].Period != 2 || ss[0].Causes[0].Name != "hog" || ss[0].Causes[0].NS != 1000*us ||
 		ss[1].Period != 3 || ss[1].XrunNS != 3e6 || len(seen) != 2 {
@@ -28,7 +29,7 @@ func TestRecorder(t *testing.T) {
 	}
 	// Past the per-phase limit, spikes are counted, not explained.
 	for i := range maxPerPhase + 5 {
-		r.Offer(2, &rundata.Sample{Index: int64(i), Due: 4000 * us, Woke: 5010 * us})
+		r.Offer(2, a, &rundata.Sample{Index: int64(i), Due: 4000 * us, Woke: 5010 * us})
 	}
 	tr := r.Close()
 	n := 0

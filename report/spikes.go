@@ -33,20 +33,14 @@ var kindOrder = []struct{ kind, label string }{
 // causeLabel is how a cause reads in the culprit table.
 func causeLabel(c rundata.Cause) string {
 	switch c.Kind {
-	case rundata.CauseThread:
-		return fmt.Sprintf("%s (%s)", c.Name, c.Policy)
 	case rundata.CauseHeld:
-		return fmt.Sprintf("%s (%s) kept the CPU after the audio thread was woken", c.Name, c.Policy)
-	case rundata.CauseSoftIRQ:
-		return c.Name + " softirq"
-	case rundata.CauseAudio:
-		return "the audio thread itself"
+		return c.String() + " kept the CPU after the audio thread was woken"
 	case rundata.CauseIdle:
 		return "CPU idle (the wakeup itself came late)"
 	case "":
 		return "unexplained (no trace event accounts for it)"
 	}
-	return c.Name
+	return c.String()
 }
 
 // culpritRow is one line of a phase's "what made it late" table.

@@ -106,3 +106,21 @@ func Culprits(ss []Spike) (cs []Cause, total int64) {
 	sort.SliceStable(cs, func(i, j int) bool { return cs[i].NS > cs[j].NS })
 	return cs, total
 }
+
+// String names a cause in a few words: "kworker/1:2 (SCHED_OTHER)",
+// "IRQ 24 ahci", "NET_RX softirq", "CPU idle".
+func (c Cause) String() string {
+	switch c.Kind {
+	case CauseThread, CauseHeld:
+		return fmt.Sprintf("%s (%s)", c.Name, c.Policy)
+	case CauseSoftIRQ:
+		return c.Name + " softirq"
+	case CauseAudio:
+		return "the audio thread itself"
+	case CauseIdle:
+		return "CPU idle"
+	case "":
+		return "unexplained"
+	}
+	return c.Name
+}

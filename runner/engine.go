@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"latencytest/audio"
+	"latencytest/internal/badinput"
 )
 
 // samplesFD is the descriptor on which the engine process writes samples;
@@ -50,8 +51,7 @@ func EngineMain(stdin io.Reader, stdout, stderr io.Writer, open func(name string
 	granted, err := drv.Open(req.Config)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
-		var bad *audio.ErrBadDevice
-		if errors.As(err, &bad) {
+		if badinput.Is(err) {
 			return engineExitBadDevice
 		}
 		return 1

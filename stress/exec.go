@@ -5,6 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"latencytest/internal/badinput"
+	"latencytest/internal/child"
 	"os"
 	"os/exec"
 	"syscall"
@@ -41,7 +43,7 @@ func (execStressor) Flags(fs *flag.FlagSet) Load {
 
 func (l *execLoad) Check() error {
 	if l.cmd == "" {
-		return usageErrorf("--cmd is required, e.g. --cmd 'make -j4'")
+		return badinput.Errorf("--cmd is required, e.g. --cmd 'make -j4'")
 	}
 	return nil
 }
@@ -62,8 +64,8 @@ func (l *execLoad) Run(ctx context.Context, m *Meter) error {
 		cmd.Stdin = nil
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: !leader, Pdeathsig: syscall.SIGTERM}
-		exited := make(chan struct{})
-		if err := spawn(cmd, exited); err != nil {
+		exited, err := child.StartLocked(cmd)
+		if err != nil {
 			return fmt.Errorf("start %q: %w", l.cmd, err)
 		}
 		starts++
@@ -110,7 +112,7 @@ func stopCommand(cmd *exec.Cmd, leader bool, exited <-chan struct{}) {
 			_ = syscall.Kill(-cmd.Process.Pid, sig)
 			return
 		}
-		pids, _ := GroupPIDs(syscall.Getpgrp())
+		pids, _ := child.GroupPIDs(syscall.Getpgrp())
 		for _, pid := range pids {
 			if pid != os.Getpid() {
 				_ = syscall.Kill(pid, sig)
@@ -145,15 +147,10 @@ func reapChildren(grace time.Duration) error {
 		if time.Now().After(deadline) {
 			return errors.New("processes left by the command would not end")
 		}
-		for _, pid := range childPIDs(os.Getpid()) {
+		pids, _ := child.ChildPIDs(os.Getpid())
+		for _, pid := range pids {
 			_ = unix.Kill(pid, unix.SIGKILL)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// childPIDs lists the children of process ppid, from /proc.
-func childPIDs(ppid int) []int {
-	pids, _ := procsWhere(1, ppid)
-	return pids
 }

@@ -172,6 +172,7 @@ func TestInterruptWhileLoadStarts(t *testing.T) {
 	sent := time.Now()
 	cmd.Process.Signal(syscall.SIGINT)
 	code, took := exitCode(t, cmd, sent)
+	t.Logf("stopped %v after the Ctrl-C", took)
 	if took > time.Second {
 		t.Errorf("the run took %v to stop", took)
 	}
@@ -205,6 +206,7 @@ func TestSecondInterruptExitsAtOnce(t *testing.T) {
 	sent := time.Now()
 	cmd.Process.Signal(syscall.SIGINT)
 	code, took := exitCode(t, cmd, sent)
+	t.Logf("exited %v after the second Ctrl-C", took)
 	if took > time.Second {
 		t.Errorf("the run took %v to exit after the second Ctrl-C", took)
 	}
@@ -238,6 +240,7 @@ func TestStuckEngineKilled(t *testing.T) {
 	sent := time.Now()
 	cmd.Process.Signal(syscall.SIGINT)
 	code, took := exitCode(t, cmd, sent)
+	t.Logf("stopped %v after the Ctrl-C (grace %v)", took, engineGraceForTest)
 	if took > engineGraceForTest+time.Second {
 		t.Errorf("the run took %v to stop", took)
 	}

@@ -49,6 +49,7 @@ func helper(mode string) int {
 		return 1
 	case "never-ready": // a slow start that ignores SIGTERM
 		signal.Ignore(syscall.SIGTERM)
+		os.WriteFile(os.Getenv("STARTED"), nil, 0o600)
 		select {}
 	case "stubborn":
 		signal.Ignore(syscall.SIGTERM)
@@ -173,10 +174,22 @@ func TestChildOutlivesStartingThread(t *testing.T) {
 // SIGTERM within a second.
 func TestStartCalledOff(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(300*time.Millisecond, cancel)
-	began := time.Now()
-	_, _, err := Start(ctx, spec("never-ready"))
-	if took := time.Since(began) - 300*time.Millisecond; took > time.Second {
+	started := filepath.Join(t.TempDir(), "started")
+	var cancelled time.Time
+	go func() { // once the child runs and ignores SIGTERM
+		for {
+			if _, err := os.Stat(started); err == nil {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		cancelled = time.Now()
+		cancel()
+	}()
+	s := spec("never-ready")
+	s.Env = []string{"STARTED=" + started}
+	_, _, err := Start(ctx, s)
+	if took := time.Since(cancelled); took > time.Second {
 		t.Errorf("Start returned %v after the cancel", took)
 	}
 	if !errors.Is(err, context.Canceled) {

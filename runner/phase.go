@@ -80,7 +80,7 @@ func runEngine(ctx context.Context, cfg Config, req engineRequest, sink func(*ru
 		return res, readErr
 	case res.bye.Err != "":
 		return res, errors.New(res.bye.Err)
-	case !st.Success() && !res.stopped:
+	case (st == nil || !st.Success()) && !res.stopped:
 		return res, fmt.Errorf("engine: %v: %s", st, p.LastStderr())
 	case cleanErr != nil:
 		return res, fmt.Errorf("engine: %w", cleanErr)

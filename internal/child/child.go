@@ -386,8 +386,9 @@ func (p *Process) Stop(grace time.Duration) (*os.ProcessState, error) {
 
 // Wait waits for the child to exit, then ends what is left of its process
 // group, waits for its report pipe to close, reaps it and removes its
-// temporary directory. It returns the exit status and what was left behind
-// (processes that would not end, files), and may be called more than once.
+// temporary directory. It returns the exit status (nil if there is none)
+// and what was left behind (processes that would not end, files), and may
+// be called more than once.
 func (p *Process) Wait() (*os.ProcessState, error) {
 	<-p.exited
 	p.once.Do(p.finish)
@@ -411,6 +412,9 @@ func (p *Process) finish() {
 	close(p.reapNow)
 	<-p.reaped
 	p.state = p.cmd.ProcessState
+	if p.state == nil { // someone else reaped it: never by design
+		errs = append(errs, errors.New("no exit status"))
+	}
 	if err := p.temp.remove(); err != nil {
 		errs = append(errs, err)
 	}

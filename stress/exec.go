@@ -64,7 +64,7 @@ func (l *execLoad) Run(ctx context.Context, m *Meter) error {
 		cmd.Stdin = nil
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: !leader, Pdeathsig: syscall.SIGTERM}
-		exited, err := child.StartLocked(cmd)
+		h, err := child.StartHeld(cmd)
 		if err != nil {
 			return fmt.Errorf("start %q: %w", l.cmd, err)
 		}
@@ -72,20 +72,20 @@ func (l *execLoad) Run(ctx context.Context, m *Meter) error {
 		m.Set("starts", starts)
 		m.Ready()
 		select {
-		case <-exited:
-			if st, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && st.Signaled() && stoppedSoon(ctx) {
+		case <-h.Exited():
+			if h.Signaled() && stoppedSoon(ctx) {
 				// The group's stop signal reached the command first.
-				stopCommand(cmd, leader, exited)
+				stopCommand(h, leader)
 				return reapChildren(5 * time.Second)
 			}
-			if cmd.ProcessState.Success() {
+			if st := h.Reap(); st != nil && st.Success() {
 				m.Add(1)
 			} else {
 				failures++
 				m.Set("failures", failures)
 			}
 		case <-ctx.Done():
-			stopCommand(cmd, leader, exited)
+			stopCommand(h, leader)
 			return reapChildren(5 * time.Second)
 		}
 		// Reap the orphans of this run (nothing else of ours is running).
@@ -105,11 +105,12 @@ func (l *execLoad) Run(ctx context.Context, m *Meter) error {
 }
 
 // stopCommand ends the command and whatever it started: SIGTERM, then
-// SIGKILL after a grace period.
-func stopCommand(cmd *exec.Cmd, leader bool, exited <-chan struct{}) {
+// SIGKILL after a grace period; then it reaps the command. Its own group
+// is signalled only until then (see child.Held).
+func stopCommand(h *child.Held, leader bool) {
 	signal := func(sig syscall.Signal) {
 		if !leader {
-			_ = syscall.Kill(-cmd.Process.Pid, sig)
+			_ = h.SignalGroup(sig)
 			return
 		}
 		pids, _ := child.GroupPIDs(syscall.Getpgrp())
@@ -121,13 +122,14 @@ func stopCommand(cmd *exec.Cmd, leader bool, exited <-chan struct{}) {
 	}
 	signal(syscall.SIGTERM)
 	select {
-	case <-exited:
+	case <-h.Exited():
 	case <-time.After(5 * time.Second):
 		signal(syscall.SIGKILL)
-		<-exited
+		<-h.Exited()
 	}
 	// What the command left running in its group goes too.
 	signal(syscall.SIGKILL)
+	h.Reap()
 }
 
 // reapChildren kills and reaps every child we have left: the orphans of

@@ -286,7 +286,7 @@ func (s *scroller) frame(n int) {
 // xvfb is a private X server.
 type xvfb struct {
 	cmd     *exec.Cmd
-	exited  <-chan struct{}
+	held    *child.Held
 	display string
 	files   []string
 }
@@ -310,7 +310,7 @@ func startXvfb(ctx context.Context, m *Meter) (*xvfb, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	cmd.WaitDelay = time.Second
 	x := &xvfb{cmd: cmd}
-	if x.exited, err = child.StartLocked(cmd); err != nil {
+	if x.held, err = child.StartHeld(cmd); err != nil {
 		pw.Close()
 		return nil, fmt.Errorf("start Xvfb: %w", err)
 	}
@@ -344,11 +344,11 @@ func startXvfb(ctx context.Context, m *Meter) (*xvfb, error) {
 func (x *xvfb) stop() error {
 	_ = x.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-x.exited:
+	case <-x.held.Exited():
 	case <-time.After(5 * time.Second):
 		_ = x.cmd.Process.Kill()
-		<-x.exited
 	}
+	x.held.Reap()
 	var errs []error
 	for _, f := range x.files {
 		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -17,7 +17,8 @@
 //     group id is the leader's pid, and once the leader is reaped and the
 //     group empty, the id may belong to a new process. The leader's exit is
 //     awaited with WNOWAIT, the rest of its group is killed, and only then
-//     is the leader reaped;
+//     is the leader reaped. Held is that, and the locked thread, alone: a
+//     child uses it for the commands it starts itself (Xvfb, --exec-cmd);
 //   - a child that may write files gets a private temporary directory,
 //     created by the parent; the parent removes that directory, and nothing
 //     else, whatever the child says.
@@ -32,7 +33,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -112,20 +112,14 @@ type Spec struct {
 
 // Process is a running child.
 type Process struct {
-	name    string
-	pid     int
-	cmd     *exec.Cmd
-	stderr  *Tail
-	data    *os.File
-	temp    *tempDir
-	set     *Set
-	exited  chan struct{} // the leader has exited (a zombie until reaped)
-	reapNow chan struct{} // closed by finish: the thread may reap
-	reaped  chan struct{}
-	read    chan struct{} // the report pipe reached EOF
-
-	mu      sync.Mutex
-	reaping bool // set before the leader is reaped: no group signal after
+	*Held  // the leader of the child's process group
+	name   string
+	cmd    *exec.Cmd
+	stderr *Tail
+	data   *os.File
+	temp   *tempDir
+	set    *Set
+	read   chan struct{} // the report pipe reached EOF
 
 	once  sync.Once
 	state *os.ProcessState
@@ -174,7 +168,7 @@ func (p *Process) settle(grace time.Duration) {
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
-	case <-p.exited:
+	case <-p.Exited():
 	case <-t.C:
 	}
 	p.Stop(grace)
@@ -190,8 +184,7 @@ const abortGrace = 500 * time.Millisecond
 // closed at EOF.
 func spawn(s Spec) (*Process, <-chan Message, error) {
 	p := &Process{
-		name: s.Name, stderr: NewTail(4096), set: s.Set,
-		exited: make(chan struct{}), reapNow: make(chan struct{}), reaped: make(chan struct{}), read: make(chan struct{}),
+		name: s.Name, stderr: NewTail(4096), set: s.Set, read: make(chan struct{}),
 	}
 	cmd := exec.Command(s.Exe, s.Args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = s.Stdin, s.Stdout, p.stderr
@@ -234,7 +227,7 @@ func spawn(s Spec) (*Process, <-chan Message, error) {
 		cmd.Env = append(cmd.Env, "TMPDIR="+p.temp.path, envTemp+"="+p.temp.path)
 	}
 	p.cmd = cmd
-	err = p.fork()
+	p.Held, err = StartHeld(cmd)
 	cleanup()
 	if err != nil {
 		rr.Close()
@@ -246,59 +239,6 @@ func spawn(s Spec) (*Process, <-chan Message, error) {
 	first := make(chan Message, 1)
 	go p.readReport(rr, first, s.OnMessage)
 	return p, first, nil
-}
-
-// StartLocked starts cmd from a goroutine locked to its OS thread that
-// waits for it, and returns a channel closed once cmd.Wait has returned.
-// This is how a child starts a process of its own with Pdeathsig (Xvfb, a
-// user's command): the thread that forked it outlives it.
-func StartLocked(cmd *exec.Cmd) (exited <-chan struct{}, err error) {
-	done := make(chan struct{})
-	started := make(chan error)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		_ = cmd.Wait() // the status is in cmd.ProcessState
-		close(done)
-	}()
-	return done, <-started
-}
-
-// fork starts the child on a goroutine locked to its OS thread, which
-// stays until the child is reaped (see the package comment): it awaits the
-// exit without reaping, then reaps when finish allows it.
-func (p *Process) fork() error {
-	started := make(chan error)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine, after the reap
-		if err := p.cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		p.pid = p.cmd.Process.Pid
-		started <- nil
-		awaitExit(p.pid)
-		close(p.exited)
-		<-p.reapNow
-		_ = p.cmd.Wait() // the exit status is in ProcessState
-		close(p.reaped)
-	}()
-	return <-started
-}
-
-// awaitExit blocks until process pid has exited, leaving it unreaped.
-func awaitExit(pid int) {
-	for {
-		var info unix.Siginfo
-		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if err != unix.EINTR {
-			return
-		}
-	}
 }
 
 // readReport decodes the report pipe until EOF: the first message goes to
@@ -329,33 +269,20 @@ func (p *Process) readReport(r *os.File, first chan<- Message, on func(Message))
 	_, _ = io.Copy(io.Discard, r) // a line over 1 MB ends the scanner
 }
 
-// Pid is the child's process id, which is also its process group's.
-func (p *Process) Pid() int { return p.pid }
-
 // Data is the reading end of the data pipe (Spec.DataPipe). The caller
 // reads it to EOF and closes it.
 func (p *Process) Data() *os.File { return p.data }
 
-// Exited is closed when the child has exited, stopped or not.
-func (p *Process) Exited() <-chan struct{} { return p.exited }
-
 // LastStderr is the last line the child wrote on its stderr.
 func (p *Process) LastStderr() string { return p.stderr.LastLine() }
 
-// ErrReaped is what Signal returns once the child has been reaped: its
-// group id may then be another process's.
-var ErrReaped = errors.New("the child has been reaped; its group id may be reused")
+// ErrReaped is what a group signal returns once the leader has been
+// reaped: its group id may then be another process's.
+var ErrReaped = errors.New("the process has been reaped; its group id may be reused")
 
 // Signal sends sig to the child's process group, which it refuses to do
 // once the leader is reaped.
-func (p *Process) Signal(sig syscall.Signal) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.reaping {
-		return ErrReaped
-	}
-	return unix.Kill(-p.pid, sig)
-}
+func (p *Process) Signal(sig syscall.Signal) error { return p.SignalGroup(sig) }
 
 // Terminate sends SIGTERM to the child's group and, if the child has not
 // exited within grace, SIGKILL. It reports whether it had to kill. It does
@@ -365,7 +292,7 @@ func (p *Process) Terminate(grace time.Duration) (killed bool) {
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
-	case <-p.exited:
+	case <-p.Exited():
 		return false
 	case <-t.C:
 	}
@@ -390,7 +317,7 @@ func (p *Process) Stop(grace time.Duration) (*os.ProcessState, error) {
 // and what was left behind (processes that would not end, files), and may
 // be called more than once.
 func (p *Process) Wait() (*os.ProcessState, error) {
-	<-p.exited
+	<-p.Exited()
 	p.once.Do(p.finish)
 	return p.state, p.err
 }
@@ -406,12 +333,7 @@ func (p *Process) finish() {
 	case <-t.C:
 	}
 	t.Stop()
-	p.mu.Lock()
-	p.reaping = true
-	p.mu.Unlock()
-	close(p.reapNow)
-	<-p.reaped
-	p.state = p.cmd.ProcessState
+	p.state = p.Reap()
 	if p.state == nil { // someone else reaped it: never by design
 		errs = append(errs, errors.New("no exit status"))
 	}
@@ -437,7 +359,7 @@ func (p *Process) clearGroup(grace time.Duration) error {
 		}
 		var left []int
 		for _, pr := range procs {
-			if pr.Pgrp != p.pid || pr.Pid == p.pid {
+			if pr.Pgrp != p.Pid() || pr.Pid == p.Pid() {
 				continue
 			}
 			if pr.PPid == me {

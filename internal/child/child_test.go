@@ -337,3 +337,31 @@ func TestKillAll(t *testing.T) {
 		t.Errorf("%s holds %v", in, ents)
 	}
 }
+
+// A held command is signalled as a group until it is reaped, never after;
+// how it ended is known before the reap.
+func TestHeld(t *testing.T) {
+	cmd := exec.Command("/bin/sh", "-c", "sleep 100 & wait")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	h, err := StartHeld(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.SignalGroup(syscall.SIGKILL); err != nil {
+		t.Fatalf("SignalGroup while running: %v", err)
+	}
+	<-h.Exited()
+	if !h.Signaled() {
+		t.Error("killed, but Signaled() is false")
+	}
+	if cmd.ProcessState != nil {
+		t.Error("reaped before Reap")
+	}
+	if st := h.Reap(); st == nil || st.Success() {
+		t.Errorf("Reap: %v", st)
+	}
+	if err := h.SignalGroup(syscall.SIGTERM); !errors.Is(err, ErrReaped) {
+		t.Errorf("SignalGroup after Reap = %v, want ErrReaped", err)
+	}
+	gone(t, h.Pid())
+}

@@ -53,7 +53,7 @@ func (s *Set) KillAll() {
 wait:
 	for _, p := range procs {
 		select {
-		case <-p.exited:
+		case <-p.Exited():
 		case <-deadline:
 			break wait
 		}

@@ -23,6 +23,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == "child-helper" {
 		os.Exit(helper(os.Args[2]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == "as-pid1" {
+		os.Exit(asPID1())
+	}
 	os.Exit(m.Run())
 }
 
@@ -364,4 +367,47 @@ func TestHeld(t *testing.T) {
 		t.Errorf("SignalGroup after Reap = %v, want ErrReaped", err)
 	}
 	gone(t, h.Pid())
+}
+
+// asPID1 is the parent as PID 1 of a PID namespace: it starts a child that
+// leaves a process in its group, and stops it. The orphan is reparented to
+// us, and only we can reap it.
+func asPID1() int {
+	if os.Getpid() != 1 {
+		fmt.Println("not PID 1")
+		return 1
+	}
+	p, _, err := Start(context.Background(), spec("grandchild"))
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	began := time.Now()
+	_, err = p.Stop(5 * time.Second)
+	fmt.Printf("stopped in %v: %v\n", time.Since(began).Round(time.Millisecond), err)
+	procs, _ := Processes()
+	for _, pr := range procs {
+		if pr.Pid != 1 {
+			fmt.Printf("left: %+v\n", pr)
+		}
+	}
+	if err != nil || len(procs) != 1 {
+		return 1
+	}
+	return 0
+}
+
+// As PID 1 the supervisor reaps what its child's group leaves to it.
+func TestAsPID1(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("this test needs root (unshare --pid)")
+		}
+		t.Skip("needs root (unshare --pid)")
+	}
+	out, err := exec.Command("unshare", "--pid", "--fork", "--mount-proc", os.Args[0], "as-pid1").CombinedOutput()
+	t.Logf("%s", out)
+	if err != nil {
+		t.Fatalf("as PID 1: %v", err)
+	}
 }

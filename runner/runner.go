@@ -349,6 +349,9 @@ func (r *phaseRun) finish(err error) error {
 	acc := r.acc
 	acc.mu.Lock()
 	r.ph.EndMonoNS = acc.lastDue
+	if r.ph.StartMonoNS == 0 { // an engine killed before its bye: the first period's due time
+		r.ph.StartMonoNS = acc.firstDue
+	}
 	if acc.writer != nil {
 		if ferr := acc.writer.Flush(); ferr != nil && acc.writeErr == nil {
 			acc.writeErr = ferr

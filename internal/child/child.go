@@ -177,68 +177,77 @@ func (p *Process) settle(grace time.Duration) {
 // abortGrace is how long a child that is being started may take to end
 // on SIGTERM when its start is called off (Ctrl-C must stop a run within a
 // second, even while Xvfb starts).
-const abortGrace = 500 * time.Millisecond
+const abortGrace = 250 * time.Millisecond
 
 // spawn forks and execs the child from a locked thread of its own and
 // starts reading its report pipe; first gets the first message, or is
 // closed at EOF.
 func spawn(s Spec) (*Process, <-chan Message, error) {
-	p := &Process{
-		name: s.Name, stderr: NewTail(4096), set: s.Set, read: make(chan struct{}),
-	}
-	cmd := exec.Command(s.Exe, s.Args...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = s.Stdin, s.Stdout, p.stderr
-	cmd.WaitDelay = reapGrace
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: s.Pdeathsig}
-	cmd.Env = append(os.Environ(), s.Env...)
-	cmd.Env = append(cmd.Env, envParent+"="+strconv.Itoa(os.Getpid()), envReport+"="+strconv.Itoa(ReportFD))
-
-	var closeAfter []*os.File
-	cleanup := func() {
-		for _, f := range closeAfter {
-			f.Close()
-		}
-	}
-	rr, rw, err := os.Pipe()
+	p := &Process{name: s.Name, stderr: NewTail(4096), set: s.Set, read: make(chan struct{})}
+	report, err := p.prepare(s)
 	if err != nil {
-		return nil, nil, fmt.Errorf("report pipe: %w", err)
+		return nil, nil, err
 	}
-	closeAfter = append(closeAfter, rw)
-	cmd.ExtraFiles = []*os.File{rw}
-	if s.DataPipe {
-		dr, dw, err := os.Pipe()
-		if err != nil {
-			rr.Close()
-			cleanup()
-			return nil, nil, fmt.Errorf("data pipe: %w", err)
-		}
-		p.data = dr
-		closeAfter = append(closeAfter, dw)
-		cmd.ExtraFiles = append(cmd.ExtraFiles, dw)
-		cmd.Env = append(cmd.Env, envData+"="+strconv.Itoa(DataFD))
-	}
-	if s.TempIn != "" {
-		if p.temp, err = newTempDir(s.TempIn); err != nil {
-			rr.Close()
-			p.closeData()
-			cleanup()
-			return nil, nil, err
-		}
-		cmd.Env = append(cmd.Env, "TMPDIR="+p.temp.path, envTemp+"="+p.temp.path)
-	}
-	p.cmd = cmd
-	p.Held, err = StartHeld(cmd)
-	cleanup()
+	p.Held, err = StartHeld(p.cmd)
+	closeFiles(p.cmd.ExtraFiles) // the child's ends
 	if err != nil {
-		rr.Close()
+		report.Close()
 		p.closeData()
 		p.temp.remove()
 		return nil, nil, err
 	}
 	s.Set.add(p)
 	first := make(chan Message, 1)
-	go p.readReport(rr, first, s.OnMessage)
+	go p.readReport(report, first, s.OnMessage)
 	return p, first, nil
+}
+
+// prepare makes p.cmd: the pipes (it returns the reading end of the report
+// pipe), the environment that names them, the temporary directory.
+func (p *Process) prepare(s Spec) (report *os.File, err error) {
+	cmd := exec.Command(s.Exe, s.Args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = s.Stdin, s.Stdout, p.stderr
+	cmd.WaitDelay = reapGrace
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: s.Pdeathsig}
+	cmd.Env = append(os.Environ(), s.Env...)
+	cmd.Env = append(cmd.Env, envParent+"="+strconv.Itoa(os.Getpid()), envReport+"="+strconv.Itoa(ReportFD))
+	p.cmd = cmd
+	defer func() {
+		if err != nil {
+			closeFiles(cmd.ExtraFiles)
+			if report != nil {
+				report.Close()
+			}
+			p.closeData()
+		}
+	}()
+	report, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("report pipe: %w", err)
+	}
+	cmd.ExtraFiles = []*os.File{w}
+	if s.DataPipe {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return report, fmt.Errorf("data pipe: %w", err)
+		}
+		p.data = r
+		cmd.ExtraFiles = append(cmd.ExtraFiles, w)
+		cmd.Env = append(cmd.Env, envData+"="+strconv.Itoa(DataFD))
+	}
+	if s.TempIn != "" {
+		if p.temp, err = newTempDir(s.TempIn); err != nil {
+			return report, err
+		}
+		cmd.Env = append(cmd.Env, "TMPDIR="+p.temp.path, envTemp+"="+p.temp.path)
+	}
+	return report, nil
+}
+
+func closeFiles(fs []*os.File) {
+	for _, f := range fs {
+		f.Close()
+	}
 }
 
 // readReport decodes the report pipe until EOF: the first message goes to

@@ -100,10 +100,3 @@ type DeviceInfo struct {
 	PeriodSize  string // frames, e.g. "16-65536"
 	BufferSize  string // frames
 }
-
-// ErrBadDevice wraps errors that are the user's to fix (no such device,
-// device busy, a rate or period the device refuses). The CLI prints them as
-// one line and exits 2.
-type ErrBadDevice struct{ Msg string }
-
-func (e *ErrBadDevice) Error() string { return e.Msg }

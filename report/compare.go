@@ -10,12 +10,9 @@ import (
 	"strconv"
 	"strings"
 
+	"latencytest/internal/badinput"
 	"latencytest/rundata"
 )
-
-// ErrBadInput marks errors caused by what the user passed (a missing path,
-// a file of unknown format), as opposed to a failure while working.
-var ErrBadInput = errors.New("bad input")
 
 // DefaultCyclictestPhase is the phase name given to a cyclictest file when
 // the caller does not choose one.
@@ -53,11 +50,11 @@ type compared struct {
 }
 
 // CompareInputs is Compare with labels and cyclictest phase names.
-// Errors caused by the inputs wrap ErrBadInput; out is only written when
-// everything could be read.
+// Errors caused by the inputs are bad input (internal/badinput); out is
+// only written when everything could be read.
 func CompareInputs(ins []Input, out string) error {
 	if len(ins) == 0 {
-		return fmt.Errorf("%w: nothing to compare: give at least one results directory or cyclictest file", ErrBadInput)
+		return badinput.New("nothing to compare: give at least one results directory or cyclictest file")
 	}
 	cs := make([]*compared, len(ins))
 	errs := make([]error, len(ins))
@@ -98,26 +95,26 @@ func loadInput(in Input) (*compared, error) {
 	}
 	fi, err := os.Stat(in.Path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadInput, err)
+		return nil, badinput.Errorf("%w", err)
 	}
 	if fi.IsDir() {
 		if _, err := os.Stat(filepath.Join(in.Path, rundata.RunFile)); err != nil {
-			return nil, fmt.Errorf("%w: %s: not a results directory (no %s)", ErrBadInput, in.Path, rundata.RunFile)
+			return nil, badinput.Errorf("%s: not a results directory (no %s)", in.Path, rundata.RunFile)
 		}
 		rd, err := load(in.Path)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrBadInput, in.Path, err)
+			return nil, badinput.Errorf("%s: %v", in.Path, err)
 		}
 		c.run, c.phases, c.spikes = rd.run, rd.phases, rd.spikes
 		return c, nil
 	}
 	b, err := rundata.ReadFileLimited(in.Path, maxCyclictestBytes)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadInput, err)
+		return nil, badinput.Errorf("%w", err)
 	}
 	ct, err := parseCyclictest(b)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrBadInput, in.Path, err)
+		return nil, badinput.Errorf("%s: %v", in.Path, err)
 	}
 	name := in.Phase
 	if name == "" {

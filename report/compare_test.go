@@ -1,7 +1,6 @@
 package report
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 
 	"golang.org/x/net/html"
 
+	"latencytest/internal/badinput"
 	"latencytest/report/synth"
 )
 
@@ -248,8 +248,8 @@ func TestCompareBadInput(t *testing.T) {
 	for _, in := range [][]string{nil, {filepath.Join(dir, "missing")}, {good, junk}, {dir}} {
 		out := filepath.Join(t.TempDir(), "out.html")
 		err := Compare(in, out)
-		if !errors.Is(err, ErrBadInput) {
-			t.Errorf("Compare(%v) = %v, want ErrBadInput", in, err)
+		if !badinput.Is(err) {
+			t.Errorf("Compare(%v) = %v, want bad input", in, err)
 		}
 		if _, serr := os.Stat(out); !os.IsNotExist(serr) {
 			t.Errorf("Compare(%v) wrote %s despite the error", in, out)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"path/filepath"
 
+	"latencytest/internal/badinput"
 	"latencytest/rundata"
 )
 
@@ -36,11 +37,11 @@ type runData struct {
 // parallel since each is an independent pass over tens of MB, but no more
 // at a time than there are CPUs. A missing or damaged samples file is not
 // fatal: the phase keeps its run.json figures and says why its graphs are
-// missing. A run.json that cannot be read is bad input (ErrBadInput).
+// missing. A run.json that cannot be read is bad input (internal/badinput).
 func load(dir string) (*runData, error) {
 	r, err := rundata.ReadRun(dir)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadInput, err)
+		return nil, badinput.Errorf("%v", err)
 	}
 	rd := &runData{dir: dir, run: r, spikes: map[int][]rundata.Spike{}}
 	if ss, err := rundata.ReadSpikes(dir); err != nil {

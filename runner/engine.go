@@ -14,47 +14,51 @@ import (
 	"golang.org/x/sys/unix"
 
 	"latencytest/audio"
+	"latencytest/internal/badinput"
+	"latencytest/internal/child"
 )
 
-// samplesFD is the descriptor on which the engine process writes samples;
-// the parent passes the pipe as its first extra file.
-const samplesFD = 3
-
-// EngineMain is the engine process: it reads an engineRequest on stdin,
-// opens the driver by name with open, and runs the period loop on its
-// locked main thread until the duration passes or SIGTERM arrives. It
-// returns the process exit code.
-func EngineMain(stdin io.Reader, stdout, stderr io.Writer, open func(name string) (audio.Driver, error)) int {
+// EngineMain is the engine process, a child of `latencytest run`
+// (internal/child): it reads an engineRequest on stdin, opens the driver by
+// name with open, and runs the period loop on its locked main thread until
+// the duration passes or SIGTERM arrives. It says hello and bye on the
+// report pipe and writes the samples on the data pipe. It returns the
+// process exit code: 2 for bad input (then also reported on the pipe).
+func EngineMain(stdin io.Reader, stderr io.Writer, open func(name string) (audio.Driver, error)) int {
 	// Nothing here may pause the loop: no garbage collector (the loop does
 	// not allocate, and setup garbage is small), one locked thread.
 	debug.SetGCPercent(-1)
 	runtime.LockOSThread()
-	// The parent may have died before we got here; Pdeathsig covers only
-	// a death after the fork.
-	if os.Getppid() == 1 {
+	conn, err := child.Attach()
+	if err != nil {
+		fmt.Fprintf(stderr, "engine: %v\n", err)
 		return 1
 	}
-
+	if conn.DataFD() < 0 {
+		fmt.Fprintf(stderr, "engine: for `latencytest run` only\n")
+		return 2
+	}
+	fail := func(err error) int {
+		fmt.Fprintln(stderr, err)
+		_ = conn.Fail(err)
+		if badinput.Is(err) {
+			return 2
+		}
+		return 1
+	}
 	var req engineRequest
 	if err := json.NewDecoder(stdin).Decode(&req); err != nil {
-		fmt.Fprintf(stderr, "engine: bad request: %v\n", err)
-		return 1
+		return fail(fmt.Errorf("engine: bad request: %w", err))
 	}
 	drv, err := open(req.Driver)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return engineExitBadDevice
+		return fail(err)
 	}
 	rt, release := audio.RTSetup(req.RT)
 	defer release()
 	granted, err := drv.Open(req.Config)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
-		var bad *audio.ErrBadDevice
-		if errors.As(err, &bad) {
-			return engineExitBadDevice
-		}
-		return 1
+		return fail(err)
 	}
 	defer drv.Close()
 
@@ -76,17 +80,15 @@ func EngineMain(stdin io.Reader, stdout, stderr io.Writer, open func(name string
 		eng.Stop()
 	}()
 
-	if err := unix.SetNonblock(samplesFD, false); err != nil {
-		fmt.Fprintf(stderr, "engine: samples pipe: %v\n", err)
-		return 1
+	if err := unix.SetNonblock(conn.DataFD(), false); err != nil {
+		return fail(fmt.Errorf("engine: samples pipe: %w", err))
 	}
-	drainer := audio.NewDrainer(ring, samplesFD)
+	drainer := audio.NewDrainer(ring, conn.DataFD())
 	done := make(chan struct{})
 	drained := make(chan error, 1)
 	go func() { drained <- drainer.Run(done) }()
 
-	enc := json.NewEncoder(stdout)
-	if err := enc.Encode(engineHello{Granted: granted, RT: rt, NominalDSP: eng.NominalDSP()}); err != nil {
+	if err := conn.Send(eventHello, engineHello{Granted: granted, RT: rt, NominalDSP: eng.NominalDSP()}); err != nil {
 		return 1
 	}
 	runErr := eng.Run()
@@ -96,7 +98,7 @@ func EngineMain(stdin io.Reader, stdout, stderr io.Writer, open func(name string
 	if err := errors.Join(runErr, drainErr); err != nil {
 		bye.Err = err.Error()
 	}
-	enc.Encode(bye)
+	_ = conn.Send(eventBye, bye)
 	if bye.Err != "" {
 		return 1
 	}

@@ -8,125 +8,121 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"latencytest/internal/child"
 	"latencytest/rundata"
 )
 
-// BadInputError is an error that is the user's to fix (a device that does
-// not exist, a rate it refuses); the CLI exits 2 on it.
-type BadInputError struct{ Msg string }
-
-func (e *BadInputError) Error() string { return e.Msg }
+// engineGrace is how long the engine may take to stop after SIGTERM: it
+// ends its period, hands over its ring (at most 4 s of samples, a few
+// hundred kilobytes) and says bye. One that does not is killed.
+const engineGrace = 2 * time.Second
 
 // phaseResult is what one engine run produced.
 type phaseResult struct {
 	hello   engineHello
 	bye     engineBye
 	stopped bool // ended by the context, not by its duration
+	killed  bool // it did not stop within engineGrace of SIGTERM
 }
 
-// runEngine runs one engine process for one phase and feeds its samples to
-// sink as they arrive, until it ends or ctx is done. onHello runs once the
-// stream is open.
-func runEngine(ctx context.Context, exe string, req engineRequest, sink func(*rundata.Sample), onHello func(engineHello) error) (*phaseResult, error) {
+// runEngine runs one engine process for one phase (internal/child) and
+// feeds its samples to sink as they arrive, until it ends or ctx is done.
+// onHello runs once the stream is open. Bad input the engine reports
+// (a device that does not exist) comes back as bad input.
+func runEngine(ctx context.Context, cfg Config, req engineRequest, sink func(*rundata.Sample), onHello func(engineHello) error) (*phaseResult, error) {
 	reqJSON, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
 	}
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("samples pipe: %w", err)
-	}
-	defer pr.Close()
-	cmd := exec.Command(exe, EngineCommand)
-	cmd.Stdin = bytes.NewReader(reqJSON)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		pw.Close()
-		return nil, err
-	}
-	cmd.ExtraFiles = []*os.File{pw}
-	// No preemption signals: they would interrupt the loop's sleeps every
-	// 10 ms only to be refused (the loop is pinned, see audio.Pinnable).
-	cmd.Env = append(os.Environ(), "GODEBUG=asyncpreemptoff=1")
-	// Its own process group keeps the terminal's Ctrl-C away from the
-	// engine (the parent stops it and keeps what it measured); Pdeathsig
-	// ends it if the parent dies.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		pw.Close()
-		return nil, fmt.Errorf("start engine: %w", err)
-	}
-	pw.Close()
-
 	res := &phaseResult{}
-	lines := bufio.NewScanner(stdout)
-	fail := func(err error) (*phaseResult, error) {
-		cmd.Process.Kill()
-		io.Copy(io.Discard, stdout)
-		cmd.Wait()
+	var byeMu sync.Mutex // the bye arrives on the pipe's reading goroutine
+	p, first, err := child.Start(ctx, child.Spec{
+		Name: "engine", Exe: cfg.Exe, Args: []string{EngineCommand},
+		Stdin: bytes.NewReader(reqJSON),
+		// No preemption signals: they would interrupt the loop's sleeps every
+		// 10 ms only to be refused (the loop is pinned, see audio.Pinnable).
+		Env:       []string{"GODEBUG=asyncpreemptoff=1"},
+		Pdeathsig: syscall.SIGKILL,
+		DataPipe:  true,
+		Set:       cfg.Children,
+		OnMessage: func(m child.Message) {
+			if m.Event == eventBye {
+				byeMu.Lock()
+				defer byeMu.Unlock()
+				if err := json.Unmarshal(m.Data, &res.bye); err != nil {
+					res.bye.Err = "engine: bad bye: " + err.Error()
+				}
+			}
+		},
+	})
+	if err != nil {
 		return nil, err
 	}
-	if !lines.Scan() {
-		waitErr := cmd.Wait()
-		msg := strings.TrimSpace(stderr.String())
-		if msg == "" && waitErr != nil {
-			msg = waitErr.Error()
-		}
-		var ee *exec.ExitError
-		if errors.As(waitErr, &ee) && ee.ExitCode() == engineExitBadDevice {
-			return nil, &BadInputError{Msg: lastLine(msg)}
-		}
-		return nil, fmt.Errorf("engine: %s", msg)
+	samples := p.Data()
+	defer samples.Close()
+	if err := hello(first, &res.hello, onHello); err != nil {
+		samples.Close() // its writes fail now: nothing holds it up
+		p.Stop(engineGrace)
+		return nil, err
 	}
-	if err := json.Unmarshal(lines.Bytes(), &res.hello); err != nil {
-		return fail(fmt.Errorf("engine hello: %w", err))
-	}
-	if onHello != nil {
-		if err := onHello(res.hello); err != nil {
-			return fail(err)
-		}
-	}
-
-	// Stop the engine when ctx ends; it finishes its period, hands over
-	// what it measured and exits.
-	var once sync.Once
-	stop := func() { once.Do(func() { cmd.Process.Signal(syscall.SIGTERM) }) }
-	exited := make(chan struct{})
-	go func() {
-		select {
-		case <-ctx.Done():
-			res.stopped = true
-			stop()
-		case <-exited:
-		}
-	}()
-
-	readErr := readSamples(pr, sink)
-	for lines.Scan() {
-		if err := json.Unmarshal(lines.Bytes(), &res.bye); err != nil {
-			res.bye.Err = "engine: " + lines.Text()
-		}
-	}
-	waitErr := cmd.Wait()
-	close(exited)
+	watched := stopOnDone(ctx, p, res)
+	readErr := readSamples(samples, sink)
+	st, cleanErr := p.Wait()
+	watched()
+	byeMu.Lock()
+	defer byeMu.Unlock()
 	switch {
 	case readErr != nil:
 		return res, readErr
 	case res.bye.Err != "":
 		return res, errors.New(res.bye.Err)
-	case waitErr != nil && !res.stopped:
-		return res, fmt.Errorf("engine: %v: %s", waitErr, lastLine(stderr.String()))
+	case (st == nil || !st.Success()) && !res.stopped:
+		return res, fmt.Errorf("engine: %v: %s", st, p.LastStderr())
+	case cleanErr != nil:
+		return res, fmt.Errorf("engine: %w", cleanErr)
 	}
 	return res, nil
+}
+
+// hello decodes the engine's first message into h and hands it to
+// onHello.
+func hello(m child.Message, h *engineHello, onHello func(engineHello) error) error {
+	if m.Event != eventHello {
+		return fmt.Errorf("engine: said %q before hello", m.Event)
+	}
+	if err := json.Unmarshal(m.Data, h); err != nil {
+		return fmt.Errorf("engine hello: %w", err)
+	}
+	if onHello == nil {
+		return nil
+	}
+	return onHello(*h)
+}
+
+// stopOnDone stops the engine when ctx ends — it finishes its period,
+// hands over what it measured and exits, or is killed after engineGrace —
+// and notes it in res. The function it returns ends the watch and returns
+// once res holds what happened.
+func stopOnDone(ctx context.Context, p *child.Process, res *phaseResult) func() {
+	end := make(chan struct{})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		select {
+		case <-ctx.Done():
+			res.stopped = true
+			res.killed = p.Terminate(engineGrace)
+		case <-end:
+		}
+	}()
+	return func() {
+		close(end)
+		<-ended
+	}
 }
 
 func readSamples(r io.Reader, sink func(*rundata.Sample)) error {
@@ -143,14 +139,6 @@ func readSamples(r io.Reader, sink func(*rundata.Sample)) error {
 		rundata.GetWire(buf[:], &s)
 		sink(&s)
 	}
-}
-
-func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		return s[i+1:]
-	}
-	return s
 }
 
 // accumulator turns a phase's samples into its statistics and its samples

@@ -17,6 +17,13 @@ import (
 // EngineCommand is the hidden subcommand that runs the engine process.
 const EngineCommand = "__engine"
 
+// The engine's events on its report pipe (internal/child), after
+// child.EventError for why it cannot run.
+const (
+	eventHello = "hello" // data: engineHello
+	eventBye   = "bye"   // data: engineBye
+)
+
 // engineRequest is what the parent sends the engine on its stdin.
 type engineRequest struct {
 	Driver     string           `json:"driver"`
@@ -28,21 +35,18 @@ type engineRequest struct {
 	RT         rundata.RTParams `json:"rt"`
 }
 
-// engineHello is the engine's first line on its stdout: what it opened and
-// obtained, sent before the stream starts.
+// engineHello is the engine's first message: what it opened and obtained,
+// sent before the stream starts.
 type engineHello struct {
 	Granted    audio.Granted   `json:"granted"`
 	RT         rundata.RTSetup `json:"rt"`
 	NominalDSP int64           `json:"nominal_dsp_ns"`
 }
 
-// engineBye is the engine's last line on its stdout.
+// engineBye is the engine's last message.
 type engineBye struct {
 	Start   int64  `json:"start_ns"`
 	Periods int64  `json:"periods"`
 	Lost    uint64 `json:"lost"`
 	Err     string `json:"error,omitempty"`
 }
-
-// Engine exit codes beyond 0 and 1.
-const engineExitBadDevice = 2

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -11,6 +10,8 @@ import (
 	"time"
 
 	"latencytest/audio"
+	"latencytest/internal/badinput"
+	"latencytest/internal/child"
 	"latencytest/rundata"
 	"latencytest/sysinfo"
 )
@@ -49,8 +50,11 @@ type Config struct {
 	StallFor time.Duration
 
 	// StartLoad starts the named stressor; its error is the reason the
-	// phase is skipped.
-	StartLoad func(name string) (Load, error)
+	// phase is skipped. Cancelling ctx calls the start off.
+	StartLoad func(ctx context.Context, name string) (Load, error)
+	// Children, if not nil, holds the engine while it runs, for
+	// child.Set.KillAll (a second Ctrl-C).
+	Children *child.Set
 	// Checks returns the system check findings stored in run.json.
 	Checks func() []rundata.Finding
 	// RTTasks returns the real-time threads stored in run.json.
@@ -64,16 +68,55 @@ type Config struct {
 }
 
 // Run measures every phase and writes the results directory. Cancelling
-// ctx stops the run within a period: what was measured is kept, run.json
-// says interrupted, and no process is left. A *BadInputError means the
-// driver refused the device or its settings; the results directory is then
-// removed, as nothing was measured.
+// ctx stops the run within a period (or, while a load starts, within a
+// second): what was measured is kept, run.json says interrupted, no phase
+// runs afterwards and no process is left. Bad input (internal/badinput)
+// from the engine before any stream opened means the driver refused the
+// device or its settings; the results directory is then removed, as
+// nothing was measured.
 func Run(ctx context.Context, cfg Config) (*rundata.Run, error) {
 	created, err := makeOut(cfg.Out)
 	if err != nil {
 		return nil, err
 	}
-	pr := newPrinter(cfg.Stderr, cfg.Progress)
+	s := &session{cfg: cfg, pr: newPrinter(cfg.Stderr, cfg.Progress), run: newRun(cfg), acts: map[int]float64{}}
+	for i, name := range cfg.Tests {
+		if ctx.Err() != nil {
+			break
+		}
+		err := s.phase(ctx, i, name)
+		if badinput.Is(err) && !s.opened {
+			if created {
+				os.RemoveAll(cfg.Out)
+			}
+			return nil, err
+		}
+		if err != nil {
+			s.run.End = nowWall()
+			s.run.Interrupted = true
+			rundata.WriteRun(cfg.Out, s.run)
+			return s.run, fmt.Errorf("phase %s: %w", name, err)
+		}
+		if err := rundata.WriteRun(cfg.Out, s.run); err != nil {
+			return s.run, err
+		}
+	}
+	return s.run, s.finish(ctx)
+}
+
+// session is a run in progress.
+type session struct {
+	cfg    Config
+	pr     *printer
+	run    *rundata.Run
+	hists  []*rundata.Histogram
+	acts   map[int]float64 // phase index -> last latency, µs
+	opened bool            // an engine has opened its stream
+}
+
+// newRun is run.json before the first phase: the configuration asked for
+// and the system.
+func newRun(cfg Config) *rundata.Run {
 	run := &rundata.Run{
 		Schema:       rundata.SchemaVersion,
 		Tool:         cfg.Version,
@@ -98,80 +141,79 @@ func Run(ctx context.Context, cfg Config) (*rundata.Run, error) {
 	if cfg.RTTasks != nil {
 		run.RTTasks = cfg.RTTasks()
 	}
-	var hists []*rundata.Histogram
-	acts := map[int]float64{} // phase index -> last latency, µs
-	opened := false
-	for i, name := range cfg.Tests {
+	return run
+}
+
+// phase runs phase i: starts its load, measures, stops the load and adds
+// the phase to run.json. A load that cannot start skips the phase; ctx
+// ending before the stream opened adds nothing.
+func (s *session) phase(ctx context.Context, i int, name string) error {
+	ph := rundata.Phase{Name: name}
+	var load Load
+	if name != IdlePhase {
+		ph.Stressor = name
+		s.pr.linef("[%s] starting the %s load", name, name)
+		var err error
+		if load, err = s.cfg.StartLoad(ctx, name); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			ph.Skipped = err.Error()
+			s.pr.linef("[%s] skipped: %s", name, ph.Skipped)
+			s.run.Phases = append(s.run.Phases, ph)
+			return nil
+		}
+	}
+	acc, err := runPhase(ctx, s.cfg, i, &ph, s.run, s.pr, &s.opened)
+	if load != nil {
+		s.stopLoad(load, &ph)
+	}
+	if acc == nil {
 		if ctx.Err() != nil {
-			break
+			return nil
 		}
-		ph := rundata.Phase{Name: name}
-		var load Load
-		if name != IdlePhase {
-			ph.Stressor = name
-			pr.linef("[%s] starting the %s load", name, name)
-			load, err = cfg.StartLoad(name)
-			if err != nil {
-				ph.Skipped = err.Error()
-				pr.linef("[%s] skipped: %s", name, ph.Skipped)
-				run.Phases = append(run.Phases, ph)
-				if err := rundata.WriteRun(cfg.Out, run); err != nil {
-					return run, err
-				}
-				continue
-			}
+		return err
+	}
+	s.acts[len(s.run.Phases)] = float64(acc.lastLat) / 1000
+	s.run.Phases = append(s.run.Phases, ph)
+	s.hists = append(s.hists, acc.hist)
+	return err
+}
+
+// stopLoad stops the phase's load and keeps its figures, and its error
+// among them.
+func (s *session) stopLoad(load Load, ph *rundata.Phase) {
+	stats, err := load.Stop()
+	ph.StressorStats = stats
+	if err != nil {
+		s.pr.linef("[%s] stopping the load: %v", ph.Name, err)
+		if ph.StressorStats == nil {
+			ph.StressorStats = map[string]any{}
 		}
-		acc, err := runPhase(ctx, cfg, i, &ph, run, pr, &opened)
-		if load != nil {
-			stats, serr := load.Stop()
-			ph.StressorStats = stats
-			if serr != nil {
-				pr.linef("[%s] stopping the load: %v", name, serr)
-				if ph.StressorStats == nil {
-					ph.StressorStats = map[string]any{}
-				}
-				ph.StressorStats["error"] = serr.Error()
-			}
-		}
-		var bad *BadInputError
-		if errors.As(err, &bad) && !opened {
-			if created {
-				os.RemoveAll(cfg.Out)
-			}
-			return nil, err
-		}
-		if acc != nil {
-			acts[len(run.Phases)] = float64(acc.lastLat) / 1000
-			run.Phases = append(run.Phases, ph)
-			hists = append(hists, acc.hist)
-		}
-		if err != nil {
-			run.End = nowWall()
-			run.Interrupted = true
-			rundata.WriteRun(cfg.Out, run)
-			return run, fmt.Errorf("phase %s: %w", name, err)
-		}
-		if err := rundata.WriteRun(cfg.Out, run); err != nil {
-			return run, err
+		ph.StressorStats["error"] = err.Error()
+	}
+}
+
+// finish writes the final run.json, the histogram file and the report,
+// and prints the summary.
+func (s *session) finish(ctx context.Context) error {
+	s.run.End = nowWall()
+	s.run.Interrupted = ctx.Err() != nil
+	if err := rundata.WriteRun(s.cfg.Out, s.run); err != nil {
+		return err
+	}
+	if s.cfg.HistFile != "" {
+		if err := rundata.WriteFileAtomic(s.cfg.HistFile, rundata.EncodeHistFile(s.hists)); err != nil {
+			return err
 		}
 	}
-	run.End = nowWall()
-	run.Interrupted = ctx.Err() != nil
-	if err := rundata.WriteRun(cfg.Out, run); err != nil {
-		return run, err
-	}
-	if cfg.HistFile != "" {
-		if err := rundata.WriteFileAtomic(cfg.HistFile, rundata.EncodeHistFile(hists)); err != nil {
-			return run, err
+	if s.cfg.Render != nil {
+		if err := s.cfg.Render(s.cfg.Out); err != nil {
+			s.pr.linef("report: %v", err)
 		}
 	}
-	if cfg.Render != nil {
-		if err := cfg.Render(cfg.Out); err != nil {
-			pr.linef("report: %v", err)
-		}
-	}
-	summary(cfg.Stdout, run, acts, cfg.Out)
-	return run, nil
+	summary(s.cfg.Stdout, s.run, s.acts, s.cfg.Out)
+	return nil
 }
 
 // makeOut creates the results directory and its samples folder, saying
@@ -181,7 +223,7 @@ func makeOut(dir string) (created bool, err error) {
 		created = true
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "samples"), 0o755); err != nil {
-		return false, &BadInputError{Msg: fmt.Sprintf("--out %s: %v", dir, err)}
+		return false, badinput.Errorf("--out %s: %v", dir, err)
 	}
 	return created, nil
 }
@@ -197,6 +239,27 @@ func setShape(run *rundata.Run) {
 // runPhase runs the engine for one phase and fills ph. opened reports
 // whether any engine has opened its stream in this run.
 func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, run *rundata.Run, pr *printer, opened *bool) (*accumulator, error) {
+	r := &phaseRun{cfg: cfg, i: i, ph: ph, run: run, pr: pr, opened: opened, stopProgress: func() {}}
+	defer r.closeFile()
+	ph.StartWall = nowWall()
+	res, err := runEngine(ctx, cfg, engineRequestOf(cfg), func(s *rundata.Sample) { r.acc.sample(s) }, r.hello)
+	r.stopProgress()
+	ph.EndWall = nowWall()
+	if r.acc == nil {
+		return nil, err
+	}
+	if res != nil {
+		ph.StartMonoNS = res.bye.Start
+		ph.Lost = int64(res.bye.Lost)
+		if res.killed {
+			pr.linef("[%s] the engine did not stop within %v of SIGTERM: killed", ph.Name, engineGrace)
+		}
+	}
+	return r.acc, r.finish(err)
+}
+
+// engineRequestOf is what the engine is asked to do in every phase.
+func engineRequestOf(cfg Config) engineRequest {
 	req := engineRequest{
 		Driver:     cfg.Driver,
 		Config:     cfg.Audio,
@@ -208,77 +271,92 @@ func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, run *ru
 	if cfg.StallFor > 0 {
 		req.StallAt, req.StallForNS = cfg.StallAt, int64(cfg.StallFor)
 	}
-	var (
-		file *os.File
-		acc  *accumulator
-		name = ph.Name
-	)
-	onXrun := func(s *rundata.Sample) {
-		kind := "underrun"
-		if s.Flags&rundata.FlagCapture != 0 {
-			kind = "overrun"
+	return req
+}
+
+// phaseRun is one phase while its engine runs.
+type phaseRun struct {
+	cfg          Config
+	i            int
+	ph           *rundata.Phase
+	run          *rundata.Run
+	pr           *printer
+	opened       *bool
+	file         *os.File
+	acc          *accumulator
+	stopProgress func()
+}
+
+// hello sets the phase up once the engine has opened its stream: the
+// samples file, the accumulator, what the driver and kernel granted (in
+// the first phase), the progress display.
+func (r *phaseRun) hello(h engineHello) error {
+	*r.opened = true
+	g := h.Granted
+	shape := audioShape{Rate: g.Rate, PeriodFrames: g.PeriodFrames, Periods: g.Periods}
+	var w *rundata.SampleWriter
+	if !r.cfg.NoSamples {
+		rel := filepath.Join("samples", fmt.Sprintf("%02d-%s.bin", r.i+1, r.ph.Name))
+		f, err := os.Create(filepath.Join(r.cfg.Out, rel))
+		if err != nil {
+			return fmt.Errorf("samples file: %w", err)
 		}
-		sim := ""
-		switch {
-		case s.Flags&rundata.FlagSimulated != 0:
-			sim = " (simulated)"
-		case s.Flags&rundata.FlagSilent != 0:
-			sim = " (the kernel did not report it: the hardware pointer skipped a whole buffer)"
-		}
-		pr.linef("[%s] %s!!! (at least %.3f ms long)%s", name, kind, float64(s.Xrun)/1e6, sim)
+		r.file = f
+		r.ph.SamplesFile = rel
+		w = rundata.NewSampleWriter(f, rundata.NewSampleHeader(g.Rate, g.PeriodFrames, g.Periods))
 	}
-	defer func() {
-		if file != nil {
-			file.Close()
-		}
-	}()
-	ph.StartWall = nowWall()
-	stopProgress := func() {}
-	res, err := runEngine(ctx, cfg.Exe, req, func(s *rundata.Sample) { acc.sample(s) }, func(h engineHello) error {
-		*opened = true
-		g := h.Granted
-		shape := audioShape{Rate: g.Rate, PeriodFrames: g.PeriodFrames, Periods: g.Periods}
-		if !cfg.NoSamples {
-			rel := filepath.Join("samples", fmt.Sprintf("%02d-%s.bin", i+1, name))
-			f, err := os.Create(filepath.Join(cfg.Out, rel))
-			if err != nil {
-				return fmt.Errorf("samples file: %w", err)
-			}
-			file = f
-			ph.SamplesFile = rel
-			acc = newAccumulator(rundata.NewSampleWriter(f, rundata.NewSampleHeader(g.Rate, g.PeriodFrames, g.Periods)), shape, onXrun)
-		} else {
-			acc = newAccumulator(nil, shape, onXrun)
-		}
-		acc.nominalDSP = h.NominalDSP
-		if run.RT.Obtained.Policy == "" { // first phase: what the driver and kernel granted
-			run.RT = h.RT
-			run.Device, run.Format = g.Device, g.Format
-			run.Rate, run.Channels, run.PeriodFrames, run.Periods = g.Rate, g.Channels, g.PeriodFrames, g.Periods
-			run.Simulated = g.Simulated
-			run.DriverNotes = g.Notes
-			setShape(run)
-			for _, n := range g.Notes {
-				pr.linef("%s: %s", run.Driver, n)
-			}
-			for _, r := range h.RT.Refused {
-				pr.linef("not obtained: %s", r)
-			}
-		}
-		stopProgress = pr.progress(name, cfg.Duration, acc)
-		return nil
-	})
-	stopProgress()
-	ph.EndWall = nowWall()
-	if acc == nil {
-		return nil, err
+	r.acc = newAccumulator(w, shape, r.xrunLine)
+	r.acc.nominalDSP = h.NominalDSP
+	if r.run.RT.Obtained.Policy == "" {
+		r.granted(h)
 	}
-	if res != nil {
-		ph.StartMonoNS = res.bye.Start
-		ph.Lost = int64(res.bye.Lost)
+	r.stopProgress = r.pr.progress(r.ph.Name, r.cfg.Duration, r.acc)
+	return nil
+}
+
+// granted records, in the first phase, what the driver and kernel
+// granted.
+func (r *phaseRun) granted(h engineHello) {
+	run, g := r.run, h.Granted
+	run.RT = h.RT
+	run.Device, run.Format = g.Device, g.Format
+	run.Rate, run.Channels, run.PeriodFrames, run.Periods = g.Rate, g.Channels, g.PeriodFrames, g.Periods
+	run.Simulated = g.Simulated
+	run.DriverNotes = g.Notes
+	setShape(run)
+	for _, n := range g.Notes {
+		r.pr.linef("%s: %s", run.Driver, n)
 	}
+	for _, ref := range h.RT.Refused {
+		r.pr.linef("not obtained: %s", ref)
+	}
+}
+
+// xrunLine prints an xrun as aplay does.
+func (r *phaseRun) xrunLine(s *rundata.Sample) {
+	kind := "underrun"
+	if s.Flags&rundata.FlagCapture != 0 {
+		kind = "overrun"
+	}
+	sim := ""
+	switch {
+	case s.Flags&rundata.FlagSimulated != 0:
+		sim = " (simulated)"
+	case s.Flags&rundata.FlagSilent != 0:
+		sim = " (the kernel did not report it: the hardware pointer skipped a whole buffer)"
+	}
+	r.pr.linef("[%s] %s!!! (at least %.3f ms long)%s", r.ph.Name, kind, float64(s.Xrun)/1e6, sim)
+}
+
+// finish flushes the samples file and fills the phase's statistics; err
+// is the engine's, which it returns unless the file failed first.
+func (r *phaseRun) finish(err error) error {
+	acc := r.acc
 	acc.mu.Lock()
-	ph.EndMonoNS = acc.lastDue
+	r.ph.EndMonoNS = acc.lastDue
+	if r.ph.StartMonoNS == 0 { // an engine killed before its bye: the first period's due time
+		r.ph.StartMonoNS = acc.firstDue
+	}
 	if acc.writer != nil {
 		if ferr := acc.writer.Flush(); ferr != nil && acc.writeErr == nil {
 			acc.writeErr = ferr
@@ -288,12 +366,18 @@ func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, run *ru
 		}
 	}
 	acc.mu.Unlock()
-	acc.fill(ph)
-	if err == nil && file != nil {
-		err = file.Close()
-		file = nil
+	acc.fill(r.ph)
+	if err == nil && r.file != nil {
+		err = r.file.Close()
+		r.file = nil
 	}
-	return acc, err
+	return err
+}
+
+func (r *phaseRun) closeFile() {
+	if r.file != nil {
+		r.file.Close()
+	}
 }
 
 // summary prints one line per phase in cyclictest's style, with

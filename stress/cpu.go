@@ -3,6 +3,7 @@ package stress
 import (
 	"context"
 	"flag"
+	"latencytest/internal/badinput"
 	"runtime"
 	"sync"
 )
@@ -25,7 +26,7 @@ func (cpuStressor) Flags(fs *flag.FlagSet) Load {
 
 func (c *cpuLoad) Check() error {
 	if c.threads < 1 || c.threads > 4096 {
-		return usageErrorf("--threads %d: want 1 to 4096", c.threads)
+		return badinput.Errorf("--threads %d: want 1 to 4096", c.threads)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"latencytest/internal/badinput"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -36,7 +37,13 @@ type disk struct {
 	size       size
 	dropCaches bool
 	bytes      int64 // the size to use, settled by Check
+	// scratch is the private directory the parent made in dir for this
+	// child ("" when run by hand: the file goes in dir itself).
+	scratch string
 }
+
+func (d *disk) scratchIn() string     { return d.dir }
+func (d *disk) useScratch(dir string) { d.scratch = dir }
 
 func diskFlags(fs *flag.FlagSet, withDrop bool) *disk {
 	d := &disk{size: size{bytes: defaultSize}}
@@ -51,50 +58,54 @@ func diskFlags(fs *flag.FlagSet, withDrop bool) *disk {
 func (d *disk) Check() error {
 	fi, err := os.Stat(d.dir)
 	if err != nil {
-		return usageErrorf("--dir %s: %v", d.dir, errors.Unwrap(err))
+		return badinput.Errorf("--dir %s: %v", d.dir, errors.Unwrap(err))
 	}
 	if !fi.IsDir() {
-		return usageErrorf("--dir %s: not a directory", d.dir)
+		return badinput.Errorf("--dir %s: not a directory", d.dir)
 	}
 	if err := unix.Access(d.dir, unix.W_OK|unix.X_OK); err != nil {
-		return usageErrorf("--dir %s: not writable (%v)", d.dir, err)
+		return badinput.Errorf("--dir %s: not writable (%v)", d.dir, err)
 	}
 	var st unix.Statfs_t
 	if err := unix.Statfs(d.dir, &st); err != nil {
-		return usageErrorf("--dir %s: %v", d.dir, err)
+		return badinput.Errorf("--dir %s: %v", d.dir, err)
 	}
 	free := int64(st.Bavail) * st.Bsize
 	half := free / 2 / diskBlock * diskBlock
 	d.bytes = d.size.bytes
 	switch {
 	case d.size.set && d.bytes > half:
-		return usageErrorf("--size %s: more than half the free space in %s (%s free)", d.size.String(), d.dir, humanSize(free))
+		return badinput.Errorf("--size %s: more than half the free space in %s (%s free)", d.size.String(), d.dir, humanSize(free))
 	case d.bytes > half:
 		d.bytes = half
 	}
 	if d.bytes < minDiskSize {
 		if d.size.bytes >= minDiskSize {
-			return usageErrorf("--dir %s: only %s free; want at least twice 1M", d.dir, humanSize(free))
+			return badinput.Errorf("--dir %s: only %s free; want at least twice 1M", d.dir, humanSize(free))
 		}
-		return usageErrorf("--size %s: want at least 1M", d.size.String())
+		return badinput.Errorf("--size %s: want at least 1M", d.size.String())
 	}
 	if d.dropCaches {
 		if err := unix.Access("/proc/sys/vm/drop_caches", unix.W_OK); err != nil {
-			return usageErrorf("--drop-caches: /proc/sys/vm/drop_caches is not writable here (%v); it needs root", err)
+			return badinput.Errorf("--drop-caches: /proc/sys/vm/drop_caches is not writable here (%v); it needs root", err)
 		}
 	}
 	return nil
 }
 
-// create removes leftovers of killed runs from the directory and creates
-// a new file for role, which the meter records for the parent's check.
-func (d *disk) create(m *Meter, role string) (*os.File, error) {
+// create removes leftovers of killed runs by hand from the directory and
+// creates a new file for role: in the private directory the parent made,
+// if there is one (the parent removes it, whatever happens to us).
+func (d *disk) create(role string) (*os.File, error) {
 	removeLeftovers(d.dir)
-	f, err := os.CreateTemp(d.dir, fmt.Sprintf("%s%d-%s-*", filePrefix, os.Getpid(), role))
-	if err != nil {
-		return nil, fmt.Errorf("create file in %s: %w", d.dir, err)
+	dir := d.dir
+	if d.scratch != "" {
+		dir = d.scratch
 	}
-	m.File(f.Name())
+	f, err := os.CreateTemp(dir, fmt.Sprintf("%s%d-%s-*", filePrefix, os.Getpid(), role))
+	if err != nil {
+		return nil, fmt.Errorf("create file in %s: %w", dir, err)
+	}
 	return f, nil
 }
 

@@ -26,7 +26,7 @@ type diskCopy struct{ *disk }
 func (diskCopyStressor) Flags(fs *flag.FlagSet) Load { return diskCopy{diskFlags(fs, false)} }
 
 func (d diskCopy) Run(ctx context.Context, m *Meter) (err error) {
-	src, err := d.create(m, "copy-src")
+	src, err := d.create("copy-src")
 	if err != nil {
 		return err
 	}
@@ -35,7 +35,7 @@ func (d diskCopy) Run(ctx context.Context, m *Meter) (err error) {
 			err = cerr
 		}
 	}()
-	dst, err := d.create(m, "copy-dst")
+	dst, err := d.create("copy-dst")
 	if err != nil {
 		return err
 	}

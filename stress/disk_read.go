@@ -24,7 +24,7 @@ type diskRead struct{ *disk }
 func (diskReadStressor) Flags(fs *flag.FlagSet) Load { return diskRead{diskFlags(fs, true)} }
 
 func (d diskRead) Run(ctx context.Context, m *Meter) (err error) {
-	f, err := d.create(m, "read")
+	f, err := d.create("read")
 	if err != nil {
 		return err
 	}

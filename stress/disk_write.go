@@ -23,7 +23,7 @@ type diskWrite struct{ *disk }
 func (diskWriteStressor) Flags(fs *flag.FlagSet) Load { return diskWrite{diskFlags(fs, false)} }
 
 func (d diskWrite) Run(ctx context.Context, m *Meter) (err error) {
-	f, err := d.create(m, "write")
+	f, err := d.create("write")
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"latencytest/internal/badinput"
+	"latencytest/internal/child"
 	"os"
 	"os/exec"
 	"syscall"
@@ -41,7 +43,7 @@ func (execStressor) Flags(fs *flag.FlagSet) Load {
 
 func (l *execLoad) Check() error {
 	if l.cmd == "" {
-		return usageErrorf("--cmd is required, e.g. --cmd 'make -j4'")
+		return badinput.Errorf("--cmd is required, e.g. --cmd 'make -j4'")
 	}
 	return nil
 }
@@ -62,28 +64,28 @@ func (l *execLoad) Run(ctx context.Context, m *Meter) error {
 		cmd.Stdin = nil
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: !leader, Pdeathsig: syscall.SIGTERM}
-		exited := make(chan struct{})
-		if err := spawn(cmd, exited); err != nil {
+		h, err := child.StartHeld(cmd)
+		if err != nil {
 			return fmt.Errorf("start %q: %w", l.cmd, err)
 		}
 		starts++
 		m.Set("starts", starts)
 		m.Ready()
 		select {
-		case <-exited:
-			if st, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && st.Signaled() && stoppedSoon(ctx) {
+		case <-h.Exited():
+			if h.Signaled() && stoppedSoon(ctx) {
 				// The group's stop signal reached the command first.
-				stopCommand(cmd, leader, exited)
+				stopCommand(h, leader)
 				return reapChildren(5 * time.Second)
 			}
-			if cmd.ProcessState.Success() {
+			if st := h.Reap(); st != nil && st.Success() {
 				m.Add(1)
 			} else {
 				failures++
 				m.Set("failures", failures)
 			}
 		case <-ctx.Done():
-			stopCommand(cmd, leader, exited)
+			stopCommand(h, leader)
 			return reapChildren(5 * time.Second)
 		}
 		// Reap the orphans of this run (nothing else of ours is running).
@@ -103,14 +105,15 @@ func (l *execLoad) Run(ctx context.Context, m *Meter) error {
 }
 
 // stopCommand ends the command and whatever it started: SIGTERM, then
-// SIGKILL after a grace period.
-func stopCommand(cmd *exec.Cmd, leader bool, exited <-chan struct{}) {
+// SIGKILL after a grace period; then it reaps the command. Its own group
+// is signalled only until then (see child.Held).
+func stopCommand(h *child.Held, leader bool) {
 	signal := func(sig syscall.Signal) {
 		if !leader {
-			_ = syscall.Kill(-cmd.Process.Pid, sig)
+			_ = h.SignalGroup(sig)
 			return
 		}
-		pids, _ := GroupPIDs(syscall.Getpgrp())
+		pids, _ := child.GroupPIDs(syscall.Getpgrp())
 		for _, pid := range pids {
 			if pid != os.Getpid() {
 				_ = syscall.Kill(pid, sig)
@@ -119,13 +122,14 @@ func stopCommand(cmd *exec.Cmd, leader bool, exited <-chan struct{}) {
 	}
 	signal(syscall.SIGTERM)
 	select {
-	case <-exited:
+	case <-h.Exited():
 	case <-time.After(5 * time.Second):
 		signal(syscall.SIGKILL)
-		<-exited
+		<-h.Exited()
 	}
 	// What the command left running in its group goes too.
 	signal(syscall.SIGKILL)
+	h.Reap()
 }
 
 // reapChildren kills and reaps every child we have left: the orphans of
@@ -145,15 +149,10 @@ func reapChildren(grace time.Duration) error {
 		if time.Now().After(deadline) {
 			return errors.New("processes left by the command would not end")
 		}
-		for _, pid := range childPIDs(os.Getpid()) {
+		pids, _ := child.ChildPIDs(os.Getpid())
+		for _, pid := range pids {
 			_ = unix.Kill(pid, unix.SIGKILL)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// childPIDs lists the children of process ppid, from /proc.
-func childPIDs(ppid int) []int {
-	pids, _ := procsWhere(1, ppid)
-	return pids
 }

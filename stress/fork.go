@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"latencytest/internal/badinput"
 	"runtime"
 	"sync"
 	"syscall"
@@ -32,7 +33,7 @@ func (forkStressor) Flags(fs *flag.FlagSet) Load {
 
 func (l *forkLoad) Check() error {
 	if l.parallel < 1 || l.parallel > 1024 {
-		return usageErrorf("--parallel %d: want 1 to 1024", l.parallel)
+		return badinput.Errorf("--parallel %d: want 1 to 1024", l.parallel)
 	}
 	return nil
 }

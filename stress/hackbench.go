@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"latencytest/internal/badinput"
 	"runtime"
 	"sync"
 	"syscall"
@@ -74,17 +75,17 @@ func (hackbenchStressor) Flags(fs *flag.FlagSet) Load {
 func (h *hackbench) Check() error {
 	switch {
 	case h.groups < 1:
-		return usageErrorf("--groups %d: want 1 or more", h.groups)
+		return badinput.Errorf("--groups %d: want 1 or more", h.groups)
 	case h.fds < 1:
-		return usageErrorf("--fds %d: want 1 or more", h.fds)
+		return badinput.Errorf("--fds %d: want 1 or more", h.fds)
 	case h.loops < 1:
-		return usageErrorf("--loops %d: want 1 or more", h.loops)
+		return badinput.Errorf("--loops %d: want 1 or more", h.loops)
 	case h.datasize < 1 || h.datasize > hbMaxDatasize:
-		return usageErrorf("--datasize %d: want 1 to %d bytes", h.datasize, hbMaxDatasize)
+		return badinput.Errorf("--datasize %d: want 1 to %d bytes", h.datasize, hbMaxDatasize)
 	case h.threads && h.process:
-		return usageErrorf("-T (threads) and -P (processes) exclude each other")
+		return badinput.Errorf("-T (threads) and -P (processes) exclude each other")
 	case 2*h.groups*h.fds > hbMaxTasks:
-		return usageErrorf("--groups %d × --fds %d is %d tasks; at most %d", h.groups, h.fds, 2*h.groups*h.fds, hbMaxTasks)
+		return badinput.Errorf("--groups %d × --fds %d is %d tasks; at most %d", h.groups, h.fds, 2*h.groups*h.fds, hbMaxTasks)
 	}
 	return nil
 }

@@ -2,50 +2,17 @@ package stress
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"latencytest/internal/badinput"
+	"latencytest/internal/child"
 	"os"
 	"os/signal"
-	"strconv"
-	"sync"
 	"syscall"
 	"time"
 )
-
-// The parent (Start) and the child (Main) talk through these: the child
-// writes JSON lines (message) to the descriptor named by envReportFD and
-// watches that its parent is still envParent.
-const (
-	envReportFD = "LATENCYTEST_STRESS_REPORT_FD"
-	envParent   = "LATENCYTEST_STRESS_PARENT"
-)
-
-// message is one JSON line from the child to the parent.
-type message struct {
-	Event string         `json:"event"` // "file", "ready", "progress", "error", "done"
-	Files []string       `json:"files,omitempty"`
-	Stats map[string]any `json:"stats,omitempty"`
-	Error string         `json:"error,omitempty"`
-	Usage bool           `json:"usage,omitempty"` // Error is bad input (exit 2)
-}
-
-// reporter writes messages for the parent, when there is one.
-type reporter struct {
-	mu  sync.Mutex
-	enc *json.Encoder // nil: run by hand
-}
-
-func (r *reporter) send(m message) {
-	if r.enc == nil {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	_ = r.enc.Encode(m) // a parent that stopped listening is handled by the parent watch
-}
 
 // Main implements `latencytest stress` (args are those after "stress"):
 // `latencytest stress -list` and `latencytest stress NAME [--duration D]
@@ -74,42 +41,30 @@ func Main(exe string, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	name := args[0]
-	rep := &reporter{}
-	parent := 0
-	if fd, err := strconv.Atoi(os.Getenv(envReportFD)); err == nil && fd > 2 {
-		rep.enc = json.NewEncoder(os.NewFile(uintptr(fd), "report"))
-		parent, _ = strconv.Atoi(os.Getenv(envParent))
+	// Started by `run` (child.Start), or by hand from a shell (conn nil).
+	conn, err := child.Attach()
+	if err != nil {
+		fmt.Fprintf(stderr, "latencytest stress %s: %v\n", name, err)
+		return 1
 	}
-	// The processes a load starts (a user's command, Xvfb) are not ours to
-	// talk through.
-	os.Unsetenv(envReportFD)
-	os.Unsetenv(envParent)
-
 	c, err := r.parse(name, args[1:], stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "latencytest %v\n", err)
-		rep.send(message{Event: "error", Error: err.Error(), Usage: IsUsage(err)})
-		if IsUsage(err) {
-			return 2
-		}
-		return 1
+		return fail(conn, stderr, err)
+	}
+	if s, ok := c.load.(scratcher); ok && conn.TempDir() != "" {
+		s.useScratch(conn.TempDir())
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	if parent > 0 {
-		// PR_SET_PDEATHSIG is the first line of defence; this is the second,
-		// should the signal have been missed or sent for a thread's exit.
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithCancel(ctx)
-		defer cancel()
-		go watchParent(ctx, parent, cancel)
-	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	conn.WatchParent(ctx, cancel)
 
-	if once, ok := c.load.(oneShot); ok && !c.durationSet && rep.enc == nil {
+	if once, ok := c.load.(oneShot); ok && !c.durationSet && conn == nil {
 		if err := once.RunOnce(ctx, stdout); err != nil {
 			if ctx.Err() != nil {
 				fmt.Fprintf(stderr, "latencytest stress %s: stopped\n", name)
@@ -120,17 +75,25 @@ func Main(exe string, args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	return runLoad(ctx, cancel, name, c, rep, stdout, stderr)
+	return runLoad(ctx, cancel, name, c, conn, stdout, stderr)
+}
+
+// fail reports err, on stderr and to the parent, and returns the exit
+// code: 2 for bad input, else 1.
+func fail(conn *child.Conn, stderr io.Writer, err error) int {
+	fmt.Fprintf(stderr, "latencytest %v\n", err)
+	_ = conn.Fail(err)
+	if badinput.Is(err) {
+		return 2
+	}
+	return 1
 }
 
 // runLoad runs a load until ctx ends (or --duration after it is ready:
 // preparing a file does not count), printing its throughput every interval
 // and reporting to the parent.
-func runLoad(ctx context.Context, cancel context.CancelFunc, name string, c *config, rep *reporter, stdout, stderr io.Writer) int {
+func runLoad(ctx context.Context, cancel context.CancelFunc, name string, c *config, conn *child.Conn, stdout, stderr io.Writer) int {
 	m := newMeter()
-	m.onFile = func(path string) { rep.send(message{Event: "file", Files: []string{path}}) }
 	done := make(chan error, 1)
 	go func() { done <- c.load.Run(ctx, m) }()
 
@@ -150,7 +113,7 @@ loop:
 			stopCh, stoppedAt = nil, time.Now()
 		case <-readyCh:
 			readyCh = nil
-			rep.send(message{Event: "ready", Files: m.filesCopy()})
+			_ = conn.Send(eventReady, nil)
 			if c.duration > 0 {
 				t := time.AfterFunc(c.duration, cancel)
 				defer t.Stop()
@@ -165,7 +128,7 @@ loop:
 			rate := (units - lastUnits) / now.Sub(lastTime).Seconds()
 			lastUnits, lastTime = units, now
 			fmt.Fprintf(stdout, "%s: %.1f %s/s (%.1f %s)\n", name, rate, m.unitName(), units, m.unitName())
-			rep.send(message{Event: "progress", Stats: m.Stats(now)})
+			_ = conn.Send(eventProgress, m.Stats(now))
 		}
 	}
 	stopped := ctx.Err() != nil
@@ -176,13 +139,7 @@ loop:
 		if runErr == nil {
 			runErr = errors.New("stopped before the load was running")
 		}
-		msg := fmt.Sprintf("stress %s: %v", name, runErr)
-		fmt.Fprintf(stderr, "latencytest %s\n", msg)
-		rep.send(message{Event: "error", Error: msg, Usage: IsUsage(runErr)})
-		if IsUsage(runErr) {
-			return 2
-		}
-		return 1
+		return fail(conn, stderr, fmt.Errorf("stress %s: %w", name, runErr))
 	}
 	if stoppedAt.IsZero() {
 		stoppedAt = time.Now()
@@ -194,30 +151,12 @@ loop:
 	}
 	if runErr != nil {
 		st["error"] = runErr.Error()
-		rep.send(message{Event: "done", Stats: st, Error: runErr.Error()})
+		_ = conn.Send(eventDone, doneReport{Stats: st, Error: runErr.Error()})
 		fmt.Fprintf(stderr, "latencytest stress %s: %v\n", name, runErr)
 		return 1
 	}
-	rep.send(message{Event: "done", Stats: st})
+	_ = conn.Send(eventDone, doneReport{Stats: st})
 	return 0
-}
-
-// watchParent cancels when the process that started us is gone (we were
-// reparented).
-func watchParent(ctx context.Context, parent int, cancel context.CancelFunc) {
-	t := time.NewTicker(200 * time.Millisecond)
-	defer t.Stop()
-	for {
-		if os.Getppid() != parent {
-			cancel()
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
 }
 
 // stoppedSoon reports whether ctx ends within a second. When Stop signals

@@ -3,6 +3,7 @@ package stress
 import (
 	"context"
 	"flag"
+	"latencytest/internal/badinput"
 	"os"
 	"strconv"
 	"strings"
@@ -38,14 +39,14 @@ func (l *memoryLoad) Check() error {
 	l.bytes = l.size.bytes
 	if avail > 0 && l.bytes > avail/2 {
 		if l.size.set {
-			return usageErrorf("--size %s: more than half the available memory (%s)", l.size.String(), humanSize(avail))
+			return badinput.Errorf("--size %s: more than half the available memory (%s)", l.size.String(), humanSize(avail))
 		}
 		l.bytes = avail / 2
 	}
 	page := int64(os.Getpagesize())
 	l.bytes = l.bytes / page * page
 	if l.bytes < page {
-		return usageErrorf("--size %s: want at least one page", l.size.String())
+		return badinput.Errorf("--size %s: want at least one page", l.size.String())
 	}
 	return nil
 }

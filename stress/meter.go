@@ -17,8 +17,6 @@ type Meter struct {
 	mu     sync.Mutex
 	unit   string  // what one unit of work is called: "frames", "MB", ...
 	per    float64 // counts per unit (1e6 when counting bytes as MB)
-	files  []string
-	onFile func(string) // tells the parent at once, should we die before Ready
 	ready  chan struct{}
 	start  time.Time
 	values map[string]any       // fixed figures: the size used, the display...
@@ -39,18 +37,6 @@ func (m *Meter) Unit(name string, per float64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.unit, m.per = name, per
-}
-
-// File records a file the load made, so that the parent can check (and if
-// the load was killed, ensure) that it is gone after the load stops.
-func (m *Meter) File(path string) {
-	m.mu.Lock()
-	m.files = append(m.files, path)
-	hook := m.onFile
-	m.mu.Unlock()
-	if hook != nil {
-		hook(path)
-	}
 }
 
 // Set records a fixed figure for the final stats.
@@ -126,12 +112,6 @@ func (m *Meter) Stats(now time.Time) map[string]any {
 		st[k] = append([]float64(nil), v...)
 	}
 	return st
-}
-
-func (m *Meter) filesCopy() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]string(nil), m.files...)
 }
 
 func round3(x float64) float64 {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"latencytest/internal/badinput"
 	"net"
 	"sync"
 )
@@ -33,10 +34,10 @@ func (netStressor) Flags(fs *flag.FlagSet) Load {
 
 func (l *netLoad) Check() error {
 	if l.conns < 1 || l.conns > 256 {
-		return usageErrorf("--conns %d: want 1 to 256", l.conns)
+		return badinput.Errorf("--conns %d: want 1 to 256", l.conns)
 	}
 	if l.block.bytes > 16<<20 {
-		return usageErrorf("--block %s: want at most 16M", l.block.String())
+		return badinput.Errorf("--block %s: want at most 16M", l.block.String())
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"latencytest/internal/badinput"
 	"sort"
 	"strings"
 	"time"
@@ -90,21 +91,6 @@ func (r *Registry) Lookup(name string) (Stressor, bool) {
 	return s, ok
 }
 
-// UsageError is bad input from the user: `latencytest stress` exits 2 on
-// it and `latencytest run` skips the phase with its message.
-type UsageError struct{ msg string }
-
-func (e *UsageError) Error() string { return e.msg }
-
-func usageErrorf(format string, a ...any) error { return &UsageError{fmt.Sprintf(format, a...)} }
-
-// IsUsage reports whether err is bad input rather than a failure while
-// working.
-func IsUsage(err error) bool {
-	var u *UsageError
-	return errors.As(err, &u)
-}
-
 // config is a parsed command line for one stressor.
 type config struct {
 	stressor    Stressor
@@ -119,7 +105,7 @@ type config struct {
 func (r *Registry) parse(name string, args []string, usage io.Writer) (*config, error) {
 	s, ok := r.Lookup(name)
 	if !ok {
-		return nil, usageErrorf("stress: unknown stressor %q; allowed: %s", name, strings.Join(r.Names(), ", "))
+		return nil, badinput.Errorf("stress: unknown stressor %q; allowed: %s", name, strings.Join(r.Names(), ", "))
 	}
 	c := &config{stressor: s}
 	fs := flag.NewFlagSet("latencytest stress "+name, flag.ContinueOnError)
@@ -135,10 +121,10 @@ func (r *Registry) parse(name string, args []string, usage io.Writer) (*config, 
 			fs.PrintDefaults()
 			return nil, err
 		}
-		return nil, usageErrorf("stress %s: %s", name, flagError(err))
+		return nil, badinput.Errorf("stress %s: %s", name, flagError(err))
 	}
 	if fs.NArg() > 0 {
-		return nil, usageErrorf("stress %s: unexpected argument %q (flags only; see 'latencytest stress %s -h')", name, fs.Arg(0), name)
+		return nil, badinput.Errorf("stress %s: unexpected argument %q (flags only; see 'latencytest stress %s -h')", name, fs.Arg(0), name)
 	}
 	fs.Visit(func(f *flag.Flag) {
 		if f.Name == "duration" {
@@ -146,14 +132,14 @@ func (r *Registry) parse(name string, args []string, usage io.Writer) (*config, 
 		}
 	})
 	if c.duration < 0 {
-		return nil, usageErrorf("stress %s: --duration %v: want 0 (until stopped) or more", name, c.duration)
+		return nil, badinput.Errorf("stress %s: --duration %v: want 0 (until stopped) or more", name, c.duration)
 	}
 	if c.interval <= 0 {
-		return nil, usageErrorf("stress %s: --interval %v: want more than 0", name, c.interval)
+		return nil, badinput.Errorf("stress %s: --interval %v: want more than 0", name, c.interval)
 	}
 	if err := c.load.Check(); err != nil {
-		if IsUsage(err) {
-			return nil, usageErrorf("stress %s: %v", name, err)
+		if badinput.Is(err) {
+			return nil, badinput.Errorf("stress %s: %v", name, err)
 		}
 		return nil, err
 	}
@@ -175,7 +161,7 @@ func flagError(err error) string {
 func (r *Registry) Validate(name string, args []string) error {
 	_, err := r.parse(name, args, io.Discard)
 	if errors.Is(err, flag.ErrHelp) {
-		return usageErrorf("stress %s: -h is not a load setting", name)
+		return badinput.Errorf("stress %s: -h is not a load setting", name)
 	}
 	return err
 }

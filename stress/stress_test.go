@@ -2,10 +2,13 @@ package stress
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"latencytest/internal/badinput"
+	"latencytest/internal/child"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,30 +43,26 @@ func TestMain(m *testing.M) {
 
 // helperReport is what stressHelper prints once its stressor runs.
 type helperReport struct {
-	Pid   int      `json:"pid"`
-	Files []string `json:"files"`
+	Pid int `json:"pid"`
 }
 
 func stressHelper(name string, args []string) int {
-	p, err := Start(os.Args[0], name, args)
+	p, err := Start(context.Background(), os.Args[0], name, args, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	p.mu.Lock()
-	files := p.files
-	p.mu.Unlock()
 	// Wait for a throughput report, so the load is really at work.
 	for p.Progress() == nil {
 		time.Sleep(20 * time.Millisecond)
 	}
-	_ = json.NewEncoder(os.Stdout).Encode(helperReport{Pid: p.Pid(), Files: files})
+	_ = json.NewEncoder(os.Stdout).Encode(helperReport{Pid: p.Pid()})
 	select {} // until killed
 }
 
-// testLoads are the stressors with settings small enough for a test.
-func testLoads(t *testing.T) map[string][]string {
-	dir := t.TempDir()
+// testLoads are the stressors with settings small enough for a test; the
+// disk stressors work in dir.
+func testLoads(dir string) map[string][]string {
 	return map[string][]string{
 		"x11":        {"--xvfb"},
 		"proc":       nil,
@@ -104,7 +103,7 @@ func TestRegistryCoversEveryStressor(t *testing.T) {
 	if got := r.Names(); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
-	loads := testLoads(t)
+	loads := testLoads(t.TempDir())
 	for _, n := range want {
 		if _, ok := loads[n]; !ok {
 			t.Errorf("no test settings for stressor %s", n)
@@ -115,18 +114,16 @@ func TestRegistryCoversEveryStressor(t *testing.T) {
 // Each stressor starts, reports work within 2 s, and after Stop leaves no
 // process in its group and no file.
 func TestStartStop(t *testing.T) {
-	for name, args := range testLoads(t) {
+	dir := t.TempDir()
+	for name, args := range testLoads(dir) {
 		t.Run(name, func(t *testing.T) {
 			if name == "x11" {
 				needXvfb(t)
 			}
-			p, err := Start(os.Args[0], name, append([]string{"--interval", "100ms"}, args...))
+			p, err := Start(context.Background(), os.Args[0], name, append([]string{"--interval", "100ms"}, args...), nil)
 			if err != nil {
 				t.Fatalf("Start: %v", err)
 			}
-			p.mu.Lock()
-			files := p.files
-			p.mu.Unlock()
 			deadline := time.Now().Add(2 * time.Second)
 			for count(p.Progress()) <= 0 && time.Now().Before(deadline) {
 				time.Sleep(20 * time.Millisecond)
@@ -137,7 +134,7 @@ func TestStartStop(t *testing.T) {
 				t.Errorf("Stop: %v", err)
 			}
 			if count(progress) <= 0 {
-				t.Errorf("no work reported within 2 s: %v (stderr: %s)", progress, p.stderr.lastLine())
+				t.Errorf("no work reported within 2 s: %v (stderr: %s)", progress, p.p.LastStderr())
 			}
 			if count(st) <= 0 {
 				t.Errorf("final stats count no work: %v", st)
@@ -148,14 +145,15 @@ func TestStartStop(t *testing.T) {
 			if _, ok := st[strings.ToLower(st["unit"].(string))+"_per_s"]; !ok {
 				t.Errorf("final stats have no rate: %v", st)
 			}
-			assertGone(t, p.Pid(), files)
+			assertGone(t, p.Pid(), dir, false)
 		})
 	}
 }
 
 // The same when the parent that started the stressor is SIGKILLed.
 func TestParentKilled(t *testing.T) {
-	for name, args := range testLoads(t) {
+	dir := t.TempDir()
+	for name, args := range testLoads(dir) {
 		t.Run(name, func(t *testing.T) {
 			if name == "x11" {
 				needXvfb(t)
@@ -179,7 +177,7 @@ func TestParentKilled(t *testing.T) {
 			if err := json.Unmarshal(line, &rep); err != nil {
 				t.Fatalf("helper said %q: %v", line, err)
 			}
-			if pids, _ := GroupPIDs(rep.Pid); len(pids) == 0 {
+			if pids, _ := child.GroupPIDs(rep.Pid); len(pids) == 0 {
 				t.Fatalf("stressor group %d is empty while running", rep.Pid)
 			}
 			if err := helper.Process.Signal(syscall.SIGKILL); err != nil {
@@ -190,7 +188,7 @@ func TestParentKilled(t *testing.T) {
 			// (subreaper): reap them as they exit.
 			deadline := time.Now().Add(20 * time.Second)
 			for time.Now().Before(deadline) {
-				pids, _ := GroupPIDs(rep.Pid)
+				pids, _ := child.GroupPIDs(rep.Pid)
 				if len(pids) == 0 {
 					break
 				}
@@ -200,15 +198,18 @@ func TestParentKilled(t *testing.T) {
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
-			assertGone(t, rep.Pid, rep.Files)
+			// The dead parent's (empty) directory stays, for the next run
+			// to remove.
+			assertGone(t, rep.Pid, dir, true)
 		})
 	}
 }
 
-// assertGone checks that process group pgid is empty and files are gone.
-func assertGone(t *testing.T, pgid int, files []string) {
+// assertGone checks that process group pgid is empty and that dir holds
+// no file of a stressor (and no directory of one, unless emptyDirs).
+func assertGone(t *testing.T, pgid int, dir string, emptyDirs bool) {
 	t.Helper()
-	pids, err := GroupPIDs(pgid)
+	pids, err := child.GroupPIDs(pgid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,11 +222,16 @@ func assertGone(t *testing.T, pgid int, files []string) {
 		t.Errorf("processes left in group %d: %v", pgid, states)
 		syscall.Kill(-pgid, syscall.SIGKILL)
 	}
-	for _, f := range files {
-		if _, err := os.Lstat(f); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("file left behind: %s", f)
-			os.RemoveAll(f)
-		}
+	if dir == "" {
+		return
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, "latencytest-*"))
+	if emptyDirs {
+		left, _ = filepath.Glob(filepath.Join(dir, "latencytest-*", "*"))
+	}
+	for _, f := range left {
+		t.Errorf("left behind: %s", f)
+		os.RemoveAll(f)
 	}
 }
 
@@ -244,7 +250,7 @@ func TestDiskLeftoversRemoved(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p, err := Start(os.Args[0], "disk-write", []string{"--dir", dir, "--size", "4M"})
+	p, err := Start(context.Background(), os.Args[0], "disk-write", []string{"--dir", dir, "--size", "4M"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,12 +272,12 @@ func TestDiskLeftoversRemoved(t *testing.T) {
 // A stressor that cannot start says why, as bad input, and leaves nothing.
 func TestStartCannotRun(t *testing.T) {
 	t.Setenv("PATH", t.TempDir()) // no Xvfb
-	_, err := Start(os.Args[0], "x11", []string{"--display", ""})
-	if err == nil || !IsUsage(err) || !strings.Contains(err.Error(), "no X server") {
+	_, err := Start(context.Background(), os.Args[0], "x11", []string{"--display", ""}, nil)
+	if err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), "no X server") {
 		t.Fatalf("Start x11 without X server and Xvfb: err = %v, want a usage error about no X server", err)
 	}
-	_, err = Start(os.Args[0], "disk-read", []string{"--dir", "/nonexistent/dir"})
-	if err == nil || !IsUsage(err) || !strings.Contains(err.Error(), "--dir") {
+	_, err = Start(context.Background(), os.Args[0], "disk-read", []string{"--dir", "/nonexistent/dir"}, nil)
+	if err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), "--dir") {
 		t.Fatalf("Start disk-read on a missing dir: err = %v", err)
 	}
 }
@@ -279,7 +285,7 @@ func TestStartCannotRun(t *testing.T) {
 // An exec stressor whose command never succeeds still stops cleanly and
 // says how often it failed.
 func TestExecFailures(t *testing.T) {
-	p, err := Start(os.Args[0], "exec", []string{"--cmd", "exit 3"})
+	p, err := Start(context.Background(), os.Args[0], "exec", []string{"--cmd", "exit 3"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +300,7 @@ func TestExecFailures(t *testing.T) {
 	if count(st) != 0 {
 		t.Errorf("runs = %v, want 0 for a failing command", count(st))
 	}
-	assertGone(t, p.Pid(), nil)
+	assertGone(t, p.Pid(), "", false)
 }
 
 // Ctrl-C on a stressor run by hand keeps what was measured (the average
@@ -333,5 +339,5 @@ func TestInterruptByHand(t *testing.T) {
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Errorf("files left in %s: %v", dir, ents)
 	}
-	assertGone(t, cmd.Process.Pid, nil)
+	assertGone(t, cmd.Process.Pid, "", false)
 }

@@ -3,6 +3,7 @@ package stress
 import (
 	"bytes"
 	"flag"
+	"latencytest/internal/badinput"
 	"os"
 	"path/filepath"
 	"slices"
@@ -97,7 +98,7 @@ func TestValidate(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("Validate: %v, want an error containing %q", err, c.want)
 			}
-			if !IsUsage(err) || strings.Contains(err.Error(), "\n") {
+			if !badinput.Is(err) || strings.Contains(err.Error(), "\n") {
 				t.Errorf("want a one-line usage error, got %q", err)
 			}
 			// `latencytest stress` says the same in one line and exits 2.

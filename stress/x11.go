@@ -7,6 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"latencytest/internal/badinput"
+	"latencytest/internal/child"
 	"log"
 	"os"
 	"os/exec"
@@ -55,17 +57,17 @@ func (x11Stressor) Flags(fs *flag.FlagSet) Load {
 
 func (l *x11Load) Check() error {
 	if l.area < 16 || l.area > 4096 {
-		return usageErrorf("--area %d: want 16 to 4096 pixels", l.area)
+		return badinput.Errorf("--area %d: want 16 to 4096 pixels", l.area)
 	}
 	if l.sync < 1 {
-		return usageErrorf("--sync-every %d: want 1 or more", l.sync)
+		return badinput.Errorf("--sync-every %d: want 1 or more", l.sync)
 	}
 	if l.display == "" || l.xvfb {
 		if _, err := exec.LookPath("Xvfb"); err != nil {
 			if l.xvfb {
-				return usageErrorf("--xvfb: no Xvfb found (Debian package xvfb)")
+				return badinput.Errorf("--xvfb: no Xvfb found (Debian package xvfb)")
 			}
-			return usageErrorf("no X server ($DISPLAY is not set) and no Xvfb to start one (Debian package xvfb)")
+			return badinput.Errorf("no X server ($DISPLAY is not set) and no Xvfb to start one (Debian package xvfb)")
 		}
 	}
 	return nil
@@ -284,7 +286,7 @@ func (s *scroller) frame(n int) {
 // xvfb is a private X server.
 type xvfb struct {
 	cmd     *exec.Cmd
-	exited  chan struct{}
+	held    *child.Held
 	display string
 	files   []string
 }
@@ -294,7 +296,7 @@ type xvfb struct {
 func startXvfb(ctx context.Context, m *Meter) (*xvfb, error) {
 	path, err := exec.LookPath("Xvfb")
 	if err != nil {
-		return nil, usageErrorf("no Xvfb found (Debian package xvfb)")
+		return nil, badinput.Errorf("no Xvfb found (Debian package xvfb)")
 	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -303,12 +305,12 @@ func startXvfb(ctx context.Context, m *Meter) (*xvfb, error) {
 	defer pr.Close()
 	cmd := exec.Command(path, "-displayfd", "3", "-screen", "0", "1024x768x24", "-nolisten", "tcp", "-noreset")
 	cmd.ExtraFiles = []*os.File{pw}
-	errTail := &tailWriter{max: 2048}
+	errTail := child.NewTail(2048)
 	cmd.Stderr = errTail
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	cmd.WaitDelay = time.Second
-	x := &xvfb{cmd: cmd, exited: make(chan struct{})}
-	if err := spawn(cmd, x.exited); err != nil {
+	x := &xvfb{cmd: cmd}
+	if x.held, err = child.StartHeld(cmd); err != nil {
 		pw.Close()
 		return nil, fmt.Errorf("start Xvfb: %w", err)
 	}
@@ -330,13 +332,10 @@ func startXvfb(ctx context.Context, m *Meter) (*xvfb, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("Xvfb did not start: %s", errTail.lastLine())
+		return nil, fmt.Errorf("Xvfb did not start: %s", errTail.LastLine())
 	}
 	x.display = ":" + num
 	x.files = []string{"/tmp/.X" + num + "-lock", "/tmp/.X11-unix/X" + num}
-	for _, f := range x.files {
-		m.File(f)
-	}
 	return x, nil
 }
 
@@ -345,11 +344,11 @@ func startXvfb(ctx context.Context, m *Meter) (*xvfb, error) {
 func (x *xvfb) stop() error {
 	_ = x.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-x.exited:
+	case <-x.held.Exited():
 	case <-time.After(5 * time.Second):
 		_ = x.cmd.Process.Kill()
-		<-x.exited
 	}
+	x.held.Reap()
 	var errs []error
 	for _, f := range x.files {
 		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"latencytest/audio"
+	"latencytest/internal/badinput"
 	"latencytest/rundata"
 )
 
@@ -619,7 +620,7 @@ func abs(x int64) int64 {
 	return x
 }
 
-// TestVMErrors: what the user can fix is an *audio.ErrBadDevice naming
+// TestVMErrors: what the user can fix is bad input (internal/badinput) naming
 // the problem.
 func TestVMErrors(t *testing.T) {
 	base := audio.Config{Rate: 48000, Channels: 2, PeriodFrames: 256, Periods: 2}
@@ -645,9 +646,8 @@ func TestVMErrors(t *testing.T) {
 		}
 		d := New()
 		_, err := d.Open(cfg)
-		var bad *audio.ErrBadDevice
-		if !errors.As(err, &bad) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("open %s rate %d period %d: %v; want ErrBadDevice containing %q", tc.dev, cfg.Rate, cfg.PeriodFrames, err, tc.want)
+		if !badinput.Is(err) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("open %s rate %d period %d: %v; want bad input containing %q", tc.dev, cfg.Rate, cfg.PeriodFrames, err, tc.want)
 		}
 		d.Close()
 	}
@@ -657,9 +657,8 @@ func TestVMErrors(t *testing.T) {
 	cfg.Device = "hw:Dummy,0,0"
 	open(t, cfg, false)
 	_, err := New().Open(cfg)
-	var bad *audio.ErrBadDevice
-	if want := fmt.Sprintf("is busy: held by pid %d", os.Getpid()); !errors.As(err, &bad) || !strings.Contains(err.Error(), want) {
-		t.Errorf("second open of hw:Dummy,0,0: %v; want ErrBadDevice containing %q", err, want)
+	if want := fmt.Sprintf("is busy: held by pid %d", os.Getpid()); !badinput.Is(err) || !strings.Contains(err.Error(), want) {
+		t.Errorf("second open of hw:Dummy,0,0: %v; want bad input containing %q", err, want)
 	}
 
 	// The CLI prints one line and exits 2.

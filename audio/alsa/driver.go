@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"latencytest/audio"
+	"latencytest/internal/badinput"
 	"latencytest/rundata"
 )
 
@@ -78,22 +79,22 @@ func Present() bool { return defaultSystem().anyPlayback() }
 
 // Open opens and configures the device(s) cfg names. Errors the user can
 // fix (no such device, busy, a rate or period the device refuses) are
-// *audio.ErrBadDevice.
+// bad input (internal/badinput).
 func (d *Driver) Open(cfg audio.Config) (g audio.Granted, err error) {
 	if cfg.Stream == "" {
 		cfg.Stream = "playback"
 	}
 	if cfg.Stream != "playback" && cfg.Stream != "capture" && cfg.Stream != "duplex" {
-		return g, &audio.ErrBadDevice{Msg: fmt.Sprintf("--stream %q: want playback, capture or duplex", cfg.Stream)}
+		return g, badinput.Errorf("--stream %q: want playback, capture or duplex", cfg.Stream)
 	}
 	if cfg.Rate <= 0 || cfg.Channels <= 0 || cfg.PeriodFrames <= 0 || cfg.Periods < 2 {
-		return g, &audio.ErrBadDevice{Msg: fmt.Sprintf("--rate %d, --channels %d, --period %d, --periods %d: need all > 0 and periods ≥ 2", cfg.Rate, cfg.Channels, cfg.PeriodFrames, cfg.Periods)}
+		return g, badinput.Errorf("--rate %d, --channels %d, --period %d, --periods %d: need all > 0 and periods ≥ 2", cfg.Rate, cfg.Channels, cfg.PeriodFrames, cfg.Periods)
 	}
 	if cfg.ToneHz != 0 && cfg.File != "" {
-		return g, &audio.ErrBadDevice{Msg: "--tone and --file: choose one"}
+		return g, badinput.New("--tone and --file: choose one")
 	}
 	if cfg.ToneHz < 0 || cfg.ToneHz >= float64(cfg.Rate)/2 {
-		return g, &audio.ErrBadDevice{Msg: fmt.Sprintf("--tone %g: want a frequency between 0 and %d Hz (half the rate)", cfg.ToneHz, cfg.Rate/2)}
+		return g, badinput.Errorf("--tone %g: want a frequency between 0 and %d Hz (half the rate)", cfg.ToneHz, cfg.Rate/2)
 	}
 	d.cfg = cfg
 	defer func() {
@@ -165,11 +166,11 @@ func (d *Driver) Open(cfg audio.Config) (g audio.Granted, err error) {
 func (d *Driver) openSide(name string, stream int, want *shape, exact bool) (*side, []string, error) {
 	dn, err := parseDevice(name)
 	if err != nil {
-		return nil, nil, &audio.ErrBadDevice{Msg: err.Error()}
+		return nil, nil, badinput.New(err.Error())
 	}
 	c, err := d.sys.resolve(dn)
 	if err != nil {
-		return nil, nil, &audio.ErrBadDevice{Msg: fmt.Sprintf("--device %q: %v", name, err)}
+		return nil, nil, badinput.Errorf("--device %q: %v", name, err)
 	}
 	dir := "playback"
 	if stream == streamCapture {
@@ -182,15 +183,15 @@ func (d *Driver) openSide(name string, stream int, want *shape, exact bool) (*si
 	if err != nil {
 		switch {
 		case errors.Is(err, unix.ENOENT):
-			return nil, nil, &audio.ErrBadDevice{Msg: fmt.Sprintf("--device %q: card %d [%s] has no %s device %d (it has %s)", name, c.index, c.id, dir, dn.device, d.sys.describeDevices(c, stream))}
+			return nil, nil, badinput.Errorf("--device %q: card %d [%s] has no %s device %d (it has %s)", name, c.index, c.id, dir, dn.device, d.sys.describeDevices(c, stream))
 		case errors.Is(err, unix.EBUSY) || errors.Is(err, unix.EAGAIN):
 			who := d.sys.holder(c, dn.device, stream)
 			if who == "" {
 				who = "another process"
 			}
-			return nil, nil, &audio.ErrBadDevice{Msg: fmt.Sprintf("--device %q: %s is busy: held by %s", name, label, who)}
+			return nil, nil, badinput.Errorf("--device %q: %s is busy: held by %s", name, label, who)
 		case errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM):
-			return nil, nil, &audio.ErrBadDevice{Msg: fmt.Sprintf("--device %q: %v (join the audio group, or run as root)", name, err)}
+			return nil, nil, badinput.Errorf("--device %q: %v (join the audio group, or run as root)", name, err)
 		}
 		return nil, nil, fmt.Errorf("open %s: %w", label, err)
 	}
@@ -210,7 +211,7 @@ func (d *Driver) openSide(name string, stream int, want *shape, exact bool) (*si
 			if bp.flag != "" {
 				prefix = bp.flag + ": "
 			}
-			return nil, nil, &audio.ErrBadDevice{Msg: fmt.Sprintf("%s%s %s", prefix, label, bp.msg)}
+			return nil, nil, badinput.Errorf("%s%s %s", prefix, label, bp.msg)
 		}
 		return nil, nil, fmt.Errorf("%s: %w", label, err)
 	}
@@ -283,7 +284,7 @@ func (d *Driver) loadContent(s shape) (note string, err error) {
 	case d.cfg.File != "":
 		src, err := readWAV(d.cfg.File)
 		if err != nil {
-			return "", &audio.ErrBadDevice{Msg: err.Error()}
+			return "", badinput.New(err.Error())
 		}
 		if src.rate != s.rate || src.channels != s.channels {
 			note = fmt.Sprintf("%s: %d Hz %d ch converted to %d Hz %d ch", filepath.Base(d.cfg.File), src.rate, src.channels, s.rate, s.channels)

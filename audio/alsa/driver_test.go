@@ -3,11 +3,11 @@
 package alsa
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
 	"latencytest/audio"
+	"latencytest/internal/badinput"
 )
 
 // Open refuses what no device could fix with one line naming the flag,
@@ -29,9 +29,8 @@ func TestOpenRefusesBadConfig(t *testing.T) {
 		tc.edit(&cfg)
 		d := &Driver{sys: system{dev: t.TempDir(), proc: t.TempDir()}}
 		_, err := d.Open(cfg)
-		var bad *audio.ErrBadDevice
-		if !errors.As(err, &bad) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
-			t.Errorf("Open(%+v) = %v; want a one-line ErrBadDevice containing %q", cfg, err, tc.want)
+		if !badinput.Is(err) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("Open(%+v) = %v; want a one-line bad input containing %q", cfg, err, tc.want)
 		}
 		if d.sides != nil || d.play != nil || d.capt != nil {
 			t.Errorf("Open(%+v) failed but left sides open", cfg)

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"latencytest/audio"
+	"latencytest/internal/badinput"
 )
 
 // hostAPIs are the host APIs --device names, with the PortAudio type each
@@ -63,7 +64,7 @@ func resolve(hosts []*hostAPI, devs []*device, spec string, capture bool) (*devi
 		dir = "capture"
 	}
 	bad := func(format string, a ...any) error {
-		return &audio.ErrBadDevice{Msg: fmt.Sprintf("--device %q: ", spec) + fmt.Sprintf(format, a...)}
+		return badinput.Errorf("--device %q: %s", spec, fmt.Sprintf(format, a...))
 	}
 	if spec == "" {
 		// A running JACK server is where the audio goes; else ALSA's
@@ -142,7 +143,7 @@ func hostDefault(h *hostAPI, capture bool, spec, dir string) (*device, error) {
 		d = h.defaultIn
 	}
 	if d == nil || !has(d, capture) {
-		return nil, &audio.ErrBadDevice{Msg: fmt.Sprintf("--device %q: %s has no default %s device", spec, h.name, dir)}
+		return nil, badinput.Errorf("--device %q: %s has no default %s device", spec, h.name, dir)
 	}
 	return d, nil
 }

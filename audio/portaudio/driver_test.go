@@ -3,7 +3,6 @@
 package portaudio
 
 import (
-	"errors"
 	"os"
 	"os/exec"
 	"runtime"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"latencytest/audio"
+	"latencytest/internal/badinput"
 	"latencytest/rundata"
 )
 
@@ -216,9 +216,8 @@ func TestJackBadInput(t *testing.T) {
 			c.edit(&cfg)
 			drv := New()
 			_, err := drv.Open(cfg)
-			var bad *audio.ErrBadDevice
-			if !errors.As(err, &bad) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
-				t.Fatalf("Open: %v, want one-line ErrBadDevice containing %q", err, c.want)
+			if !badinput.Is(err) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("Open: %v, want one-line bad input containing %q", err, c.want)
 			}
 			drv.Close()
 		})

@@ -23,6 +23,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"latencytest/audio"
+	"latencytest/internal/badinput"
 	"latencytest/rundata"
 )
 
@@ -97,7 +98,7 @@ func (d *Driver) terminate() {
 // the device cfg.Device names (see resolve).
 func (d *Driver) Open(cfg audio.Config) (audio.Granted, error) {
 	if cfg.Rate <= 0 || cfg.PeriodFrames <= 0 || cfg.Channels <= 0 {
-		return audio.Granted{}, &audio.ErrBadDevice{Msg: fmt.Sprintf("portaudio: rate %d, period %d, channels %d: all must be > 0", cfg.Rate, cfg.PeriodFrames, cfg.Channels)}
+		return audio.Granted{}, badinput.Errorf("portaudio: rate %d, period %d, channels %d: all must be > 0", cfg.Rate, cfg.PeriodFrames, cfg.Channels)
 	}
 	d.cfg = cfg
 	switch cfg.Stream {
@@ -108,7 +109,7 @@ func (d *Driver) Open(cfg audio.Config) (audio.Granted, error) {
 	case "duplex":
 		d.playback, d.capture = true, true
 	default:
-		return audio.Granted{}, &audio.ErrBadDevice{Msg: fmt.Sprintf("--stream %q: allowed: playback, capture, duplex", cfg.Stream)}
+		return audio.Granted{}, badinput.Errorf("--stream %q: allowed: playback, capture, duplex", cfg.Stream)
 	}
 	if err := d.init(); err != nil {
 		return audio.Granted{}, err
@@ -212,14 +213,14 @@ func checkShape(dev *device, cfg audio.Config, spec string) (jackServer, error) 
 		return jackServer{}, nil
 	}
 	if int(dev.rate) != cfg.Rate {
-		return jackServer{}, &audio.ErrBadDevice{Msg: fmt.Sprintf("--rate %d: the JACK server runs at %d Hz (use --rate %d, or restart jackd with -r %d)", cfg.Rate, int(dev.rate), int(dev.rate), cfg.Rate)}
+		return jackServer{}, badinput.Errorf("--rate %d: the JACK server runs at %d Hz (use --rate %d, or restart jackd with -r %d)", cfg.Rate, int(dev.rate), int(dev.rate), cfg.Rate)
 	}
 	srv, err := probeJack(dev)
 	if err != nil {
 		return srv, err
 	}
 	if p := srv.period; p != cfg.PeriodFrames {
-		return srv, &audio.ErrBadDevice{Msg: fmt.Sprintf("--period %d: the JACK server runs with %d-frame periods (use --period %d, or restart jackd with -p %d)", cfg.PeriodFrames, p, p, cfg.PeriodFrames)}
+		return srv, badinput.Errorf("--period %d: the JACK server runs with %d-frame periods (use --period %d, or restart jackd with -p %d)", cfg.PeriodFrames, p, p, cfg.PeriodFrames)
 	}
 	return srv, nil
 }
@@ -291,19 +292,19 @@ func (p *periodProbe) period(_ int64, _, out unsafe.Pointer, frames int, _ float
 }
 
 // openError turns PortAudio's refusals that are the user's to fix into
-// ErrBadDevice.
+// bad input (internal/badinput).
 func openError(err error, dev *device, cfg audio.Config) error {
 	var pe paError
 	if errors.As(err, &pe) {
 		switch pe {
 		case paDeviceUnavailable:
-			return &audio.ErrBadDevice{Msg: fmt.Sprintf("--device %q: %s is busy (another program has it open)", cfg.Device, deviceName(dev))}
+			return badinput.Errorf("--device %q: %s is busy (another program has it open)", cfg.Device, deviceName(dev))
 		case paInvalidSampleRate:
-			return &audio.ErrBadDevice{Msg: fmt.Sprintf("--rate %d: %s does not run at this rate (its default is %d Hz)", cfg.Rate, deviceName(dev), int(dev.rate))}
+			return badinput.Errorf("--rate %d: %s does not run at this rate (its default is %d Hz)", cfg.Rate, deviceName(dev), int(dev.rate))
 		case paInvalidChannelCount:
-			return &audio.ErrBadDevice{Msg: fmt.Sprintf("--channels %d: %s has %d playback and %d capture channels", cfg.Channels, deviceName(dev), dev.maxOut, dev.maxIn)}
+			return badinput.Errorf("--channels %d: %s has %d playback and %d capture channels", cfg.Channels, deviceName(dev), dev.maxOut, dev.maxIn)
 		case paInvalidDevice, paBadIODeviceCombination, paSampleFormatNotSupp:
-			return &audio.ErrBadDevice{Msg: fmt.Sprintf("--device %q: %s refuses this stream: %v", cfg.Device, deviceName(dev), err)}
+			return badinput.Errorf("--device %q: %s refuses this stream: %v", cfg.Device, deviceName(dev), err)
 		}
 	}
 	return fmt.Errorf("portaudio: opening %s: %w", deviceName(dev), err)

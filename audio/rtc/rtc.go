@@ -26,6 +26,7 @@ import (
 
 	"latencytest/audio"
 	"latencytest/audio/timer"
+	"latencytest/internal/badinput"
 	"latencytest/rundata"
 )
 
@@ -78,7 +79,7 @@ func openRTC(path string) (int, error) {
 // second; a period is one interrupt (cfg.PeriodFrames must be 1).
 func (d *Driver) Open(cfg audio.Config) (audio.Granted, error) {
 	bad := func(format string, a ...any) (audio.Granted, error) {
-		return audio.Granted{}, &audio.ErrBadDevice{Msg: fmt.Sprintf(format, a...)}
+		return audio.Granted{}, badinput.Errorf(format, a...)
 	}
 	if cfg.Rate < 2 || cfg.Rate > MaxRate || cfg.Rate&(cfg.Rate-1) != 0 {
 		return bad("--rtc-rate %d: allowed a power of two from 2 to %d Hz", cfg.Rate, MaxRate)

@@ -4,7 +4,6 @@ package rtc
 
 import (
 	"encoding/binary"
-	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"latencytest/audio"
+	"latencytest/internal/badinput"
 	"latencytest/rundata"
 )
 
@@ -135,8 +135,7 @@ func TestOpenErrors(t *testing.T) {
 		d, f := newFake(t)
 		f.ioctlE = c.ioctl
 		_, err := d.Open(cfg(c.rate, 2))
-		var bad *audio.ErrBadDevice
-		if !errors.As(err, &bad) || !strings.HasPrefix(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+		if !badinput.Is(err) || !strings.HasPrefix(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("rate %d, ioctl %v: %v, want a bad-device error starting %q", c.rate, c.ioctl, err, c.want)
 		}
 		if d.fd != -1 {
@@ -145,8 +144,7 @@ func TestOpenErrors(t *testing.T) {
 	}
 	d := New()
 	_, err := d.Open(audio.Config{Device: "/nonexistent/rtc9", Rate: 2048, PeriodFrames: 1, Periods: 2})
-	var bad *audio.ErrBadDevice
-	if !errors.As(err, &bad) || !strings.Contains(err.Error(), `--device "/nonexistent/rtc9": no such RTC`) {
+	if !badinput.Is(err) || !strings.Contains(err.Error(), `--device "/nonexistent/rtc9": no such RTC`) {
 		t.Errorf("missing device: %v", err)
 	}
 }

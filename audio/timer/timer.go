@@ -8,9 +8,8 @@
 package timer
 
 import (
-	"fmt"
-
 	"latencytest/audio"
+	"latencytest/internal/badinput"
 	"latencytest/rundata"
 )
 
@@ -28,10 +27,10 @@ func New() *Driver { return &Driver{} }
 // Open accepts any positive shape: a timer can run any period.
 func (d *Driver) Open(cfg audio.Config) (audio.Granted, error) {
 	if cfg.Rate <= 0 || cfg.PeriodFrames <= 0 || cfg.Periods < 2 {
-		return audio.Granted{}, &audio.ErrBadDevice{Msg: fmt.Sprintf("timer: rate %d, period %d, periods %d: need rate > 0, period > 0, periods ≥ 2", cfg.Rate, cfg.PeriodFrames, cfg.Periods)}
+		return audio.Granted{}, badinput.Errorf("timer: rate %d, period %d, periods %d: need rate > 0, period > 0, periods ≥ 2", cfg.Rate, cfg.PeriodFrames, cfg.Periods)
 	}
 	if cfg.Device != "" {
-		return audio.Granted{}, &audio.ErrBadDevice{Msg: fmt.Sprintf("--device %q: the timer driver has no devices", cfg.Device)}
+		return audio.Granted{}, badinput.Errorf("--device %q: the timer driver has no devices", cfg.Device)
 	}
 	d.cfg = cfg
 	d.periodNS = cfg.PeriodNS()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"latencytest/internal/badinput"
 	"latencytest/report"
 )
 
@@ -58,7 +59,7 @@ func compareMain(args []string, stdout, stderr io.Writer) int {
 	interrupted, err := uninterrupted(func() error { return report.CompareInputs(ins, *out) })
 	if err != nil {
 		fmt.Fprintf(stderr, "latencytest compare: %v\n", err)
-		if errors.Is(err, report.ErrBadInput) {
+		if badinput.Is(err) {
 			return 2
 		}
 		return 1

@@ -1,11 +1,11 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"os"
 
 	"latencytest/audio"
+	"latencytest/internal/badinput"
 	"latencytest/runner"
 )
 
@@ -13,10 +13,10 @@ const engineCommand = runner.EngineCommand
 
 // engineMain is the engine process that `run` starts for each phase.
 func engineMain(args []string, stdout, stderr io.Writer) int {
-	return runner.EngineMain(os.Stdin, stdout, stderr, func(name string) (audio.Driver, error) {
+	return runner.EngineMain(os.Stdin, stderr, func(name string) (audio.Driver, error) {
 		d, ok := lookupDriver(name)
 		if !ok {
-			return nil, fmt.Errorf("--driver %s: not built into this binary (built in: %v)", name, driverNames())
+			return nil, badinput.Errorf("--driver %s: not built into this binary (built in: %v)", name, driverNames())
 		}
 		return d.new(), nil
 	})

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"os"
 	"regexp"
 	"strings"
 
+	"latencytest/internal/badinput"
+	"latencytest/internal/child"
 	"latencytest/runner"
 	"latencytest/stress"
 )
@@ -17,11 +20,13 @@ type loadSet struct {
 	reg  *stress.Registry
 	fs   *flag.FlagSet
 	args func(name string) []string
+	// children holds the run's child processes, for a second Ctrl-C.
+	children *child.Set
 }
 
 func newLoads(fs *flag.FlagSet) loadSet {
 	reg := stress.NewRegistry()
-	return loadSet{reg: reg, fs: fs, args: reg.RunFlags(fs)}
+	return loadSet{reg: reg, fs: fs, args: reg.RunFlags(fs), children: &child.Set{}}
 }
 
 func (l loadSet) names() []string { return l.reg.Names() }
@@ -41,18 +46,21 @@ func (l loadSet) validate(name string) error {
 		}
 		return f
 	})
+	if badinput.Is(err) {
+		return badinput.New(msg)
+	}
 	return errors.New(msg)
 }
 
 // stressFlag matches a flag named in a stressor's message.
 var stressFlag = regexp.MustCompile(`--[a-z][a-z0-9-]*`)
 
-func (l loadSet) start(name string) (runner.Load, error) {
+func (l loadSet) start(ctx context.Context, name string) (runner.Load, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	p, err := stress.Start(exe, name, l.args(name))
+	p, err := stress.Start(ctx, exe, name, l.args(name), l.children)
 	if err != nil {
 		return nil, err
 	}

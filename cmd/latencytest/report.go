@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"latencytest/internal/badinput"
 	"latencytest/report"
 	"latencytest/rundata"
 )
@@ -44,7 +45,7 @@ func reportMain(args []string, stdout, stderr io.Writer) int {
 	interrupted, err := uninterrupted(func() error { return report.Render(dir) })
 	if err != nil {
 		fmt.Fprintf(stderr, "latencytest report: %v\n", err)
-		if errors.Is(err, report.ErrBadInput) {
+		if badinput.Is(err) {
 			return 2
 		}
 		return 1

@@ -19,6 +19,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"latencytest/audio"
+	"latencytest/internal/badinput"
+	"latencytest/internal/child"
 	"latencytest/rundata"
 	"latencytest/runner"
 	"latencytest/sysinfo"
@@ -46,12 +48,8 @@ type runFlags struct {
 	testStall                             string
 }
 
-// usageError is bad input: printed as one line, exit 2.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-func badFlag(format string, a ...any) error { return &usageError{msg: fmt.Sprintf(format, a...)} }
+// badFlag is bad input (internal/badinput): printed as one line, exit 2.
+func badFlag(format string, a ...any) error { return badinput.Errorf(format, a...) }
 
 func runMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
@@ -119,12 +117,11 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		cfg.Render = render()
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible(cfg.Children, stderr)
 	defer stop()
 	_, err = runner.Run(ctx, cfg)
-	var bad *runner.BadInputError
 	switch {
-	case errors.As(err, &bad):
+	case badinput.Is(err):
 		fmt.Fprintf(stderr, "latencytest run: %v\n", err)
 		return 2
 	case err != nil:
@@ -226,6 +223,7 @@ func (f *runFlags) config(loads loadSet) (runner.Config, error) {
 		StallAt:   stallAt,
 		StallFor:  stallFor,
 		StartLoad: loads.start,
+		Children:  loads.children,
 	}, nil
 }
 
@@ -271,7 +269,7 @@ func parseTests(s string, loads loadSet) ([]string, error) {
 		}
 		if t != runner.IdlePhase {
 			if err := loads.validate(t); err != nil {
-				return nil, &usageError{msg: err.Error()}
+				return nil, badinput.New(err.Error())
 			}
 		}
 		tests = append(tests, t)
@@ -352,6 +350,37 @@ func defaultOut() string {
 	host := strings.NewReplacer("/", "_", " ", "_").Replace(s.Hostname)
 	kern := strings.NewReplacer("/", "_", " ", "_").Replace(s.KernelRelease)
 	return filepath.Join("results", fmt.Sprintf("%s-%s-%s", host, kern, time.Now().Format("20060102-150405")))
+}
+
+// interruptible is the run's context: the first Ctrl-C (or SIGTERM)
+// cancels it, and the run stops in order, keeping what was measured. The
+// second is never swallowed: it kills every child (child.Set.KillAll,
+// which also removes their temporary directories) and exits at once, 130.
+func interruptible(children *child.Set, stderr io.Writer) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-done:
+			return
+		}
+		select {
+		case <-sigs:
+			fmt.Fprintln(stderr, "latencytest run: interrupted again: stopping at once")
+			children.KillAll()
+			os.Exit(130)
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel()
+	}
 }
 
 func isTerminal(w io.Writer) bool {

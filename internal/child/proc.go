@@ -1,0 +1,81 @@
+package child
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+)
+
+// ProcStat is what /proc/PID/stat says of a process.
+type ProcStat struct {
+	Pid, PPid, Pgrp int
+	State           string // R, S, D, Z...
+}
+
+// Processes lists the processes of this PID namespace, from /proc.
+// Zombies count: a zombie is a process nobody has reaped yet.
+func Processes() ([]ProcStat, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("list processes: %w", err)
+	}
+	var out []ProcStat
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // gone meanwhile
+		}
+		if st, ok := parseStat(pid, b); ok {
+			out = append(out, st)
+		}
+	}
+	return out, nil
+}
+
+// parseStat reads the fields after the command name, which is in
+// parentheses and may contain anything: state, ppid, pgrp.
+func parseStat(pid int, b []byte) (ProcStat, bool) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return ProcStat{}, false
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 3 {
+		return ProcStat{}, false
+	}
+	ppid, err1 := strconv.Atoi(string(f[1]))
+	pgrp, err2 := strconv.Atoi(string(f[2]))
+	if err1 != nil || err2 != nil {
+		return ProcStat{}, false
+	}
+	return ProcStat{Pid: pid, PPid: ppid, Pgrp: pgrp, State: string(f[0])}, true
+}
+
+// GroupPIDs lists the processes of process group pgid.
+func GroupPIDs(pgid int) ([]int, error) {
+	return pidsWhere(func(p ProcStat) bool { return p.Pgrp == pgid })
+}
+
+// ChildPIDs lists the children of process ppid.
+func ChildPIDs(ppid int) ([]int, error) {
+	return pidsWhere(func(p ProcStat) bool { return p.PPid == ppid })
+}
+
+func pidsWhere(keep func(ProcStat) bool) ([]int, error) {
+	procs, err := Processes()
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
+	for _, p := range procs {
+		if keep(p) {
+			pids = append(pids, p.Pid)
+		}
+	}
+	return pids, nil
+}

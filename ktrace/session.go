@@ -23,9 +23,9 @@ import (
 	"latencytest/rundata"
 )
 
-// keepNS is how much trace history each CPU keeps: more than the time a
-// sample takes to reach the parent (the engine drains every 100 ms).
-const keepNS = 3e9
+// defaultKeepNS is how much trace history each CPU keeps: more than the
+// time a sample takes to reach the parent (the engine drains every 100 ms).
+const defaultKeepNS = 3e9
 
 // cpuLog is one CPU's recent events and its state before them.
 type cpuLog struct {
@@ -43,6 +43,7 @@ type Session struct {
 	cpus   map[int]*cpuLog
 	latest int64 // the newest event's time
 	lost   int64 // events the kernel dropped (its buffer was full)
+	keepNS int64
 	// policies names the real-time threads' policies (SCHED_FIFO or
 	// SCHED_RR), read from /proc when a thread is first seen running,
 	// while it is still there to be asked.
@@ -65,6 +66,8 @@ type Options struct {
 	CPUs []int
 	// BufferKB is the per-CPU trace buffer (0: 4096).
 	BufferKB int
+	// KeepNS is how much history is kept to explain a spike with (0: 3 s).
+	KeepNS int64
 }
 
 // Start creates a trace instance and starts recording. The error says in
@@ -79,7 +82,11 @@ func Start(o Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{fs: fs, inst: inst, fd: -1, cpus: map[int]*cpuLog{}, policies: map[int]string{}, stop: make(chan struct{}), done: make(chan struct{})}
+	keep := o.KeepNS
+	if keep <= 0 {
+		keep = defaultKeepNS
+	}
+	s := &Session{fs: fs, inst: inst, fd: -1, keepNS: keep, cpus: map[int]*cpuLog{}, policies: map[int]string{}, stop: make(chan struct{}), done: make(chan struct{})}
 	if err := s.setup(o); err != nil {
 		s.teardown()
 		return nil, err
@@ -219,7 +226,7 @@ func (s *Session) add(chunk []byte) {
 		}
 	}
 	for _, l := range s.cpus {
-		l.prune(s.latest - keepNS)
+		l.prune(s.latest - s.keepNS)
 	}
 }
 

@@ -10,58 +10,54 @@ type Safe struct {
 	// Periods is the smallest buffer, in periods, in which every period
 	// of the phase would have been written before the card needed it;
 	// MaxSafePeriods+1 when even MaxSafePeriods would not do.
-	Periods int `json:"safe_periods"`
+	Periods int `json:"periods"`
 	// MarginNS is how long before running dry that buffer was at its
 	// tightest moment.
-	MarginNS int64 `json:"safe_margin_ns"`
-	// Late is the period whose write came latest against its deadline.
-	Late int64 `json:"safe_worst_period"`
+	MarginNS int64 `json:"margin_ns"`
 }
 
-// needed is the buffer, in periods, that the write of a period due at due
-// and written (woken, then its DSP done) at end needs: the period due at
-// due keeps the card busy until due + (n−1) periods, the rule of the timer
-// driver's virtual buffer (docs/method.md).
-func needed(due, end, periodNS int64) (n int64, margin int64) {
-	late := end - due
-	n = 2 // a buffer has at least two periods
+// Verdict is the buffer that holds a phase whose latest write came late
+// ns after its period was due (the wakeup latency plus the DSP work). The
+// period due at d keeps the card busy until d + (n−1) periods, the rule of
+// the timer driver's virtual buffer (docs/method.md), so n periods hold a
+// write late by at most (n−1) periods; a buffer has at least two.
+func Verdict(late, periodNS int64) Safe {
+	n := int64(2)
 	if late > periodNS {
 		n = 1 + (late+periodNS-1)/periodNS
 	}
-	return n, due + (n-1)*periodNS - end
+	if n > MaxSafePeriods {
+		return Safe{Periods: MaxSafePeriods + 1}
+	}
+	return Safe{Periods: int(n), MarginNS: (n-1)*periodNS - late}
 }
 
-// SafePeriods computes the buffer verdict of a phase from its samples,
-// each period written at its wakeup plus dsp(s) (the measured DSP time, or
-// a nominal one to answer for another load).
-func SafePeriods(ss []Sample, periodNS int64, dsp func(*Sample) int64) Safe {
-	v := Safe{Periods: 2, MarginNS: periodNS, Late: -1}
-	for i := range ss {
-		s := &ss[i]
-		n, _ := needed(s.Due, s.Woke+dsp(s), periodNS)
-		if n > MaxSafePeriods {
-			return Safe{Periods: MaxSafePeriods + 1, Late: s.Index}
-		}
-		if int(n) > v.Periods || v.Late < 0 {
-			v.Periods, v.Late = max(v.Periods, int(n)), s.Index
-		}
-	}
-	// The margin of the verdict's buffer: its tightest write.
-	for i := range ss {
-		s := &ss[i]
-		m := s.Due + int64(v.Periods-1)*periodNS - (s.Woke + dsp(s))
-		if m < v.MarginNS {
-			v.MarginNS, v.Late = m, s.Index
-		}
-	}
-	return v
+// LateMeter follows a phase's latest write: its worst lateness with the
+// DSP time measured, and with the wakeup latency alone (to which a nominal
+// DSP load can be added to answer for another load).
+type LateMeter struct {
+	Write, Wakeup int64 // ns; the worst of each
+	n             int64
 }
 
-// MeasuredDSP is the DSP time each sample recorded.
-func MeasuredDSP(s *Sample) int64 { return s.DSP }
+// Add takes a period's sample.
+func (m *LateMeter) Add(s *Sample) {
+	w, l := s.Woke+s.DSP-s.Due, s.Woke-s.Due
+	if m.n == 0 || w > m.Write {
+		m.Write = w
+	}
+	if m.n == 0 || l > m.Wakeup {
+		m.Wakeup = l
+	}
+	m.n++
+}
 
-// NominalDSP returns a dsp function for a load of pct percent of a period.
-func NominalDSP(periodNS int64, pct int) func(*Sample) int64 {
-	d := periodNS * int64(pct) / 100
-	return func(*Sample) int64 { return d }
+// Verdicts is the buffer verdict with the DSP time measured and with a
+// nominal DSP load of pct percent; nil without samples.
+func (m *LateMeter) Verdicts(periodNS int64, pct int) (measured, nominal *Safe) {
+	if m.n == 0 {
+		return nil, nil
+	}
+	a, b := Verdict(m.Write, periodNS), Verdict(m.Wakeup+periodNS*int64(pct)/100, periodNS)
+	return &a, &b
 }

@@ -4,49 +4,47 @@ import "testing"
 
 const p64 = 1333333 // 64 frames at 48 kHz, ns
 
-// samples builds a phase of n on-time periods (woken lat after due) with a
-// spike of spike ns at period at.
-func samples(n int, lat, dsp int64, at int, spike int64) []Sample {
-	ss := make([]Sample, n)
-	for i := range ss {
-		due := int64(i) * p64
-		ss[i] = Sample{Index: int64(i), Due: due, Woke: due + lat, DSP: dsp}
-		if i == at {
-			ss[i].Woke = due + spike
+func TestVerdict(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		late   int64
+		want   int
+		margin int64
+	}{
+		{"on time", 50e3 + p64*8/10, 2, p64 - 50e3 - p64*8/10},
+		// A 3 ms spike at 64 frames needs 4 periods: written 3 ms after it
+		// became due, past 2 periods (2.67 ms) but within 3 (4.0 ms).
+		{"3 ms", 3e6, 4, 3*p64 - 3e6},
+		// With 80 % DSP the write comes 4.07 ms after: 5 periods (dry
+		// 5.33 ms after) hold it, with 1.27 ms to spare.
+		{"3 ms + 80 % DSP", 3e6 + p64*8/10, 5, 4*p64 - 3e6 - p64*8/10},
+		{"exactly 3 periods", 3 * p64, 4, 0},
+		{"a stall", 200e6, MaxSafePeriods + 1, 0},
+	} {
+		v := Verdict(c.late, p64)
+		if v.Periods != c.want || v.MarginNS != c.margin {
+			t.Errorf("%s: %+v, want %d periods, margin %d", c.name, v, c.want, c.margin)
 		}
 	}
-	return ss
 }
 
-func TestSafePeriods(t *testing.T) {
-	for _, c := range []struct {
-		name       string
-		ss         []Sample
-		dsp        func(*Sample) int64
-		want       int
-		wantLate   int64
-		wantMargin int64
-	}{
-		// 50 µs late, 80 % DSP: 1.117 ms of a 1.333 ms period: two hold.
-		{"quiet", samples(100, 50e3, p64*8/10, -1, 0), MeasuredDSP, 2, 0, p64 - 50e3 - p64*8/10},
-		// A 3 ms spike at 64 frames needs 4 periods: the period is
-		// written 3 ms after it became due, past 2 periods (2.67 ms) but
-		// within 3 (4.0 ms).
-		{"3 ms spike, no DSP", samples(100, 50e3, 0, 40, 3e6), MeasuredDSP, 4, 40, 3*p64 - 3e6},
-		// With 80 % DSP the write comes 4.07 ms after: 3 periods (4.0 ms)
-		// no longer hold it, 5 (dry 5.33 ms after) do, with 1.27 ms to spare.
-		{"3 ms spike", samples(100, 50e3, p64*8/10, 40, 3e6), MeasuredDSP, 5, 40, 4*p64 - 3e6 - p64*8/10},
-		// 2.5 ms: n−1 ≥ 1.875 → 3.
-		{"2.5 ms spike, no DSP", samples(100, 50e3, 0, 40, 25e5), MeasuredDSP, 3, 40, 2*p64 - 25e5},
-		// The nominal 80 % answers for the default load on a run made
-		// without one.
-		{"nominal load", samples(100, 50e3, 0, 40, 25e5), NominalDSP(p64, 80), 4, 40, 3*p64 - 25e5 - p64*80/100},
-		// A stall longer than 64 periods: more than the verdict considers.
-		{"stall", samples(100, 50e3, 0, 40, 200e6), MeasuredDSP, MaxSafePeriods + 1, 40, 0},
-	} {
-		v := SafePeriods(c.ss, p64, c.dsp)
-		if v.Periods != c.want || v.Late != c.wantLate || v.MarginNS != c.wantMargin {
-			t.Errorf("%s: %+v, want %d periods, worst %d, margin %d", c.name, v, c.want, c.wantLate, c.wantMargin)
+// The meter's verdict is the one of the phase's latest write; the nominal
+// one adds the load to the worst wakeup.
+func TestLateMeter(t *testing.T) {
+	var m LateMeter
+	if a, b := m.Verdicts(p64, 80); a != nil || b != nil {
+		t.Fatal("a verdict without samples")
+	}
+	for i := range int64(100) {
+		due := i * p64
+		s := Sample{Index: i, Due: due, Woke: due + 50e3, DSP: 0}
+		if i == 40 {
+			s.Woke = due + 3e6
 		}
+		m.Add(&s)
+	}
+	a, b := m.Verdicts(p64, 80)
+	if a.Periods != 4 || b.Periods != 5 || b.MarginNS != 4*p64-3e6-p64*80/100 {
+		t.Errorf("measured %+v, nominal %+v; want 4 and 5 periods", a, b)
 	}
 }

@@ -59,6 +59,10 @@ type Config struct {
 	Checks func() []rundata.Finding
 	// RTTasks returns the real-time threads stored in run.json.
 	RTTasks func() []rundata.RTTask
+	// Trace explains every wakeup later than TraceAbove ns, and every
+	// xrun, with the kernel's tracer (spikes.json).
+	Trace      bool
+	TraceAbove int64
 	// Render renders the report of the results directory.
 	Render func(dir string) error
 

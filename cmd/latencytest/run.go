@@ -46,6 +46,8 @@ type runFlags struct {
 	file                                  string
 	verbose, quiet, noSamples, noReport   bool
 	testStall                             string
+	trace                                 bool
+	traceAbove                            time.Duration
 }
 
 // badFlag is bad input (internal/badinput): printed as one line, exit 2.
@@ -78,6 +80,8 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress display")
 	fs.BoolVar(&f.noSamples, "no-samples", false, "do not write the per-period samples files")
 	fs.BoolVar(&f.noReport, "no-report", false, "do not render index.html at the end")
+	fs.BoolVar(&f.trace, "trace", false, "record what made each spike late with the kernel's tracer (tracefs; root): spikes.json and the report's culprits")
+	fs.DurationVar(&f.traceAbove, "trace-above", 0, "with --trace: a spike is a wakeup later than this, or any xrun (default: half a period)")
 	fs.StringVar(&f.testStall, "test-stall", "", "testing hook: PERIOD:DURATION stalls the loop at that period of each phase")
 	loads := newLoads(fs)
 	aplay := newAplayFlags(fs)
@@ -186,6 +190,10 @@ func (f *runFlags) config(loads loadSet) (runner.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
+	above, err := f.traceThreshold(int64(period) * 1e9 / int64(rate))
+	if err != nil {
+		return cfg, err
+	}
 	stallAt, stallFor, err := parseStall(f.testStall)
 	if err != nil {
 		return cfg, err
@@ -213,18 +221,33 @@ func (f *runFlags) config(loads loadSet) (runner.Config, error) {
 			Rate: rate, Channels: f.channels, PeriodFrames: period, Periods: f.periods,
 			ToneHz: f.tone, File: f.file, Verbose: f.verbose,
 		},
-		CPULoad:   f.cpuLoad,
-		RT:        rundata.RTParams{Policy: policy, Priority: f.prio, Mlockall: !f.noMlock, Affinity: affinity, DMALatency: !f.noDMALatency},
-		Tests:     tests,
-		Duration:  f.duration,
-		Out:       out,
-		HistFile:  f.histfile,
-		NoSamples: f.noSamples,
-		StallAt:   stallAt,
-		StallFor:  stallFor,
-		StartLoad: loads.start,
-		Children:  loads.children,
+		CPULoad:    f.cpuLoad,
+		RT:         rundata.RTParams{Policy: policy, Priority: f.prio, Mlockall: !f.noMlock, Affinity: affinity, DMALatency: !f.noDMALatency},
+		Tests:      tests,
+		Duration:   f.duration,
+		Out:        out,
+		HistFile:   f.histfile,
+		NoSamples:  f.noSamples,
+		StallAt:    stallAt,
+		StallFor:   stallFor,
+		StartLoad:  loads.start,
+		Children:   loads.children,
+		Trace:      f.trace,
+		TraceAbove: above,
 	}, nil
+}
+
+// traceThreshold is the latency above which --trace explains a wakeup.
+func (f *runFlags) traceThreshold(periodNS int64) (int64, error) {
+	switch {
+	case f.traceAbove < 0:
+		return 0, badFlag("--trace-above %v: allowed 0 (half a period) or more", f.traceAbove)
+	case f.traceAbove > 0 && !f.trace:
+		return 0, badFlag("--trace-above: only with --trace")
+	case f.traceAbove == 0:
+		return periodNS / 2, nil
+	}
+	return int64(f.traceAbove), nil
 }
 
 // shape is the stream's rate and period: the flags', or for the RTC

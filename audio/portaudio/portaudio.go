@@ -32,10 +32,10 @@ type Driver struct {
 	stream   *paStream
 	inited   bool
 	dead     bool  // the stream stopped calling back: PortAudio is left alone
-	jack     bool  // the host API is JACK: one callback per server cycle, no buffer
+	jack     bool  // the host API is JACK: one callback per server cycle, no backlog
 	capture  bool  // the stream has input
 	playback bool  // the stream has output
-	buffer   int64 // frames the host buffers: the xrun threshold
+	buffer   int64 // frames the host buffers (JACK: the deadline of 2 periods): the xrun threshold
 
 	// Set up by Open, used by the callback: nothing below is allocated
 	// after Open.

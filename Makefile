@@ -4,7 +4,12 @@
 #   make test   installs what the tests need and runs them all
 # Everything else here is what those two are made of.
 
-export PATH := /usr/local/go/bin:$(PATH)
+# `go`, in every recipe and in the scripts they run, is scripts/gobin/go:
+# the newest Go 1.21+ on the machine (scripts/findgo), looked up at each
+# call, so that the Go `scripts/setup` has just installed is the one used
+# (on Debian 12, /usr/lib/go-1.23/bin/go, which is on no PATH); gofmt is
+# that toolchain's.
+export PATH := $(CURDIR)/scripts/gobin:$(PATH)
 GO ?= go
 BIN := ./latencytest
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -42,7 +47,7 @@ setup-test:
 test: setup-test vet unit fuzz-short portaudio-test vmtest
 
 vet:
-	@test -z "$$(gofmt -l . | tee /dev/stderr)" || { echo "gofmt: files above need formatting"; exit 1; }
+	@out=$$(gofmt -l .) && { test -z "$$out" || { echo "$$out"; echo "gofmt: files above need formatting"; exit 1; }; }
 	$(GO) vet ./...
 	$(GO) vet -tags portaudio ./...
 

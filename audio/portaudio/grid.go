@@ -26,10 +26,17 @@ import "math"
 //     the line turns about the pivot, a real callback, so the line never
 //     runs below the envelope: a callback found early moves the pivot.
 //
+// What lateness against this line is: jitter. The line is fitted to the
+// callbacks themselves, since PortAudio shows no hardware instant, so a
+// delay every callback shares (buffering, a thread always late by the same
+// amount) moves the line with it and does not show; what shows is how much
+// later a callback woke than the earliest ones.
+//
 // Two kinds of host API number the periods differently. JACK (current)
 // calls each client once per server cycle and keeps no backlog for a late
 // one, so a callback serves the latest cycle that has begun and the cycles
-// in between were missed; after missed cycles JACK may run the client
+// in between were missed (its lateness is therefore less than one period;
+// more is missed cycles, which the driver counts as xruns); after missed cycles JACK may run the client
 // twice within one cycle (the leftover activation, then the current one),
 // and the second call belongs to the same cycle. A buffered host API
 // (ALSA, OSS) holds several periods, so each callback is the next period,

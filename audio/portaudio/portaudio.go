@@ -33,10 +33,10 @@ type Driver struct {
 	stream   *paStream
 	inited   bool
 	dead     bool  // the stream stopped calling back: PortAudio is left alone
-	jack     bool  // the host API is JACK: one callback per server cycle, no buffer
+	jack     bool  // the host API is JACK: one callback per server cycle, no backlog
 	capture  bool  // the stream has input
 	playback bool  // the stream has output
-	buffer   int64 // frames the host buffers: the xrun threshold
+	buffer   int64 // frames the host buffers (JACK: the deadline of 2 periods): the xrun threshold
 
 	// Set up by Open, used by the callback: nothing below is allocated
 	// after Open.
@@ -179,11 +179,14 @@ func (d *Driver) open() (audio.Granted, error) {
 	}
 	if d.jack {
 		// JACK hands each client one period per cycle and keeps no
-		// buffer of its own for it: a callback that misses its cycle is
-		// an xrun whatever --periods says.
-		granted.Periods = 1
+		// backlog for it: a callback has until the next cycle begins,
+		// one period after its own, to deliver. That is the deadline of
+		// a 2-period buffer (one period queued at a punctual wakeup),
+		// whatever --periods says, and what headroom is measured
+		// against.
+		granted.Periods = 2
 		granted.Notes = append(granted.Notes,
-			fmt.Sprintf("JACK runs the period and rate of its server (%d frames, %d Hz); --periods does not apply", cfg.PeriodFrames, cfg.Rate),
+			fmt.Sprintf("JACK runs the period and rate of its server (%d frames, %d Hz); --periods does not apply: a callback must be done when the next cycle begins, the deadline of a 2-period buffer", cfg.PeriodFrames, cfg.Rate),
 			"xruns are the server cycles this stream missed, and callbacks still running when the next cycle began (as JACK confirms); JACK's xrun flag alone covers the whole graph and is not counted",
 			fmt.Sprintf("the period's work runs on JACK's client thread, %s, which JACK sets from the server's priority; --prio does not apply to it", srv.sched))
 	} else {
@@ -194,8 +197,9 @@ func (d *Driver) open() (audio.Granted, error) {
 		if frames := int(math.Round(lat.Seconds() * s.rate)); frames >= cfg.PeriodFrames {
 			granted.Periods = frames / cfg.PeriodFrames
 		}
-		granted.Notes = append(granted.Notes, fmt.Sprintf("%s grants a latency of %.1f ms (%d periods); the grid has no frame clock under this host API, so its slope is the nominal rate", dev.host.name, lat.Seconds()*1e3, granted.Periods))
+		granted.Notes = append(granted.Notes, fmt.Sprintf("%s grants a latency of %.1f ms (%d periods); headroom is that buffer less the lateness against the grid, an estimate", dev.host.name, lat.Seconds()*1e3, granted.Periods))
 	}
+	granted.Notes = append(granted.Notes, jitterNote(d.jack))
 	if cfg.File != "" {
 		granted.Notes = append(granted.Notes, "the portaudio driver plays silence or --tone, not --file")
 	}
@@ -204,6 +208,18 @@ func (d *Driver) open() (audio.Granted, error) {
 	d.done = make(chan struct{}, 1)
 	d.dphase = 2 * math.Pi * cfg.ToneHz / float64(cfg.Rate)
 	return granted, nil
+}
+
+// jitterNote says what a PortAudio latency is. PortAudio shows no
+// hardware-pointer instant, so each callback is measured against a grid
+// fitted to the callbacks themselves (see grid): lateness is jitter
+// against their earliest, and a delay every callback shares is invisible.
+func jitterNote(jack bool) string {
+	n := "latency here is jitter: PortAudio shows no hardware-pointer instant, so each callback is measured against a grid fitted to the callbacks themselves (their earliest, drift-corrected), and a delay that every callback has (buffering, a thread always late by the same amount) does not show"
+	if jack {
+		n += "; under JACK a callback is counted against the latest server cycle that has begun, so its latency stays below one period, and anything later shows as missed cycles, counted as xruns"
+	}
+	return n
 }
 
 // checkShape refuses what the device cannot run before PortAudio is asked:
@@ -472,7 +488,12 @@ func (d *Driver) callback(woke int64, in, out []float32, fl uint) {
 	p.Due, p.Grid = due, due
 	late := max(woke-due, 0)
 	// PortAudio hands over one period per callback; lateness frees (or
-	// fills) more of the host's buffer, up to all of it.
+	// fills) more of the host's buffer, up to all of it. Under JACK the
+	// buffer is the cycle's deadline (see open): a punctual callback has
+	// one period of headroom, a late one that period less its lateness.
+	// PortAudio's own times cannot say this: under JACK its
+	// outputBufferDacTime is currentTime (jack_frame_time, now) plus the
+	// playback port's latency, a constant whenever the callback runs.
 	p.Avail = int32(min(int64(d.cfg.PeriodFrames)+int64(float64(late)/nsFrame), max(d.buffer, int64(d.cfg.PeriodFrames))))
 	d.fill(out)
 	ok := d.step(p)

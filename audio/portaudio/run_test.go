@@ -5,6 +5,7 @@ package portaudio
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -119,7 +120,21 @@ func TestRunThroughJack(t *testing.T) {
 	if late == 0 || ph.Latency.Max <= 0 {
 		t.Fatalf("no latency recorded: %+v", ph.Latency)
 	}
-	t.Logf("%d periods, latency µs: min %.0f p50 %.0f p99 %.0f max %.0f; %d xruns", ph.Periods, ph.Latency.Min, ph.Latency.P50, ph.Latency.P99, ph.Latency.Max, ph.Xruns)
+	// Headroom: JACK's deadline for a callback is the next cycle, so the
+	// least headroom is a period less the latest wakeup that was no
+	// xrun (to within a frame, 21 µs), and never 0 on an idle phase
+	// whose callbacks all woke within the period.
+	periodUS := 64 * 1e6 / 48000.0
+	var maxLate int64
+	for _, p := range s {
+		if p.Xrun == 0 {
+			maxLate = max(maxLate, p.Latency())
+		}
+	}
+	if want := periodUS - float64(maxLate)/1e3; ph.HeadroomMinUS <= 0 || ph.HeadroomMinUS > periodUS || math.Abs(ph.HeadroomMinUS-want) > 1e6/48000.0+1 {
+		t.Fatalf("headroom_min_us %.1f, want a period (%.1f µs) less the latest wakeup without xrun (%.1f µs): %.1f", ph.HeadroomMinUS, periodUS, float64(maxLate)/1e3, want)
+	}
+	t.Logf("%d periods, latency µs: min %.0f p50 %.0f p99 %.0f max %.0f; headroom min %.0f µs; %d xruns", ph.Periods, ph.Latency.Min, ph.Latency.P50, ph.Latency.P99, ph.Latency.Max, ph.HeadroomMinUS, ph.Xruns)
 }
 
 // A 50 ms stall injected into the callback (run's test hook, applied by

@@ -67,10 +67,6 @@ type Config struct {
 // driver refused the device or its settings; the results directory is then
 // removed, as nothing was measured.
 func Run(ctx context.Context, cfg Config) (*rundata.Run, error) {
-	created, err := makeOut(cfg.Out)
-	if err != nil {
-		return nil, err
-	}
 	pr := newPrinter(cfg.Stderr, cfg.Progress)
 	run := &rundata.Run{
 		Schema:       rundata.SchemaVersion,
@@ -88,11 +84,17 @@ func Run(ctx context.Context, cfg Config) (*rundata.Run, error) {
 		CPULoad:      cfg.CPULoad,
 		RT:           rundata.RTSetup{Asked: cfg.RT},
 		Phases:       []rundata.Phase{},
+		Incomplete:   true,
 	}
 	setShape(run)
 	if cfg.Checks != nil {
 		run.Checks = cfg.Checks()
 	}
+	res, err := openResults(cfg.Out, run)
+	if err != nil {
+		return nil, err
+	}
+	defer res.close()
 	var hists []*rundata.Histogram
 	acts := map[int]float64{} // phase index -> last latency, µs
 	opened := false
@@ -110,13 +112,13 @@ func Run(ctx context.Context, cfg Config) (*rundata.Run, error) {
 				ph.Skipped = err.Error()
 				pr.linef("[%s] skipped: %s", name, ph.Skipped)
 				run.Phases = append(run.Phases, ph)
-				if err := rundata.WriteRun(cfg.Out, run); err != nil {
+				if err := res.writeRun(run); err != nil {
 					return run, err
 				}
 				continue
 			}
 		}
-		acc, err := runPhase(ctx, cfg, i, &ph, run, pr, &opened)
+		acc, err := runPhase(ctx, cfg, i, &ph, run, pr, &opened, res)
 		if load != nil {
 			stats, serr := load.Stop()
 			ph.StressorStats = stats
@@ -130,9 +132,7 @@ func Run(ctx context.Context, cfg Config) (*rundata.Run, error) {
 		}
 		var bad *BadInputError
 		if errors.As(err, &bad) && !opened {
-			if created {
-				os.RemoveAll(cfg.Out)
-			}
+			res.discard()
 			return nil, err
 		}
 		if acc != nil {
@@ -142,17 +142,17 @@ func Run(ctx context.Context, cfg Config) (*rundata.Run, error) {
 		}
 		if err != nil {
 			run.End = nowWall()
-			run.Interrupted = true
-			rundata.WriteRun(cfg.Out, run)
+			run.Interrupted, run.Incomplete = true, false
+			res.writeRun(run)
 			return run, fmt.Errorf("phase %s: %w", name, err)
 		}
-		if err := rundata.WriteRun(cfg.Out, run); err != nil {
+		if err := res.writeRun(run); err != nil {
 			return run, err
 		}
 	}
 	run.End = nowWall()
-	run.Interrupted = ctx.Err() != nil
-	if err := rundata.WriteRun(cfg.Out, run); err != nil {
+	run.Interrupted, run.Incomplete = ctx.Err() != nil, false
+	if err := res.writeRun(run); err != nil {
 		return run, err
 	}
 	if cfg.HistFile != "" {
@@ -169,18 +169,6 @@ func Run(ctx context.Context, cfg Config) (*rundata.Run, error) {
 	return run, nil
 }
 
-// makeOut creates the results directory and its samples folder, saying
-// whether it created the directory itself (and may remove it again).
-func makeOut(dir string) (created bool, err error) {
-	if _, err := os.Stat(dir); os.IsNotExist(err) {
-		created = true
-	}
-	if err := os.MkdirAll(filepath.Join(dir, "samples"), 0o755); err != nil {
-		return false, &BadInputError{Msg: fmt.Sprintf("--out %s: %v", dir, err)}
-	}
-	return created, nil
-}
-
 // setShape derives the period and buffer lengths from the stream's shape.
 func setShape(run *rundata.Run) {
 	if run.Rate > 0 {
@@ -191,7 +179,7 @@ func setShape(run *rundata.Run) {
 
 // runPhase runs the engine for one phase and fills ph. opened reports
 // whether any engine has opened its stream in this run.
-func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, run *rundata.Run, pr *printer, opened *bool) (*accumulator, error) {
+func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, run *rundata.Run, pr *printer, opened *bool, out *results) (*accumulator, error) {
 	req := engineRequest{
 		Driver:     cfg.Driver,
 		Config:     cfg.Audio,
@@ -229,18 +217,19 @@ func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, run *ru
 	}()
 	ph.StartWall = nowWall()
 	stopProgress := func() {}
+	stopSync := func() error { return nil }
 	res, err := runEngine(ctx, cfg.Exe, req, func(s *rundata.Sample) { acc.sample(s) }, func(h engineHello) error {
 		*opened = true
 		g := h.Granted
 		shape := audioShape{Rate: g.Rate, PeriodFrames: g.PeriodFrames, Periods: g.Periods}
 		if !cfg.NoSamples {
-			rel := filepath.Join("samples", fmt.Sprintf("%02d-%s.bin", i+1, name))
-			f, err := os.Create(filepath.Join(cfg.Out, rel))
+			base := fmt.Sprintf("%02d-%s.bin", i+1, name)
+			f, err := out.createSamples(base)
 			if err != nil {
-				return fmt.Errorf("samples file: %w", err)
+				return err
 			}
 			file = f
-			ph.SamplesFile = rel
+			ph.SamplesFile = "samples/" + base
 			acc = newAccumulator(rundata.NewSampleWriter(f, rundata.NewSampleHeader(g.Rate, g.PeriodFrames, g.Periods)), shape, onXrun)
 		} else {
 			acc = newAccumulator(nil, shape, onXrun)
@@ -260,11 +249,22 @@ func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, run *ru
 				pr.linef("not obtained: %s", r)
 			}
 		}
+		// run.json names the phase before its first period is measured.
+		ph.StartMonoNS, ph.Incomplete = monoNow(), true
+		ph.CPULoop.NominalUS = float64(h.NominalDSP) / 1000
+		if err := out.phaseStarted(run, ph); err != nil {
+			return err
+		}
+		if file != nil {
+			stopSync = syncSamples(acc, file)
+		}
 		stopProgress = pr.progress(name, cfg.Duration, acc)
 		return nil
 	})
 	stopProgress()
+	syncErr := stopSync()
 	ph.EndWall = nowWall()
+	ph.Incomplete = false
 	if acc == nil {
 		return nil, err
 	}
@@ -278,6 +278,9 @@ func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, run *ru
 		if ferr := acc.writer.Flush(); ferr != nil && acc.writeErr == nil {
 			acc.writeErr = ferr
 		}
+		if acc.writeErr == nil {
+			acc.writeErr = syncErr
+		}
 		if acc.writeErr != nil && err == nil {
 			err = fmt.Errorf("samples file: %w", acc.writeErr)
 		}
@@ -285,7 +288,7 @@ func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, run *ru
 	acc.mu.Unlock()
 	acc.fill(ph)
 	if err == nil && file != nil {
-		err = file.Close()
+		err = closeSamples(file)
 		file = nil
 	}
 	return acc, err

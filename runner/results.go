@@ -32,6 +32,13 @@ const (
 	samplesFlushEvery = 250 * time.Millisecond
 	// samplesSyncEvery bounds what a machine reset loses.
 	samplesSyncEvery = time.Second
+	// parentNice is the parent's nice value during a run, inherited by
+	// the engine's hand-over thread (the drainer): a load of 80
+	// processes (hackbench) would otherwise starve the hand-over of
+	// samples for a second or more at nice 0, and a kill then would lose
+	// that much. Both use little CPU (a write every 100 ms and every
+	// 250 ms); the loads reset their own to 0 (stress.Main).
+	parentNice = -10
 	// maxRunJSON bounds the run.json read to recognise a results directory.
 	maxRunJSON = 64 << 20
 )
@@ -302,7 +309,14 @@ func syncSamples(acc *accumulator, f *os.File) (stop func() error) {
 			case <-done:
 				return
 			case <-t.C:
+				t0 := time.Now()
 				acc.flush()
+				if os.Getenv("LTDEBUG") != "" {
+					acc.mu.Lock()
+					n := acc.periods
+					acc.mu.Unlock()
+					fmt.Fprintf(os.Stderr, "DEBUG %s flush took %v periods %d\n", time.Now().Format("05.000"), time.Since(t0), n)
+				}
 			}
 		}
 	})

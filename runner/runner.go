@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"latencytest/audio"
+	"latencytest/internal/nice"
 	"latencytest/rundata"
 	"latencytest/sysinfo"
 )
@@ -95,6 +96,7 @@ func Run(ctx context.Context, cfg Config) (*rundata.Run, error) {
 		return nil, err
 	}
 	defer res.close()
+	nice.SetAll(parentNice) // best effort: needs CAP_SYS_NICE
 	var hists []*rundata.Histogram
 	acts := map[int]float64{} // phase index -> last latency, µs
 	opened := false
@@ -252,8 +254,12 @@ func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, run *ru
 		// run.json names the phase before its first period is measured.
 		ph.StartMonoNS, ph.Incomplete = monoNow(), true
 		ph.CPULoop.NominalUS = float64(h.NominalDSP) / 1000
+		t0 := time.Now()
 		if err := out.phaseStarted(run, ph); err != nil {
 			return err
+		}
+		if os.Getenv("LTDEBUG") != "" {
+			fmt.Fprintf(os.Stderr, "DEBUG phaseStarted took %v\n", time.Since(t0))
 		}
 		if file != nil {
 			stopSync = syncSamples(acc, file)

@@ -309,14 +309,7 @@ func syncSamples(acc *accumulator, f *os.File) (stop func() error) {
 			case <-done:
 				return
 			case <-t.C:
-				t0 := time.Now()
 				acc.flush()
-				if os.Getenv("LTDEBUG") != "" {
-					acc.mu.Lock()
-					n := acc.periods
-					acc.mu.Unlock()
-					fmt.Fprintf(os.Stderr, "DEBUG %s flush took %v periods %d\n", time.Now().Format("05.000"), time.Since(t0), n)
-				}
 			}
 		}
 	})

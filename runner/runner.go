@@ -254,12 +254,8 @@ func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, run *ru
 		// run.json names the phase before its first period is measured.
 		ph.StartMonoNS, ph.Incomplete = monoNow(), true
 		ph.CPULoop.NominalUS = float64(h.NominalDSP) / 1000
-		t0 := time.Now()
 		if err := out.phaseStarted(run, ph); err != nil {
 			return err
-		}
-		if os.Getenv("LTDEBUG") != "" {
-			fmt.Fprintf(os.Stderr, "DEBUG phaseStarted took %v\n", time.Since(t0))
 		}
 		if file != nil {
 			stopSync = syncSamples(acc, file)

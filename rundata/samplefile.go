@@ -164,12 +164,18 @@ type SampleReader struct {
 var ErrNotSamples = errors.New("not a latencytest samples file")
 
 // NewSampleReader reads the header. An empty file (a phase that measured
-// nothing) yields a reader whose Next returns io.EOF at once.
+// nothing), or one cut inside its header, yields a reader whose Next
+// returns io.EOF at once.
 func NewSampleReader(r io.Reader) (*SampleReader, error) {
 	sr := &SampleReader{r: bufio.NewReaderSize(r, 64<<10)}
 	var h [sampleHeaderSize]byte
 	n, err := io.ReadFull(sr.r, h[:])
 	if n == 0 && err == io.EOF {
+		return sr, nil
+	}
+	// A run killed while writing the header leaves part of it: nothing
+	// was measured yet, as with an empty file.
+	if err == io.ErrUnexpectedEOF && string(h[:min(n, len(sampleMagic))]) == sampleMagic[:min(n, len(sampleMagic))] {
 		return sr, nil
 	}
 	if err != nil {

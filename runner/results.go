@@ -236,12 +236,22 @@ func (r *results) writeRun(run *rundata.Run) error {
 	return nil
 }
 
-// phaseStarted writes run.json with ph appended as the phase now running,
-// so that a run killed during it still names its samples file.
-func (r *results) phaseStarted(run *rundata.Run, ph *rundata.Phase) error {
+// phaseOpened is called when ph's stream has opened, before its first
+// period: it writes run.json with ph appended as incomplete, so that a run
+// killed during the phase still names its samples file, and keeps that
+// file (nil: none) current until the returned stop.
+func (r *results) phaseOpened(run *rundata.Run, ph *rundata.Phase, nominalDSP int64, acc *accumulator, file *os.File) (stop func() error, err error) {
+	ph.StartMonoNS, ph.Incomplete = monoNow(), true
+	ph.CPULoop.NominalUS = float64(nominalDSP) / 1000
 	snap := *run
 	snap.Phases = append(slices.Clip(run.Phases), *ph)
-	return r.writeRun(&snap)
+	if err := r.writeRun(&snap); err != nil {
+		return nil, err
+	}
+	if file == nil {
+		return func() error { return nil }, nil
+	}
+	return syncSamples(acc, file), nil
 }
 
 // createSamples creates a phase's samples file as a new file: whatever an

@@ -251,15 +251,11 @@ func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, run *ru
 				pr.linef("not obtained: %s", r)
 			}
 		}
-		// run.json names the phase before its first period is measured.
-		ph.StartMonoNS, ph.Incomplete = monoNow(), true
-		ph.CPULoop.NominalUS = float64(h.NominalDSP) / 1000
-		if err := out.phaseStarted(run, ph); err != nil {
+		stop, err := out.phaseOpened(run, ph, h.NominalDSP, acc, file)
+		if err != nil {
 			return err
 		}
-		if file != nil {
-			stopSync = syncSamples(acc, file)
-		}
+		stopSync = stop
 		stopProgress = pr.progress(name, cfg.Duration, acc)
 		return nil
 	})

@@ -169,22 +169,30 @@ func statsPeriods(t *testing.T, dir string) []int64 {
 
 // logKills summarises the kills, the figures docs/reliability.md quotes.
 func logKills(t *testing.T, runs []killRun) {
-	var lags []time.Duration
-	byPhase := map[string]int{}
-	trees := 0
-	for _, k := range runs {
-		byPhase[k.phase]++
-		if k.tree {
-			trees++
+	for _, tree := range []bool{false, true} {
+		var lags []time.Duration
+		byPhase := map[string]int{}
+		n := 0
+		for _, k := range runs {
+			if k.tree != tree {
+				continue
+			}
+			n++
+			byPhase[k.phase]++
+			if k.phase != "" {
+				lags = append(lags, k.lag)
+			}
 		}
-		if k.phase != "" {
-			lags = append(lags, k.lag)
+		slices.Sort(lags)
+		what := "parent"
+		if tree {
+			what = "whole tree"
 		}
-	}
-	slices.Sort(lags)
-	t.Logf("%d kills (%d of the whole tree); during a phase: %d (by phase %v)", len(runs), trees, len(lags), byPhase)
-	if len(lags) > 0 {
-		t.Logf("lost before the kill: median %v, max %v", lags[len(lags)/2], lags[len(lags)-1])
+		t.Logf("kill -9 of the %s: %d kills, %d during a phase (by running phase: %v)", what, n, len(lags), byPhase)
+		if len(lags) > 0 {
+			t.Logf("  measured but not kept before the kill: median %v, p90 %v, max %v",
+				lags[len(lags)/2].Round(time.Millisecond), lags[len(lags)*9/10].Round(time.Millisecond), lags[len(lags)-1].Round(time.Millisecond))
+		}
 	}
 }
 

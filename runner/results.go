@@ -62,6 +62,7 @@ type results struct {
 // with run.json in it: no instant shows it without run.json. A
 // *BadInputError means path cannot be a results directory.
 func openResults(path string, first *rundata.Run) (*results, error) {
+	path = filepath.Clean(path) // "out/" names out, not a directory inside it
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

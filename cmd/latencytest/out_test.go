@@ -140,7 +140,7 @@ func TestOutEmptyAndEarlierRunAccepted(t *testing.T) {
 	os.Mkdir(empty, 0o755)
 	earlier := filepath.Join(parent, "earlier")
 	earlierRun(t, earlier)
-	fresh := filepath.Join(parent, "a", "b", "fresh")
+	fresh := filepath.Join(parent, "a", "b", "fresh") + "/" // the slash names the same directory
 	for _, out := range []string{empty, earlier, fresh} {
 		if r := runInto(t, out); r.code != 0 {
 			t.Fatalf("%s: exit %d: %s", out, r.code, r.stderr)

@@ -64,9 +64,10 @@ type Config struct {
 
 // Run measures every phase and writes the results directory. Cancelling
 // ctx stops the run within a period: what was measured is kept, run.json
-// says interrupted, and no process is left. A *BadInputError means the
-// driver refused the device or its settings; the results directory is then
-// removed, as nothing was measured.
+// says interrupted, and no process is left. A kill keeps what was measured
+// too (see results.go). A *BadInputError means --out cannot be a results
+// directory, or the driver refused the device or its settings; the results
+// directory is then left as it was, as nothing was measured.
 func Run(ctx context.Context, cfg Config) (*rundata.Run, error) {
 	pr := newPrinter(cfg.Stderr, cfg.Progress)
 	run := &rundata.Run{

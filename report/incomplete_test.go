@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -53,35 +52,6 @@ func TestRenderIncompletePhase(t *testing.T) {
 	got := rd.phases[1].Phase
 	if got.Latency.Max == 0 || got.Latency.Max > done.Latency.Max || got.Xruns > done.Xruns || got.EndMonoNS == 0 {
 		t.Errorf("recovered %+v; the whole phase had %+v", got, done)
-	}
-}
-
-// A samples file replaced by a symlink or a FIFO is refused (the phase
-// says why its graphs are missing), not followed or read forever.
-func TestRenderRefusesPlantedSamples(t *testing.T) {
-	c := synth.Default()
-	c.PhaseLength = time.Second
-	dir, r := writeRun(t, c)
-	os.Remove(filepath.Join(dir, r.Phases[0].SamplesFile))
-	if err := syscall.Mkfifo(filepath.Join(dir, r.Phases[0].SamplesFile), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	other := filepath.Join(t.TempDir(), "other.bin")
-	os.Rename(filepath.Join(dir, r.Phases[1].SamplesFile), other)
-	os.Symlink(other, filepath.Join(dir, r.Phases[1].SamplesFile))
-	done := make(chan error, 1)
-	go func() { done <- Render(dir) }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("Render is still reading the FIFO")
-	}
-	out, _ := os.ReadFile(filepath.Join(dir, IndexFile))
-	if n := strings.Count(string(out), "Graphs unavailable: samples:"); n != 2 {
-		t.Errorf("%d phases refuse their samples file, want 2", n)
 	}
 }
 

@@ -237,22 +237,70 @@ func (r *results) writeRun(run *rundata.Run) error {
 	return nil
 }
 
-// phaseOpened is called when ph's stream has opened, before its first
-// period: it writes run.json with ph appended as incomplete, so that a run
-// killed during the phase still names its samples file, and keeps that
-// file (nil: none) current until the returned stop.
-func (r *results) phaseOpened(run *rundata.Run, ph *rundata.Phase, nominalDSP int64, acc *accumulator, file *os.File) (stop func() error, err error) {
+// phaseStarting is called before ph's engine starts. It creates ph's
+// samples file (none with noSamples) and writes run.json, durably, with
+// ph appended as incomplete: run.json names the file before anything is
+// measured into it, and this write, which can take a second on a busy
+// disk, delays the engine's start rather than the hand-over of periods.
+func (r *results) phaseStarting(run *rundata.Run, ph *rundata.Phase, i int, noSamples bool) (*os.File, error) {
+	var f *os.File
+	if !noSamples {
+		base := fmt.Sprintf("%02d-%s.bin", i+1, ph.Name)
+		var err error
+		if f, err = r.createSamples(base); err != nil {
+			return nil, err
+		}
+		ph.SamplesFile = "samples/" + base
+	}
 	ph.StartMonoNS, ph.Incomplete = monoNow(), true
-	ph.CPULoop.NominalUS = float64(nominalDSP) / 1000
-	snap := *run
-	snap.Phases = append(slices.Clip(run.Phases), *ph)
-	if err := r.writeRun(&snap); err != nil {
+	if err := r.writeRun(withPhase(run, ph)); err != nil {
+		if f != nil {
+			r.dropSamples(ph, f)
+		}
 		return nil, err
 	}
-	if file == nil {
-		return func() error { return nil }, nil
+	return f, nil
+}
+
+// withPhase is run with ph appended, sharing run's fields.
+func withPhase(run *rundata.Run, ph *rundata.Phase) *rundata.Run {
+	snap := *run
+	snap.Phases = append(slices.Clip(run.Phases), *ph)
+	return &snap
+}
+
+// dropSamples removes the samples file of a phase that never opened its
+// stream (nothing was written to it).
+func (r *results) dropSamples(ph *rundata.Phase, f *os.File) {
+	if f == nil {
+		return
 	}
-	return syncSamples(acc, file), nil
+	f.Close()
+	r.samples.Remove(filepath.Base(ph.SamplesFile))
+	ph.SamplesFile = ""
+}
+
+// phaseOpened is called when ph's stream has opened, before its first
+// period: it records in run.json what the engine was granted (the stream
+// for the first phase, the nominal CPU loop, the start) and keeps ph's
+// samples file (nil: none) current until the returned stop, which waits
+// for that run.json write too. The write goes on in the background: the
+// parent must read the engine's periods meanwhile, and the previous
+// run.json already names the phase and its file.
+func (r *results) phaseOpened(run *rundata.Run, ph *rundata.Phase, nominalDSP int64, acc *accumulator, file *os.File) (stop func() error, err error) {
+	ph.StartMonoNS = monoNow()
+	ph.CPULoop.NominalUS = float64(nominalDSP) / 1000
+	b, err := rundata.MarshalRun(withPhase(run, ph))
+	if err != nil {
+		return nil, err
+	}
+	written := make(chan error, 1)
+	go func() { written <- rundata.WriteFileAtomicIn(r.root, rundata.RunFile, b) }()
+	stopSync := func() error { return nil }
+	if file != nil {
+		stopSync = syncSamples(acc, file)
+	}
+	return func() error { return errors.Join(stopSync(), <-written) }, nil
 }
 
 // createSamples creates a phase's samples file as a new file: whatever an

@@ -195,7 +195,6 @@ func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, run *ru
 		req.StallAt, req.StallForNS = cfg.StallAt, int64(cfg.StallFor)
 	}
 	var (
-		file *os.File
 		acc  *accumulator
 		name = ph.Name
 	)
@@ -213,27 +212,24 @@ func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, run *ru
 		}
 		pr.linef("[%s] %s!!! (at least %.3f ms long)%s", name, kind, float64(s.Xrun)/1e6, sim)
 	}
+	ph.StartWall = nowWall()
+	file, err := out.phaseStarting(run, ph, i, cfg.NoSamples)
+	if err != nil {
+		return nil, err
+	}
 	defer func() {
 		if file != nil {
 			file.Close()
 		}
 	}()
-	ph.StartWall = nowWall()
 	stopProgress := func() {}
 	stopSync := func() error { return nil }
 	res, err := runEngine(ctx, cfg.Exe, req, func(s *rundata.Sample) { acc.sample(s) }, func(h engineHello) error {
 		*opened = true
 		g := h.Granted
 		shape := audioShape{Rate: g.Rate, PeriodFrames: g.PeriodFrames, Periods: g.Periods}
-		if !cfg.NoSamples {
-			base := fmt.Sprintf("%02d-%s.bin", i+1, name)
-			f, err := out.createSamples(base)
-			if err != nil {
-				return err
-			}
-			file = f
-			ph.SamplesFile = "samples/" + base
-			acc = newAccumulator(rundata.NewSampleWriter(f, rundata.NewSampleHeader(g.Rate, g.PeriodFrames, g.Periods)), shape, onXrun)
+		if file != nil {
+			acc = newAccumulator(rundata.NewSampleWriter(file, rundata.NewSampleHeader(g.Rate, g.PeriodFrames, g.Periods)), shape, onXrun)
 		} else {
 			acc = newAccumulator(nil, shape, onXrun)
 		}
@@ -265,6 +261,8 @@ func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, run *ru
 	ph.EndWall = nowWall()
 	ph.Incomplete = false
 	if acc == nil {
+		out.dropSamples(ph, file)
+		file = nil
 		return nil, err
 	}
 	if res != nil {

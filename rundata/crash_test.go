@@ -106,3 +106,36 @@ func TestWriteFileAtomicInReplacesSymlink(t *testing.T) {
 		t.Errorf("left in the directory: %v", ents)
 	}
 }
+
+// A file begun at the stream's opening says when its phase began before
+// any period is in it, and reads the periods back exactly after.
+func TestBeginBeforeTheFirstPeriod(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewSampleWriter(&buf, NewSampleHeader(48000, 64, 2))
+	if err := w.Begin(5e8); err != nil {
+		t.Fatal(err)
+	}
+	w.Flush()
+	r, err := NewSampleReader(bytes.NewReader(buf.Bytes()))
+	if err != nil || r.Header.FirstDue != 5e8 {
+		t.Fatalf("header %+v, %v; want first due 5e8", r, err)
+	}
+	var s Sample
+	if err := r.Next(&s); err == nil {
+		t.Fatalf("a period in a file begun without one: %+v", s)
+	}
+	want := []Sample{{Index: 0, Due: 5e8 + 2e6, Woke: 5e8 + 2e6 + 7000}, {Index: 1, Due: 5e8 + 2e6 + 1333333, Woke: 5e8 + 3e6 + 1333333}}
+	for i := range want {
+		w.Write(&want[i])
+	}
+	w.Flush()
+	if err := w.Begin(1); err == nil {
+		t.Error("Begin after periods succeeded")
+	}
+	r, _ = NewSampleReader(bytes.NewReader(buf.Bytes()))
+	for i := range want {
+		if err := r.Next(&s); err != nil || s != want[i] {
+			t.Errorf("period %d: %+v %v, want %+v", i, s, err, want[i])
+		}
+	}
+}

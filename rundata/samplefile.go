@@ -88,22 +88,7 @@ func (sw *SampleWriter) control(kind uint16, payload int64) error {
 // indexes is recorded as lost periods.
 func (sw *SampleWriter) Write(s *Sample) error {
 	if !sw.started {
-		sw.started = true
-		sw.hdr.FirstDue = s.Due
-		sw.nextDue = s.Due
-		sw.nextIdx = s.Index
-		var h [sampleHeaderSize]byte
-		le := binary.LittleEndian
-		copy(h[0:8], sampleMagic)
-		le.PutUint32(h[8:], SchemaVersion)
-		le.PutUint32(h[12:], sampleHeaderSize)
-		le.PutUint64(h[16:], uint64(sw.hdr.FirstDue))
-		le.PutUint64(h[24:], uint64(sw.hdr.PeriodNS))
-		le.PutUint32(h[32:], sw.hdr.DSPUnitNS)
-		le.PutUint32(h[36:], sw.hdr.Rate)
-		le.PutUint32(h[40:], sw.hdr.Frames)
-		le.PutUint32(h[44:], sw.hdr.Periods)
-		if _, err := sw.w.Write(h[:]); err != nil {
+		if err := sw.begin(s.Due, s.Index); err != nil {
 			return err
 		}
 	}
@@ -144,6 +129,39 @@ func (sw *SampleWriter) Write(s *Sample) error {
 	sw.nextDue += sw.hdr.PeriodNS
 	sw.nextIdx = s.Index + 1
 	return nil
+}
+
+// Begin writes the header before the first period, with at (the instant
+// the stream opened, CLOCK_MONOTONIC ns) as the file's time origin
+// (FirstDue), so that a file cut before its first period still says when
+// its phase began; the first period then carries its exact due instant in
+// a control record. Without Begin, the header goes out with the first
+// period, whose due instant is the origin.
+func (sw *SampleWriter) Begin(at int64) error {
+	if sw.started {
+		return errors.New("samples file: Begin after the first period")
+	}
+	return sw.begin(at, 0)
+}
+
+func (sw *SampleWriter) begin(firstDue, firstIdx int64) error {
+	sw.started = true
+	sw.hdr.FirstDue = firstDue
+	sw.nextDue = firstDue
+	sw.nextIdx = firstIdx
+	var h [sampleHeaderSize]byte
+	le := binary.LittleEndian
+	copy(h[0:8], sampleMagic)
+	le.PutUint32(h[8:], SchemaVersion)
+	le.PutUint32(h[12:], sampleHeaderSize)
+	le.PutUint64(h[16:], uint64(sw.hdr.FirstDue))
+	le.PutUint64(h[24:], uint64(sw.hdr.PeriodNS))
+	le.PutUint32(h[32:], sw.hdr.DSPUnitNS)
+	le.PutUint32(h[36:], sw.hdr.Rate)
+	le.PutUint32(h[40:], sw.hdr.Frames)
+	le.PutUint32(h[44:], sw.hdr.Periods)
+	_, err := sw.w.Write(h[:])
+	return err
 }
 
 // Flush writes buffered records to the underlying writer.

@@ -290,6 +290,12 @@ func (r *results) dropSamples(ph *rundata.Phase, f *os.File) {
 func (r *results) phaseOpened(run *rundata.Run, ph *rundata.Phase, nominalDSP int64, acc *accumulator, file *os.File) (stop func() error, err error) {
 	ph.StartMonoNS = monoNow()
 	ph.CPULoop.NominalUS = float64(nominalDSP) / 1000
+	if acc.writer != nil { // the file says from now on when the phase began
+		if err := acc.writer.Begin(ph.StartMonoNS); err != nil {
+			return nil, fmt.Errorf("samples file: %w", err)
+		}
+		acc.flush()
+	}
 	b, err := rundata.MarshalRun(withPhase(run, ph))
 	if err != nil {
 		return nil, err

@@ -67,30 +67,28 @@ func load(dir string) (*runData, error) {
 			continue
 		}
 		wg.Go(func() {
-			loadPhase(pd, filepath.Join(dir, filepath.FromSlash(pd.SamplesFile)))
+			rec, e, err := readSamples(filepath.Join(dir, filepath.FromSlash(pd.SamplesFile)), pd)
+			if err != nil {
+				pd.note = err.Error()
+				return
+			}
+			if rec.Hist.Count == 0 {
+				pd.note = "the samples file holds no period (the run ended before this phase measured one)"
+				return
+			}
+			pd.hist, pd.env = rec.Hist, e
 		})
 	}
 	wg.Wait()
 	return rd, nil
 }
 
-// loadPhase reads one phase's samples file into pd.
-func loadPhase(pd *phaseData, path string) {
-	h, e, err := readSamples(path)
-	if err != nil {
-		pd.note = err.Error()
-		return
-	}
-	if h.Count == 0 {
-		pd.note = "the samples file holds no period (the run ended before this phase measured one)"
-		return
-	}
-	pd.hist, pd.env = h, e
-	fillFromSamples(&pd.Phase, h)
-}
-
-// readSamples makes one pass over a samples file.
-func readSamples(path string) (*rundata.Histogram, *envelope, error) {
+// readSamples makes one pass over a samples file. For a phase whose
+// run.json figures are missing — a run killed before it summarised the
+// phase (Incomplete), or one from before run.json had them — it fills them
+// from the samples; figures run.json has are never overridden otherwise,
+// since they are the contract.
+func readSamples(path string, pd *phaseData) (*rundata.Recovery, *envelope, error) {
 	// The samples are the run's own files, never links: one found there
 	// was planted (and a FIFO would block the report forever).
 	f, err := rundata.OpenRegular(path, true)
@@ -102,7 +100,7 @@ func readSamples(path string) (*rundata.Histogram, *envelope, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("samples %s: %w", filepath.Base(path), err)
 	}
-	h := rundata.NewHistogram(rundata.DefaultHistUS)
+	rec := rundata.NewRecovery(sr.Header, int64(pd.CPULoop.NominalUS*1000))
 	e := newEnvelope()
 	first := sr.Header.FirstDue
 	var s rundata.Sample
@@ -111,22 +109,13 @@ func readSamples(path string) (*rundata.Histogram, *envelope, error) {
 			if errors.Is(err, io.EOF) {
 				break
 			}
-			return h, e, fmt.Errorf("samples %s: %w", filepath.Base(path), err)
+			return rec, e, fmt.Errorf("samples %s: %w", filepath.Base(path), err)
 		}
-		lat := s.Woke - s.Due
-		h.Add(lat)
-		e.add(float64(s.Due-first)/1e9, float32(lat)/1e6, float32(s.DSP)/1e6, s.Xrun != 0)
+		rec.Add(&s)
+		e.add(float64(s.Due-first)/1e9, float32(s.Latency())/1e6, float32(s.DSP)/1e6, s.Xrun != 0)
 	}
-	return h, e, nil
-}
-
-// fillFromSamples completes a phase whose run.json figures are missing (a
-// run killed before it summarised the phase) from its samples; figures that
-// run.json has are never overridden, since they are the contract.
-func fillFromSamples(p *rundata.Phase, h *rundata.Histogram) {
-	if p.Periods != 0 || h.Count == 0 {
-		return
+	if pd.Incomplete || pd.Periods == 0 {
+		rec.Fill(&pd.Phase, sr.Lost)
 	}
-	p.Periods = int64(h.Count)
-	rundata.FillPhase(p, h)
+	return rec, e, nil
 }

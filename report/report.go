@@ -125,6 +125,9 @@ func renderIndex(rd *runData) ([]byte, error) {
 	if r.Interrupted {
 		pg.Banners = append(pg.Banners, "This run was interrupted: the figures cover what was measured until then, and phases after it did not run.")
 	}
+	if r.Incomplete {
+		pg.Banners = append(pg.Banners, "This run never finished (it was killed, or the machine stopped): the figures cover what was written until then, and phases after it did not run.")
+	}
 	pg.Overview = statsTable{ID: "overview-table", First: "phase", Extra: "stressor throughput", Head: metricHeads()}
 	var overlay []histSeries
 	pg.Phases = make([]phaseView, len(rd.phases))
@@ -137,6 +140,9 @@ func renderIndex(rd *runData) ([]byte, error) {
 		if pd.Skipped != "" {
 			pg.Banners = append(pg.Banners, fmt.Sprintf("Phase %q was skipped: %s", pd.Name, pd.Skipped))
 		} else {
+			if pd.Incomplete {
+				pg.Banners = append(pg.Banners, fmt.Sprintf("Phase %q is incomplete: it never ended, and its figures (%d periods) are recovered from its samples file.", pd.Name, pd.Periods))
+			}
 			sr.Cells = row(pd)
 		}
 		pg.Overview.Rows = append(pg.Overview.Rows, sr)

@@ -2,9 +2,14 @@ package rundata
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
+	"syscall"
 	"time"
 )
 
@@ -23,6 +28,10 @@ type Run struct {
 	Start       time.Time `json:"start"`
 	End         time.Time `json:"end"`
 	Interrupted bool      `json:"interrupted"`
+	// Incomplete is true from the first write of run.json until the run
+	// writes its end: a run.json that still says so belongs to a run that
+	// was killed (or whose machine stopped) before it could finish.
+	Incomplete bool `json:"incomplete,omitempty"`
 
 	System System `json:"system"`
 
@@ -91,6 +100,10 @@ type Phase struct {
 	Stressor string `json:"stressor,omitempty"`
 	// Skipped says why the phase did not run; the other fields are then zero.
 	Skipped string `json:"skipped,omitempty"`
+	// Incomplete marks a phase that started but whose end was never
+	// written (the run was killed): its figures are zero in run.json and
+	// readers recover them from the samples file (RecoverPhase).
+	Incomplete bool `json:"incomplete,omitempty"`
 
 	StartMonoNS int64     `json:"start_mono_ns"`
 	EndMonoNS   int64     `json:"end_mono_ns"`
@@ -164,11 +177,30 @@ type Finding struct {
 // WriteRun writes run.json into dir atomically: a reader never sees half a
 // document, and an interrupted write leaves the previous one.
 func WriteRun(dir string, r *Run) error {
+	b, err := MarshalRun(r)
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(filepath.Join(dir, RunFile), b)
+}
+
+// WriteRunIn is WriteRun for a results directory opened as a root, so
+// that no symlink planted in it is followed.
+func WriteRunIn(root *os.Root, r *Run) error {
+	b, err := MarshalRun(r)
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomicIn(root, RunFile, b)
+}
+
+// MarshalRun encodes r as run.json's text.
+func MarshalRun(r *Run) ([]byte, error) {
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
-		return fmt.Errorf("encode run.json: %w", err)
+		return nil, fmt.Errorf("encode run.json: %w", err)
 	}
-	return WriteFileAtomic(filepath.Join(dir, RunFile), append(b, '\n'))
+	return append(b, '\n'), nil
 }
 
 // ReadRun reads dir/run.json. Its errors name the file.
@@ -213,26 +245,71 @@ func ParseRun(b []byte) (*Run, error) {
 }
 
 // WriteFileAtomic writes data to a temporary file beside path and renames it
-// into place, removing the temporary file on any failure.
+// into place, removing the temporary file on any failure (see
+// WriteFileAtomicIn).
 func WriteFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	root, err := os.OpenRoot(filepath.Dir(path))
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer root.Close()
+	if err := WriteFileAtomicIn(root, filepath.Base(path), data); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// WriteFileAtomicIn writes data to name inside root so that, whenever the
+// process or the machine stops, name holds either its previous content or
+// data, whole: the data goes to a new temporary file (O_EXCL, so nothing
+// planted under its name is followed), is synced, renamed over name (which
+// replaces a symlink there rather than following it), and the directory is
+// synced so that the rename itself survives a power loss.
+func WriteFileAtomicIn(root *os.Root, name string, data []byte) error {
+	f, tmp, err := createTemp(root, "."+filepath.Base(name)+".tmp")
 	if err != nil {
 		return err
 	}
-	tmp := f.Name()
 	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Chmod(tmp, 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
+		err = root.Rename(tmp, name)
 	}
 	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
+		root.Remove(tmp)
+		return err
 	}
-	return nil
+	return syncDir(root)
+}
+
+// createTemp creates a new file named prefix and a random suffix in root,
+// readable by all (the results are meant to be shared).
+func createTemp(root *os.Root, prefix string) (*os.File, string, error) {
+	for range 100 {
+		name := prefix + strconv.FormatUint(rand.Uint64(), 36)
+		f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		return f, name, err
+	}
+	return nil, "", fmt.Errorf("create a temporary file in %s: too many collisions", root.Name())
+}
+
+// syncDir makes the directory's entries (a rename, a new file) durable.
+func syncDir(root *os.Root) error {
+	d, err := root.Open(".")
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

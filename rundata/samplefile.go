@@ -89,22 +89,7 @@ func (sw *SampleWriter) control(kind uint16, payload int64) error {
 // indexes is recorded as lost periods.
 func (sw *SampleWriter) Write(s *Sample) error {
 	if !sw.started {
-		sw.started = true
-		sw.hdr.FirstDue = s.Due
-		sw.nextDue = s.Due
-		sw.nextIdx = s.Index
-		var h [sampleHeaderSize]byte
-		le := binary.LittleEndian
-		copy(h[0:8], sampleMagic)
-		le.PutUint32(h[8:], SchemaVersion)
-		le.PutUint32(h[12:], sampleHeaderSize)
-		le.PutUint64(h[16:], uint64(sw.hdr.FirstDue))
-		le.PutUint64(h[24:], uint64(sw.hdr.PeriodNS))
-		le.PutUint32(h[32:], sw.hdr.DSPUnitNS)
-		le.PutUint32(h[36:], sw.hdr.Rate)
-		le.PutUint32(h[40:], sw.hdr.Frames)
-		le.PutUint32(h[44:], sw.hdr.Periods)
-		if _, err := sw.w.Write(h[:]); err != nil {
+		if err := sw.begin(s.Due, s.Index); err != nil {
 			return err
 		}
 	}
@@ -152,6 +137,39 @@ func (sw *SampleWriter) Write(s *Sample) error {
 	return nil
 }
 
+// Begin writes the header before the first period, with at (the instant
+// the stream opened, CLOCK_MONOTONIC ns) as the file's time origin
+// (FirstDue), so that a file cut before its first period still says when
+// its phase began; the first period then carries its exact due instant in
+// a control record. Without Begin, the header goes out with the first
+// period, whose due instant is the origin.
+func (sw *SampleWriter) Begin(at int64) error {
+	if sw.started {
+		return errors.New("samples file: Begin after the first period")
+	}
+	return sw.begin(at, 0)
+}
+
+func (sw *SampleWriter) begin(firstDue, firstIdx int64) error {
+	sw.started = true
+	sw.hdr.FirstDue = firstDue
+	sw.nextDue = firstDue
+	sw.nextIdx = firstIdx
+	var h [sampleHeaderSize]byte
+	le := binary.LittleEndian
+	copy(h[0:8], sampleMagic)
+	le.PutUint32(h[8:], SchemaVersion)
+	le.PutUint32(h[12:], sampleHeaderSize)
+	le.PutUint64(h[16:], uint64(sw.hdr.FirstDue))
+	le.PutUint64(h[24:], uint64(sw.hdr.PeriodNS))
+	le.PutUint32(h[32:], sw.hdr.DSPUnitNS)
+	le.PutUint32(h[36:], sw.hdr.Rate)
+	le.PutUint32(h[40:], sw.hdr.Frames)
+	le.PutUint32(h[44:], sw.hdr.Periods)
+	_, err := sw.w.Write(h[:])
+	return err
+}
+
 // Flush writes buffered records to the underlying writer.
 func (sw *SampleWriter) Flush() error { return sw.w.Flush() }
 
@@ -170,12 +188,18 @@ type SampleReader struct {
 var ErrNotSamples = errors.New("not a latencytest samples file")
 
 // NewSampleReader reads the header. An empty file (a phase that measured
-// nothing) yields a reader whose Next returns io.EOF at once.
+// nothing), or one cut inside its header, yields a reader whose Next
+// returns io.EOF at once.
 func NewSampleReader(r io.Reader) (*SampleReader, error) {
 	sr := &SampleReader{r: bufio.NewReaderSize(r, 64<<10)}
 	var h [sampleHeaderSize]byte
 	n, err := io.ReadFull(sr.r, h[:])
 	if n == 0 && err == io.EOF {
+		return sr, nil
+	}
+	// A run killed while writing the header leaves part of it: nothing
+	// was measured yet, as with an empty file.
+	if err == io.ErrUnexpectedEOF && string(h[:min(n, len(sampleMagic))]) == sampleMagic[:min(n, len(sampleMagic))] {
 		return sr, nil
 	}
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"latencytest/audio"
 	"latencytest/internal/badinput"
 	"latencytest/internal/child"
+	"latencytest/internal/nice"
 	"latencytest/rundata"
 	"latencytest/sysinfo"
 )
@@ -74,38 +75,40 @@ type Config struct {
 // Run measures every phase and writes the results directory. Cancelling
 // ctx stops the run within a period (or, while a load starts, within a
 // second): what was measured is kept, run.json says interrupted, no phase
-// runs afterwards and no process is left. Bad input (internal/badinput)
-// from the engine before any stream opened means the driver refused the
-// device or its settings; the results directory is then removed, as
-// nothing was measured.
+// runs afterwards and no process is left. A kill keeps what was measured
+// too (see results.go). Bad input (internal/badinput) means --out cannot
+// be a results directory, or the engine's driver refused the device or its
+// settings before any stream opened; the results directory is then left
+// as it was, as nothing was measured.
 func Run(ctx context.Context, cfg Config) (*rundata.Run, error) {
-	created, err := makeOut(cfg.Out)
+	run := newRun(cfg)
+	res, err := openResults(cfg.Out, run)
 	if err != nil {
 		return nil, err
 	}
-	s := &session{cfg: cfg, pr: newPrinter(cfg.Stderr, cfg.Progress), run: newRun(cfg), acts: map[int]float64{}}
+	defer res.close()
+	nice.SetAll(parentNice) // best effort: needs CAP_SYS_NICE
+	s := &session{cfg: cfg, pr: newPrinter(cfg.Stderr, cfg.Progress), run: run, res: res, acts: map[int]float64{}}
 	for i, name := range cfg.Tests {
 		if ctx.Err() != nil {
 			break
 		}
 		err := s.phase(ctx, i, name)
 		if badinput.Is(err) && !s.opened {
-			if created {
-				os.RemoveAll(cfg.Out)
-			}
+			res.discard()
 			return nil, err
 		}
 		if err != nil {
-			s.run.End = nowWall()
-			s.run.Interrupted = true
-			rundata.WriteRun(cfg.Out, s.run)
-			return s.run, fmt.Errorf("phase %s: %w", name, err)
+			run.End = nowWall()
+			run.Interrupted, run.Incomplete = true, false
+			res.writeRun(run)
+			return run, fmt.Errorf("phase %s: %w", name, err)
 		}
-		if err := rundata.WriteRun(cfg.Out, s.run); err != nil {
-			return s.run, err
+		if err := res.writeRun(run); err != nil {
+			return run, err
 		}
 	}
-	return s.run, s.finish(ctx)
+	return run, s.finish(ctx)
 }
 
 // session is a run in progress.
@@ -113,6 +116,7 @@ type session struct {
 	cfg    Config
 	pr     *printer
 	run    *rundata.Run
+	res    *results
 	hists  []*rundata.Histogram
 	acts   map[int]float64 // phase index -> last latency, µs
 	opened bool            // an engine has opened its stream
@@ -137,6 +141,7 @@ func newRun(cfg Config) *rundata.Run {
 		CPULoad:      cfg.CPULoad,
 		RT:           rundata.RTSetup{Asked: cfg.RT},
 		Phases:       []rundata.Phase{},
+		Incomplete:   true,
 	}
 	setShape(run)
 	if cfg.Checks != nil {
@@ -165,10 +170,10 @@ func (s *session) phase(ctx context.Context, i int, name string) error {
 			ph.Skipped = err.Error()
 			s.pr.linef("[%s] skipped: %s", name, ph.Skipped)
 			s.run.Phases = append(s.run.Phases, ph)
-			return nil
+			return s.res.writeRun(s.run)
 		}
 	}
-	acc, err := runPhase(ctx, s.cfg, i, &ph, s.run, s.pr, &s.opened)
+	acc, err := runPhase(ctx, s.cfg, i, &ph, s.run, s.pr, &s.opened, s.res)
 	if load != nil {
 		s.stopLoad(load, &ph)
 	}
@@ -202,8 +207,8 @@ func (s *session) stopLoad(load Load, ph *rundata.Phase) {
 // and prints the summary.
 func (s *session) finish(ctx context.Context) error {
 	s.run.End = nowWall()
-	s.run.Interrupted = ctx.Err() != nil
-	if err := rundata.WriteRun(s.cfg.Out, s.run); err != nil {
+	s.run.Interrupted, s.run.Incomplete = ctx.Err() != nil, false
+	if err := s.res.writeRun(s.run); err != nil {
 		return err
 	}
 	if s.cfg.HistFile != "" {
@@ -220,18 +225,6 @@ func (s *session) finish(ctx context.Context) error {
 	return nil
 }
 
-// makeOut creates the results directory and its samples folder, saying
-// whether it created the directory itself (and may remove it again).
-func makeOut(dir string) (created bool, err error) {
-	if _, err := os.Stat(dir); os.IsNotExist(err) {
-		created = true
-	}
-	if err := os.MkdirAll(filepath.Join(dir, "samples"), 0o755); err != nil {
-		return false, badinput.Errorf("--out %s: %v", dir, err)
-	}
-	return created, nil
-}
-
 // setShape derives the period and buffer lengths from the stream's shape.
 func setShape(run *rundata.Run) {
 	if run.Rate > 0 {
@@ -242,14 +235,25 @@ func setShape(run *rundata.Run) {
 
 // runPhase runs the engine for one phase and fills ph. opened reports
 // whether any engine has opened its stream in this run.
-func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, run *rundata.Run, pr *printer, opened *bool) (*accumulator, error) {
-	r := &phaseRun{cfg: cfg, i: i, ph: ph, run: run, pr: pr, opened: opened, stopProgress: func() {}}
+func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, run *rundata.Run, pr *printer, opened *bool, out *results) (*accumulator, error) {
+	r := &phaseRun{cfg: cfg, i: i, ph: ph, run: run, pr: pr, opened: opened, out: out,
+		stopProgress: func() {}, stopSync: func() error { return nil }}
 	defer r.closeFile()
 	ph.StartWall = nowWall()
+	// The phase is listed in run.json, with its samples file, before its
+	// engine starts: a kill from now on leaves it there, incomplete.
+	var err error
+	if r.file, err = out.phaseStarting(run, ph, i, cfg.NoSamples); err != nil {
+		return nil, err
+	}
 	res, err := runEngine(ctx, cfg, engineRequestOf(cfg), func(s *rundata.Sample) { r.acc.sample(s) }, r.hello)
 	r.stopProgress()
+	syncErr := r.stopSync()
 	ph.EndWall = nowWall()
+	ph.Incomplete = false
 	if r.acc == nil {
+		out.dropSamples(ph, r.file)
+		r.file = nil
 		return nil, err
 	}
 	if res != nil {
@@ -259,7 +263,7 @@ func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, run *ru
 			pr.linef("[%s] the engine did not stop within %v of SIGTERM: killed", ph.Name, engineGrace)
 		}
 	}
-	return r.acc, r.finish(err)
+	return r.acc, r.finish(err, syncErr)
 }
 
 // engineRequestOf is what the engine is asked to do in every phase.
@@ -286,9 +290,11 @@ type phaseRun struct {
 	run          *rundata.Run
 	pr           *printer
 	opened       *bool
-	file         *os.File
+	out          *results
+	file         *os.File // the samples file (nil with NoSamples)
 	acc          *accumulator
 	stopProgress func()
+	stopSync     func() error // ends the samples file's periodic flush and sync
 }
 
 // hello sets the phase up once the engine has opened its stream: the
@@ -299,21 +305,19 @@ func (r *phaseRun) hello(h engineHello) error {
 	g := h.Granted
 	shape := audioShape{Rate: g.Rate, PeriodFrames: g.PeriodFrames, Periods: g.Periods}
 	var w *rundata.SampleWriter
-	if !r.cfg.NoSamples {
-		rel := filepath.Join("samples", fmt.Sprintf("%02d-%s.bin", r.i+1, r.ph.Name))
-		f, err := os.Create(filepath.Join(r.cfg.Out, rel))
-		if err != nil {
-			return fmt.Errorf("samples file: %w", err)
-		}
-		r.file = f
-		r.ph.SamplesFile = rel
-		w = rundata.NewSampleWriter(f, rundata.NewSampleHeader(g.Rate, g.PeriodFrames, g.Periods))
+	if r.file != nil {
+		w = rundata.NewSampleWriter(r.file, rundata.NewSampleHeader(g.Rate, g.PeriodFrames, g.Periods))
 	}
 	r.acc = newAccumulator(w, shape, r.xrunLine)
 	r.acc.nominalDSP = h.NominalDSP
 	if r.run.RT.Obtained.Policy == "" {
 		r.granted(h)
 	}
+	stop, err := r.out.phaseOpened(r.run, r.ph, h.NominalDSP, r.acc, r.file)
+	if err != nil {
+		return err
+	}
+	r.stopSync = stop
 	r.stopProgress = r.pr.progress(r.ph.Name, r.cfg.Duration, r.acc)
 	return nil
 }
@@ -353,8 +357,9 @@ func (r *phaseRun) xrunLine(s *rundata.Sample) {
 }
 
 // finish flushes the samples file and fills the phase's statistics; err
-// is the engine's, which it returns unless the file failed first.
-func (r *phaseRun) finish(err error) error {
+// is the engine's, which it returns unless the file failed first, and
+// syncErr the periodic sync's.
+func (r *phaseRun) finish(err, syncErr error) error {
 	acc := r.acc
 	acc.mu.Lock()
 	r.ph.EndMonoNS = acc.lastDue
@@ -365,6 +370,9 @@ func (r *phaseRun) finish(err error) error {
 		if ferr := acc.writer.Flush(); ferr != nil && acc.writeErr == nil {
 			acc.writeErr = ferr
 		}
+		if acc.writeErr == nil {
+			acc.writeErr = syncErr
+		}
 		if acc.writeErr != nil && err == nil {
 			err = fmt.Errorf("samples file: %w", acc.writeErr)
 		}
@@ -372,7 +380,7 @@ func (r *phaseRun) finish(err error) error {
 	acc.mu.Unlock()
 	acc.fill(r.ph)
 	if err == nil && r.file != nil {
-		err = r.file.Close()
+		err = closeSamples(r.file)
 		r.file = nil
 	}
 	return err

@@ -36,7 +36,8 @@ type disk struct {
 	dir        string
 	size       size
 	dropCaches bool
-	bytes      int64 // the size to use, settled by Check
+	files      int64 // files of --size the stressor keeps at once (disk-copy: 2)
+	bytes      int64 // the size of each, settled by Check
 	// scratch is the private directory the parent made in dir for this
 	// child ("" when run by hand: the file goes in dir itself).
 	scratch string
@@ -45,10 +46,14 @@ type disk struct {
 func (d *disk) scratchIn() string     { return d.dir }
 func (d *disk) useScratch(dir string) { d.scratch = dir }
 
-func diskFlags(fs *flag.FlagSet, withDrop bool) *disk {
-	d := &disk{size: size{bytes: defaultSize}}
+func diskFlags(fs *flag.FlagSet, withDrop bool, files int64) *disk {
+	d := &disk{size: size{bytes: defaultSize}, files: files}
 	fs.StringVar(&d.dir, "dir", os.TempDir(), "directory for the stressor's file (on the disk to load)")
-	fs.Var(&d.size, "size", "file `size`, e.g. 512M or 2G (never more than half the free space)")
+	usage := "file `size`, e.g. 512M or 2G (never more than half the free space)"
+	if files > 1 {
+		usage = fmt.Sprintf("file `size`, e.g. 512M or 2G (%d files: together never more than half the free space)", files)
+	}
+	fs.Var(&d.size, "size", usage)
 	if withDrop {
 		fs.BoolVar(&d.dropCaches, "drop-caches", false, "also write 1 to /proc/sys/vm/drop_caches before every pass (root; drops every file's cache)")
 	}
@@ -71,17 +76,22 @@ func (d *disk) Check() error {
 		return badinput.Errorf("--dir %s: %v", d.dir, err)
 	}
 	free := int64(st.Bavail) * st.Bsize
-	half := free / 2 / diskBlock * diskBlock
+	// All the files together stay within half the free space, so the
+	// stressor can never fill the filesystem (its files never grow past
+	// --size: passes overwrite them).
+	limit := free / 2 / d.files / diskBlock * diskBlock
 	d.bytes = d.size.bytes
 	switch {
-	case d.size.set && d.bytes > half:
+	case d.size.set && d.bytes > limit && d.files > 1:
+		return badinput.Errorf("--size %s: %d files of that size are more than half the free space in %s (%s free)", d.size.String(), d.files, d.dir, humanSize(free))
+	case d.size.set && d.bytes > limit:
 		return badinput.Errorf("--size %s: more than half the free space in %s (%s free)", d.size.String(), d.dir, humanSize(free))
-	case d.bytes > half:
-		d.bytes = half
+	case d.bytes > limit:
+		d.bytes = limit
 	}
 	if d.bytes < minDiskSize {
 		if d.size.bytes >= minDiskSize {
-			return badinput.Errorf("--dir %s: only %s free; want at least twice 1M", d.dir, humanSize(free))
+			return badinput.Errorf("--dir %s: only %s free; want at least %d × 2 × 1M", d.dir, humanSize(free), d.files)
 		}
 		return badinput.Errorf("--size %s: want at least 1M", d.size.String())
 	}

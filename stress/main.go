@@ -12,6 +12,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"latencytest/internal/nice"
 )
 
 // Main implements `latencytest stress` (args are those after "stress"):
@@ -19,6 +21,11 @@ import (
 // [flags]`. It returns the exit code: 0 done, 1 failed while working, 2 bad
 // input. exe is this binary, as given to Start.
 func Main(exe string, args []string, stdout, stderr io.Writer) int {
+	// A load runs at the default priority: the run's parent raises its
+	// own (runner.parentNice), and this process inherited that.
+	if n, err := nice.Get(); err == nil && n < 0 {
+		nice.SetAll(0)
+	}
 	r := NewRegistry()
 	if len(args) == 0 {
 		fmt.Fprintf(stderr, "Usage: latencytest stress NAME [--duration D] [flags]   (latencytest stress -list)\n")

@@ -1,0 +1,418 @@
+package runner
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"latencytest/internal/badinput"
+	"latencytest/rundata"
+)
+
+// The results directory is written so that a run killed at any instant
+// (kill -9, OOM killer, a machine reset) leaves a directory the report
+// reads: run.json exists from the start, is replaced whole (never
+// rewritten in place) as phases start and end, and each samples file
+// reaches the page cache at least every samplesFlushEvery and the disk
+// every samplesSyncEvery. docs/results-format.md says what a reader sees.
+
+const (
+	// samplesFlushEvery bounds what a kill of the parent loses: samples
+	// still in the writer's buffer. The engine hands periods over every
+	// audio.DrainInterval, so a kill loses less than the sum, under 1 s.
+	samplesFlushEvery = 250 * time.Millisecond
+	// samplesSyncEvery bounds what a machine reset loses.
+	samplesSyncEvery = time.Second
+	// parentNice is the parent's nice value during a run, inherited by
+	// the engine's hand-over thread (the drainer): a load of 80
+	// processes (hackbench) would otherwise starve the hand-over of
+	// samples for a second or more at nice 0, and a kill then would lose
+	// that much. Both use little CPU (a write every 100 ms and every
+	// 250 ms); the loads reset their own to 0 (stress.Main).
+	parentNice = -10
+	// maxRunJSON bounds the run.json read to recognise a results directory.
+	maxRunJSON = 64 << 20
+)
+
+// results is the results directory while a run writes it. Everything in
+// it is reached through roots opened once, so that a symlink planted in
+// the directory (samples -> /etc, run.json -> a victim) is never followed
+// out of it, and files are created with O_EXCL.
+type results struct {
+	path    string
+	root    *os.Root // the results directory
+	samples *os.Root // its samples folder
+	created bool     // Run created the directory (and may remove it)
+	prior   []byte   // the run.json of an earlier run in the directory, restored by discard
+}
+
+// openResults creates the results directory at path, or takes an empty
+// one or an earlier run's, and writes first as its run.json before
+// returning, so that run.json is there before anything is measured. A
+// new directory is made under a temporary name and renamed into place
+// with run.json in it: no instant shows it without run.json. A
+// Bad input (internal/badinput) means path cannot be a results directory.
+func openResults(path string, first *rundata.Run) (*results, error) {
+	path = filepath.Clean(path) // "out/" names out, not a directory inside it
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return createResults(path, first)
+	case err != nil:
+		return nil, badOut(path, err.Error())
+	case !fi.IsDir():
+		return nil, badOut(path, "not a directory")
+	}
+	root, err := os.OpenRoot(path)
+	if err != nil {
+		return nil, badOut(path, err.Error())
+	}
+	r := &results{path: path, root: root}
+	if err := r.adopt(); err != nil {
+		root.Close()
+		return nil, err
+	}
+	if err := r.openSamples(false); err != nil {
+		r.close()
+		return nil, err
+	}
+	if err := r.writeRun(first); err != nil {
+		r.close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func badOut(path, why string) error {
+	return badinput.Errorf("--out %s: %s", path, why)
+}
+
+// adopt accepts an existing directory that is empty or holds an earlier
+// run (a regular run.json with a schema), keeping that run.json for
+// discard; anything else is refused, so that a run never mixes its files
+// into a directory of other files.
+func (r *results) adopt() error {
+	d, err := r.root.Open(".")
+	if err != nil {
+		return badOut(r.path, err.Error())
+	}
+	names, err := d.Readdirnames(1)
+	d.Close()
+	if errors.Is(err, io.EOF) || (err == nil && len(names) == 0) {
+		return nil
+	}
+	if err != nil {
+		return badOut(r.path, err.Error())
+	}
+	b, err := readRegular(r.root, rundata.RunFile, maxRunJSON)
+	var head struct {
+		Schema int `json:"schema"`
+	}
+	if err != nil || json.Unmarshal(b, &head) != nil || head.Schema < 1 {
+		return badOut(r.path, "not empty and not a latencytest results directory (no valid "+rundata.RunFile+"); give a new or an empty directory")
+	}
+	r.prior = b
+	return nil
+}
+
+// readRegular reads name in root if it is a regular file (not a symlink,
+// FIFO or device) of at most limit bytes.
+func readRegular(root *os.Root, name string, limit int64) ([]byte, error) {
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() || fi.Size() > limit {
+		return nil, fmt.Errorf("%s: not a regular file of at most %d bytes", name, limit)
+	}
+	return io.ReadAll(io.LimitReader(f, limit))
+}
+
+// createResults makes a new results directory: a temporary directory
+// beside path, filled with samples/ and run.json, renamed to path.
+func createResults(path string, first *rundata.Run) (*results, error) {
+	parent := filepath.Dir(path)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, badOut(path, err.Error())
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(path)+".tmp")
+	if err != nil {
+		return nil, badOut(path, err.Error())
+	}
+	r := &results{path: path, created: true}
+	err = func() error {
+		if err := os.Chmod(tmp, 0o755); err != nil {
+			return err
+		}
+		if r.root, err = os.OpenRoot(tmp); err != nil {
+			return err
+		}
+		if err := r.openSamples(true); err != nil {
+			return err
+		}
+		if err := r.writeRun(first); err != nil {
+			return err
+		}
+		if err := renameNoReplace(tmp, path); err != nil {
+			return badOut(path, err.Error())
+		}
+		return syncPath(parent)
+	}()
+	if err != nil {
+		r.close()
+		os.RemoveAll(tmp)
+		return nil, err
+	}
+	return r, nil
+}
+
+// renameNoReplace renames a directory to a name nobody has taken since it
+// was checked (a plain rename would replace an empty directory there).
+func renameNoReplace(from, to string) error {
+	err := unix.Renameat2(unix.AT_FDCWD, from, unix.AT_FDCWD, to, unix.RENAME_NOREPLACE)
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) { // a filesystem without the flag
+		if _, serr := os.Lstat(to); !errors.Is(serr, fs.ErrNotExist) {
+			return fmt.Errorf("%s appeared while the run started", to)
+		}
+		return os.Rename(from, to)
+	}
+	if err != nil {
+		return fmt.Errorf("rename %s: %w", from, err)
+	}
+	return nil
+}
+
+// syncPath makes a directory's entries durable.
+func syncPath(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// openSamples makes or opens the samples folder, which must be a real
+// directory (a symlink there is refused, not followed).
+func (r *results) openSamples(fresh bool) error {
+	err := r.root.Mkdir("samples", 0o755)
+	if err != nil && (fresh || !errors.Is(err, fs.ErrExist)) {
+		return badOut(r.path, err.Error())
+	}
+	fi, err := r.root.Lstat("samples")
+	if err != nil {
+		return badOut(r.path, err.Error())
+	}
+	if !fi.IsDir() {
+		return badOut(r.path, "samples is not a directory (a symlink or file is there); give a new or an empty directory")
+	}
+	if r.samples, err = r.root.OpenRoot("samples"); err != nil {
+		return badOut(r.path, err.Error())
+	}
+	return nil
+}
+
+// writeRun replaces run.json atomically and durably.
+func (r *results) writeRun(run *rundata.Run) error {
+	if err := rundata.WriteRunIn(r.root, run); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Join(r.path, rundata.RunFile), err)
+	}
+	return nil
+}
+
+// phaseStarting is called before ph's engine starts. It creates ph's
+// samples file (none with noSamples) and writes run.json, durably, with
+// ph appended as incomplete: run.json names the file before anything is
+// measured into it, and this write, which can take a second on a busy
+// disk, delays the engine's start rather than the hand-over of periods.
+func (r *results) phaseStarting(run *rundata.Run, ph *rundata.Phase, i int, noSamples bool) (*os.File, error) {
+	var f *os.File
+	if !noSamples {
+		base := fmt.Sprintf("%02d-%s.bin", i+1, ph.Name)
+		var err error
+		if f, err = r.createSamples(base); err != nil {
+			return nil, err
+		}
+		ph.SamplesFile = "samples/" + base
+	}
+	ph.StartMonoNS, ph.Incomplete = monoNow(), true
+	if err := r.writeRun(withPhase(run, ph)); err != nil {
+		if f != nil {
+			r.dropSamples(ph, f)
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
+// withPhase is run with ph appended, sharing run's fields.
+func withPhase(run *rundata.Run, ph *rundata.Phase) *rundata.Run {
+	snap := *run
+	snap.Phases = append(slices.Clip(run.Phases), *ph)
+	return &snap
+}
+
+// dropSamples removes the samples file of a phase that never opened its
+// stream (nothing was written to it).
+func (r *results) dropSamples(ph *rundata.Phase, f *os.File) {
+	if f == nil {
+		return
+	}
+	f.Close()
+	r.samples.Remove(filepath.Base(ph.SamplesFile))
+	ph.SamplesFile = ""
+}
+
+// phaseOpened is called when ph's stream has opened, before its first
+// period: it records in run.json what the engine was granted (the stream
+// for the first phase, the nominal CPU loop, the start) and keeps ph's
+// samples file (nil: none) current until the returned stop, which waits
+// for that run.json write too. The write goes on in the background: the
+// parent must read the engine's periods meanwhile, and the previous
+// run.json already names the phase and its file.
+func (r *results) phaseOpened(run *rundata.Run, ph *rundata.Phase, nominalDSP int64, acc *accumulator, file *os.File) (stop func() error, err error) {
+	ph.StartMonoNS = monoNow()
+	ph.CPULoop.NominalUS = float64(nominalDSP) / 1000
+	if acc.writer != nil { // the file says from now on when the phase began
+		if err := acc.writer.Begin(ph.StartMonoNS); err != nil {
+			return nil, fmt.Errorf("samples file: %w", err)
+		}
+		acc.flush()
+	}
+	b, err := rundata.MarshalRun(withPhase(run, ph))
+	if err != nil {
+		return nil, err
+	}
+	written := make(chan error, 1)
+	go func() { written <- rundata.WriteFileAtomicIn(r.root, rundata.RunFile, b) }()
+	stopSync := func() error { return nil }
+	if file != nil {
+		stopSync = syncSamples(acc, file)
+	}
+	return func() error { return errors.Join(stopSync(), <-written) }, nil
+}
+
+// createSamples creates a phase's samples file as a new file: whatever an
+// earlier run (or anyone) left under its name is removed, not opened.
+func (r *results) createSamples(name string) (*os.File, error) {
+	if err := r.samples.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("samples file: %w", err)
+	}
+	f, err := r.samples.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("samples file: %w", err)
+	}
+	return f, nil
+}
+
+// discard undoes the directory when nothing was measured (the driver
+// refused the device): a created one is removed, an adopted one gets its
+// earlier run.json back.
+func (r *results) discard() {
+	switch {
+	case r.created:
+		r.root.RemoveAll("samples")
+		r.root.Remove(rundata.RunFile)
+		os.Remove(r.path)
+	case r.prior != nil:
+		rundata.WriteFileAtomicIn(r.root, rundata.RunFile, r.prior)
+	default:
+		r.root.Remove("samples")
+		r.root.Remove(rundata.RunFile)
+	}
+}
+
+func (r *results) close() {
+	if r.samples != nil {
+		r.samples.Close()
+	}
+	if r.root != nil {
+		r.root.Close()
+	}
+}
+
+// flush hands the samples written so far to the file.
+func (a *accumulator) flush() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.writer != nil && a.writeErr == nil {
+		a.writeErr = a.writer.Flush()
+	}
+}
+
+// syncSamples keeps a phase's samples file current while it runs: the
+// writer's buffer is flushed every samplesFlushEvery and the file synced
+// every samplesSyncEvery, each on a goroutine of the parent (never the
+// engine's real-time thread), the sync apart so that a slow disk (a disk
+// stressor runs) cannot hold up the flushes. stop returns a sync error.
+func syncSamples(acc *accumulator, f *os.File) (stop func() error) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	var syncErr error
+	wg.Go(func() {
+		t := time.NewTicker(samplesFlushEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				acc.flush()
+			}
+		}
+	})
+	wg.Go(func() {
+		t := time.NewTicker(samplesSyncEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if err := f.Sync(); err != nil && syncErr == nil {
+					syncErr = err
+				}
+			}
+		}
+	})
+	return func() error {
+		close(done)
+		wg.Wait()
+		return syncErr
+	}
+}
+
+// closeSamples ends a phase's samples file durably, before run.json says
+// the phase is complete.
+func closeSamples(f *os.File) error {
+	err := f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// monoNow is CLOCK_MONOTONIC, the samples' time base.
+func monoNow() int64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
+}

@@ -48,9 +48,19 @@ type culpritRow struct {
 	Kind, Label, Share, MS string
 }
 
+// culpritsListed bounds a phase's culprit table; the rest share a row.
+const culpritsListed = 12
+
 // culpritRows ranks a phase's culprits by their share of its spikes' time.
 func culpritRows(ss []rundata.Spike) []culpritRow {
 	cs, total := rundata.Culprits(ss)
+	if len(cs) > culpritsListed {
+		rest := rundata.Cause{Kind: "others", Name: fmt.Sprintf("%d other causes", len(cs)-culpritsListed+1)}
+		for _, c := range cs[culpritsListed-1:] {
+			rest.NS += c.NS
+		}
+		cs = append(cs[:culpritsListed-1:culpritsListed-1], rest)
+	}
 	var rows []culpritRow
 	for _, c := range cs {
 		rows = append(rows, culpritRow{Kind: c.Kind, Label: causeLabel(c),

@@ -34,11 +34,20 @@ type spikesDoc struct {
 
 // WriteSpikes writes dir/spikes.json atomically.
 func WriteSpikes(dir string, ss []Spike) error {
+	b, err := MarshalSpikes(ss)
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(filepath.Join(dir, SpikesFile), b)
+}
+
+// MarshalSpikes encodes spikes.json.
+func MarshalSpikes(ss []Spike) ([]byte, error) {
 	b, err := json.Marshal(spikesDoc{Spikes: ss})
 	if err != nil {
-		return fmt.Errorf("encode %s: %w", SpikesFile, err)
+		return nil, fmt.Errorf("encode %s: %w", SpikesFile, err)
 	}
-	return WriteFileAtomic(filepath.Join(dir, SpikesFile), append(b, '\n'))
+	return append(b, '\n'), nil
 }
 
 // ReadSpikes reads dir/spikes.json; a run without one has no spikes.

@@ -88,7 +88,7 @@ func EngineMain(stdin io.Reader, stderr io.Writer, open func(name string) (audio
 	drained := make(chan error, 1)
 	go func() { drained <- drainer.Run(done) }()
 
-	if err := conn.Send(eventHello, engineHello{Granted: granted, RT: rt, NominalDSP: eng.NominalDSP()}); err != nil {
+	if err := conn.Send(eventHello, engineHello{TID: unix.Gettid(), Granted: granted, RT: rt, NominalDSP: eng.NominalDSP()}); err != nil {
 		return 1
 	}
 	runErr := eng.Run()

@@ -38,6 +38,8 @@ type engineRequest struct {
 // engineHello is the engine's first message: what it opened and obtained,
 // sent before the stream starts.
 type engineHello struct {
+	// TID is the audio thread's, for the spike tracer.
+	TID        int             `json:"tid"`
 	Granted    audio.Granted   `json:"granted"`
 	RT         rundata.RTSetup `json:"rt"`
 	NominalDSP int64           `json:"nominal_dsp_ns"`

@@ -89,6 +89,10 @@ func Run(ctx context.Context, cfg Config) (*rundata.Run, error) {
 	defer res.close()
 	nice.SetAll(parentNice) // best effort: needs CAP_SYS_NICE
 	s := &session{cfg: cfg, pr: newPrinter(cfg.Stderr, cfg.Progress), run: run, res: res, acts: map[int]float64{}}
+	if cfg.Trace {
+		s.trace = s.startTrace()
+		defer s.trace.stop()
+	}
 	for i, name := range cfg.Tests {
 		if ctx.Err() != nil {
 			break
@@ -117,6 +121,7 @@ type session struct {
 	pr     *printer
 	run    *rundata.Run
 	res    *results
+	trace  *spikeTrace // nil without --trace
 	hists  []*rundata.Histogram
 	acts   map[int]float64 // phase index -> last latency, µs
 	opened bool            // an engine has opened its stream
@@ -173,7 +178,7 @@ func (s *session) phase(ctx context.Context, i int, name string) error {
 			return s.res.writeRun(s.run)
 		}
 	}
-	acc, err := runPhase(ctx, s.cfg, i, &ph, s.run, s.pr, &s.opened, s.res)
+	acc, err := runPhase(ctx, s.cfg, i, &ph, s, len(s.run.Phases))
 	if load != nil {
 		s.stopLoad(load, &ph)
 	}
@@ -186,6 +191,11 @@ func (s *session) phase(ctx context.Context, i int, name string) error {
 	s.acts[len(s.run.Phases)] = float64(acc.lastLat) / 1000
 	s.run.Phases = append(s.run.Phases, ph)
 	s.hists = append(s.hists, acc.hist)
+	if s.trace != nil {
+		if terr := s.trace.write(s.res); terr != nil {
+			s.pr.linef("trace: %v", terr)
+		}
+	}
 	return err
 }
 
@@ -208,6 +218,12 @@ func (s *session) stopLoad(load Load, ph *rundata.Phase) {
 func (s *session) finish(ctx context.Context) error {
 	s.run.End = nowWall()
 	s.run.Interrupted, s.run.Incomplete = ctx.Err() != nil, false
+	if s.trace != nil {
+		s.run.Trace = s.trace.stop()
+		if s.run.Trace.Note != "" {
+			s.pr.linef("trace: %s", s.run.Trace.Note)
+		}
+	}
 	if err := s.res.writeRun(s.run); err != nil {
 		return err
 	}
@@ -235,9 +251,10 @@ func setShape(run *rundata.Run) {
 
 // runPhase runs the engine for one phase and fills ph. opened reports
 // whether any engine has opened its stream in this run.
-func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, run *rundata.Run, pr *printer, opened *bool, out *results) (*accumulator, error) {
-	r := &phaseRun{cfg: cfg, i: i, ph: ph, run: run, pr: pr, opened: opened, out: out,
+func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, s *session, index int) (*accumulator, error) {
+	r := &phaseRun{cfg: cfg, i: i, index: index, ph: ph, run: s.run, pr: s.pr, opened: &s.opened, out: s.res, trace: s.trace,
 		stopProgress: func() {}, stopSync: func() error { return nil }}
+	run, pr, out := s.run, s.pr, s.res
 	defer r.closeFile()
 	ph.StartWall = nowWall()
 	// The phase is listed in run.json, with its samples file, before its
@@ -246,7 +263,7 @@ func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, run *ru
 	if r.file, err = out.phaseStarting(run, ph, i, cfg.NoSamples); err != nil {
 		return nil, err
 	}
-	res, err := runEngine(ctx, cfg, engineRequestOf(cfg), func(s *rundata.Sample) { r.acc.sample(s) }, r.hello)
+	res, err := runEngine(ctx, cfg, engineRequestOf(cfg), r.sample, r.hello)
 	r.stopProgress()
 	syncErr := r.stopSync()
 	ph.EndWall = nowWall()
@@ -291,6 +308,8 @@ type phaseRun struct {
 	pr           *printer
 	opened       *bool
 	out          *results
+	trace        *spikeTrace // nil without --trace
+	index        int         // the phase's index in run.json
 	file         *os.File // the samples file (nil with NoSamples)
 	acc          *accumulator
 	stopProgress func()
@@ -318,8 +337,19 @@ func (r *phaseRun) hello(h engineHello) error {
 		return err
 	}
 	r.stopSync = stop
+	if r.trace != nil {
+		r.trace.phase(r.index, h.TID)
+	}
 	r.stopProgress = r.pr.progress(r.ph.Name, r.cfg.Duration, r.acc)
 	return nil
+}
+
+// sample takes a period's sample from the engine.
+func (r *phaseRun) sample(s *rundata.Sample) {
+	r.acc.sample(s)
+	if r.trace != nil {
+		r.trace.offer(s)
+	}
 }
 
 // granted records, in the first phase, what the driver and kernel

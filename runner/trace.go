@@ -16,6 +16,7 @@ type spikeTrace struct {
 	rec   *ktrace.Recorder
 	info  rundata.Trace
 	audio ktrace.Thread // the current phase's audio thread
+	index int           // and its index in run.json
 }
 
 // startTrace starts the tracer for a run whose audio thread may use cpus;
@@ -36,28 +37,36 @@ func startTrace(above int64, cpus []int, xrun func(rundata.Spike)) *spikeTrace {
 	return t
 }
 
-// phase names the audio thread of the phase that starts.
-func (t *spikeTrace) phase(tid int) { t.audio = ktrace.Thread{TID: tid} }
+// phase names the phase that starts (its index in run.json) and its
+// audio thread.
+func (t *spikeTrace) phase(i, tid int) { t.index, t.audio = i, ktrace.Thread{TID: tid} }
 
-// offer hands over a sample of phase i.
-func (t *spikeTrace) offer(i int, s *rundata.Sample) {
+// offer hands over a sample of the current phase.
+func (t *spikeTrace) offer(s *rundata.Sample) {
 	if t.rec != nil && t.audio.TID != 0 {
-		t.rec.Offer(i, t.audio, s)
+		t.rec.Offer(t.index, t.audio, s)
 	}
 }
 
-// write writes every spike explained so far to dir/spikes.json.
-func (t *spikeTrace) write(dir string) error {
+// write writes every spike explained so far into the results directory's
+// spikes.json.
+func (t *spikeTrace) write(out *results) error {
 	if t.rec == nil {
 		return nil
 	}
-	return rundata.WriteSpikes(dir, t.rec.Flush())
+	b, err := rundata.MarshalSpikes(t.rec.Flush())
+	if err != nil {
+		return err
+	}
+	return rundata.WriteFileAtomicIn(out.root, rundata.SpikesFile, b)
 }
 
-// stop ends the trace, leaving the tracer as it was found.
+// stop ends the trace, leaving the tracer as it was found, and says what
+// was recorded. It may be called more than once.
 func (t *spikeTrace) stop() *rundata.Trace {
 	if t.rec != nil {
 		t.info = t.rec.Close()
+		t.rec = nil
 	}
 	return &t.info
 }
@@ -75,4 +84,20 @@ func mainCulprits(sp rundata.Spike) string {
 		return "no trace of the audio thread"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// startTrace starts the run's tracer on the audio thread's CPUs; it names
+// an xrun's main culprits on the terminal, after the xrun's own line.
+func (s *session) startTrace() *spikeTrace {
+	t := startTrace(s.cfg.TraceAbove, s.cfg.RT.Affinity, func(sp rundata.Spike) {
+		name := ""
+		if sp.Phase < len(s.cfg.Tests) {
+			name = s.cfg.Tests[sp.Phase]
+		}
+		s.pr.linef("[%s] xrun at period %d, %.2f ms late: %s", name, sp.Period, float64(sp.LatencyNS)/1e6, mainCulprits(sp))
+	})
+	if !t.info.Enabled {
+		s.pr.linef("trace: causes not recorded: %s", t.info.Note)
+	}
+	return t
 }

@@ -80,7 +80,7 @@ func (r *Recorder) run() {
 	defer close(r.done)
 	for it := range r.in {
 		sp := r.s.Explain(it.audio, it.s.Due, it.s.Woke)
-		sp.Phase, sp.Period, sp.XrunNS = it.phase, it.s.Index, it.s.Xrun
+		sp.Phase, sp.Period, sp.DueNS, sp.XrunNS = it.phase, it.s.Index, it.s.Due, it.s.Xrun
 		r.mu.Lock()
 		r.spikes = append(r.spikes, sp)
 		r.mu.Unlock()

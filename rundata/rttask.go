@@ -26,6 +26,7 @@ type RTTask struct {
 type Spike struct {
 	Phase     int   `json:"phase"`  // index into Run.Phases
 	Period    int64 `json:"period"` // the sample's index in the phase
+	DueNS     int64 `json:"due_ns"` // when the period became due (CLOCK_MONOTONIC)
 	LatencyNS int64 `json:"latency_ns"`
 	XrunNS    int64 `json:"xrun_ns,omitempty"`
 	CPU       int   `json:"cpu"` // the CPU the audio thread ran on

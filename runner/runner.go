@@ -220,7 +220,7 @@ func (s *session) finish(ctx context.Context) error {
 	s.run.Interrupted, s.run.Incomplete = ctx.Err() != nil, false
 	if s.trace != nil {
 		s.run.Trace = s.trace.stop()
-		if s.run.Trace.Note != "" {
+		if s.run.Trace.Enabled && s.run.Trace.Note != "" { // a trace that did not start said so then
 			s.pr.linef("trace: %s", s.run.Trace.Note)
 		}
 	}

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"latencytest/rundata"
+)
+
+// The known culprit: this test binary, named lt-culprit, at SCHED_FIFO 90
+// on CPU 0, busy-looping 5 ms every 200 ms and saying when, by its clock.
+const (
+	culpritName   = "lt-culprit"
+	culpritBusy   = 5 * time.Millisecond
+	culpritBursts = 15
+)
+
+func monoNS() int64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
+}
+
+func runCulprit() {
+	runtime.LockOSThread()
+	name := append([]byte(culpritName), 0)
+	unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&name[0])), 0, 0, 0)
+	var set unix.CPUSet
+	set.Set(0)
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: 1, Priority: 90}
+	if err := unix.SchedSetAttr(0, &attr, 0); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	time.Sleep(300 * time.Millisecond) // switched in afresh at its new priority
+	for range culpritBursts {
+		t0 := monoNS()
+		for monoNS()-t0 < int64(culpritBusy) {
+		}
+		fmt.Printf("%d %d\n", t0, monoNS())
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// tracerInstances lists latencytest's trace instances left in tracefs.
+func tracerInstances(t *testing.T) []string {
+	t.Helper()
+	ms, _ := filepath.Glob("/sys/kernel/tracing/instances/latencytest-*")
+	return ms
+}
+
+// run --trace with a known culprit: every spike inside one of its bursts
+// is put down to it, by name and policy, with the time it ran there
+// (± 20 %), it tops the phase's culprit table, an xrun's line names it,
+// and the tracer is left as it was found.
+func TestRunTraceKnownCulprit(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	cmd := exec.Command(binary, "run", "--driver", "timer", "--tests", "idle", "--duration", "5s", "--affinity", "0",
+		"--cpu-load", "0", "--period", "64", "--periods", "3", "--trace", "--out", out, "--no-report")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(700 * time.Millisecond)
+	culprit := exec.Command(os.Args[0])
+	culprit.Env = append(os.Environ(), "LT_CULPRIT=1")
+	said, err := culprit.Output()
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("culprit: %v (the trace test needs root)", err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	var bursts [][2]int64
+	for _, line := range strings.Split(strings.TrimSpace(string(said)), "\n") {
+		var b [2]int64
+		if _, err := fmt.Sscan(line, &b[0], &b[1]); err != nil {
+			t.Fatalf("culprit said %q", line)
+		}
+		bursts = append(bursts, b)
+	}
+	r := readRun(t, out)
+	if r.Trace == nil || !r.Trace.Enabled {
+		t.Fatalf("run.json trace: %+v", r.Trace)
+	}
+	ss, err := rundata.ReadSpikes(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caused := 0
+	for _, sp := range ss {
+		var busy int64 // how long the culprit, by its own clock, ran in the spike
+		for _, b := range bursts {
+			d, w := sp.DueNS, sp.DueNS+sp.LatencyNS
+			if b[0]-5e5 <= d && d < b[1] && w <= b[1]+1e6 {
+				busy = min(b[1], w) - max(b[0], d)
+			}
+		}
+		if busy == 0 {
+			continue
+		}
+		caused++
+		c := sp.Causes[0]
+		if c.Name != culpritName || c.Policy != "SCHED_FIFO 90" || c.NS < busy*8/10 || c.NS > busy*12/10 {
+			t.Errorf("period %d, %.2f ms late: top cause %s %.2f ms, want %s (SCHED_FIFO 90) %.2f ms ± 20 %%",
+				sp.Period, float64(sp.LatencyNS)/1e6, c, float64(c.NS)/1e6, culpritName, float64(busy)/1e6)
+		}
+	}
+	if caused < culpritBursts*2/3 {
+		t.Errorf("%d spikes inside the culprit's %d bursts, want at least %d", caused, culpritBursts, culpritBursts*2/3)
+	}
+	if cs, _ := rundata.Culprits(ss); len(cs) == 0 || cs[0].Name != culpritName {
+		t.Errorf("the phase's culprits: %+v, want %s first", cs, culpritName)
+	}
+	if !strings.Contains(stderr.String(), "xrun at period") || !strings.Contains(stderr.String(), culpritName+" (SCHED_FIFO 90)") {
+		t.Errorf("no xrun line names the culprit:\n%s", stderr.String())
+	}
+	if left := tracerInstances(t); len(left) != 0 {
+		t.Errorf("trace instances left behind: %v", left)
+	}
+}
+
+// Without tracefs the run goes on, says in one line why causes were not
+// recorded, and measures as it would.
+func TestRunTraceWithoutTracefs(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	// A mount namespace of its own, with /sys/kernel hidden under an
+	// empty tmpfs: no tracefs to find or mount.
+	cmd := exec.Command("unshare", "--mount", "sh", "-c",
+		`mount --make-rprivate / && mount -t tmpfs none /sys/kernel && exec "$@"`, "sh",
+		binary, "run", "--driver", "timer", "--tests", "idle", "--duration", "1s", "--cpu-load", "0", "--trace",
+		"--out", out, "--no-report", "--quiet")
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("run without tracefs: %v\n%s (the test needs root and unshare)", err, b)
+	}
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "trace:") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 1 || !strings.Contains(lines[0], "causes not recorded: no tracefs") {
+		t.Errorf("trace lines %q, want one saying why", lines)
+	}
+	r := readRun(t, out)
+	if r.Trace == nil || r.Trace.Enabled || !strings.Contains(r.Trace.Note, "no tracefs") {
+		t.Errorf("run.json trace %+v", r.Trace)
+	}
+	// 750 periods in 1 s at 64 frames, less those an xrun on this shared
+	// machine skipped (the virtual buffer restarts after it).
+	ph := r.Phases[0]
+	if skipped := int64(ph.XrunMSTotal*1000/r.PeriodUS) + int64(ph.Xruns); ph.Periods > 751 || ph.Periods < 749-skipped {
+		t.Errorf("%d periods in 1 s at 64 frames with %d xruns of %.1f ms, want 750 less those", ph.Periods, ph.Xruns, ph.XrunMSTotal)
+	}
+	if _, err := os.Stat(filepath.Join(out, rundata.SpikesFile)); !os.IsNotExist(err) {
+		t.Errorf("spikes.json written without a trace: %v", err)
+	}
+}

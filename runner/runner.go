@@ -209,6 +209,10 @@ func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, run *ru
 		name = ph.Name
 	)
 	onXrun := func(s *rundata.Sample) {
+		if s.Xrun == 0 {
+			pr.linef("[%s] pointer jump at period %d: the hardware pointer fell a buffer or more behind the card's clock (a period interrupt more than a buffer late; the kernel reported no xrun, and it is not counted as one)", name, s.Index)
+			return
+		}
 		kind := "underrun"
 		if s.Flags&rundata.FlagCapture != 0 {
 			kind = "overrun"
@@ -217,8 +221,6 @@ func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, run *ru
 		switch {
 		case s.Flags&rundata.FlagSimulated != 0:
 			sim = " (simulated)"
-		case s.Flags&rundata.FlagSilent != 0:
-			sim = " (the kernel did not report it: the hardware pointer skipped a whole buffer)"
 		}
 		pr.linef("[%s] %s!!! (at least %.3f ms long)%s", name, kind, float64(s.Xrun)/1e6, sim)
 	}
@@ -353,6 +355,9 @@ func summary(w io.Writer, run *rundata.Run, acts map[int]float64, dir string) {
 		fmt.Fprintf(w, "T: %-10s P:%d I:%d C:%8d Min:%7d Act:%5d Avg:%5d Max:%8d p99: %d p99.9: %d xruns: %d\n",
 			ph.Name, run.RT.Obtained.Priority, int64(run.PeriodUS), ph.Periods,
 			int64(l.Min), int64(acts[i]), int64(l.Avg), int64(l.Max), int64(l.P99), int64(l.P999), ph.Xruns)
+		if ph.PointerJumps > 0 {
+			fmt.Fprintf(w, "   %-10s pointer jumps: %d (the hardware pointer lost whole buffers against the card's clock without an xrun from the kernel; not xruns)\n", ph.Name, ph.PointerJumps)
+		}
 	}
 	if run.Interrupted {
 		fmt.Fprintln(w, "interrupted: the results hold what was measured until then")

@@ -1,0 +1,263 @@
+//go:build vm
+
+package alsa
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"latencytest/audio"
+	"latencytest/rundata"
+)
+
+// aplay is the reference for what an xrun is: Debian's alsa-utils, put
+// into the VM by scripts/vmtest. It plays silence from /dev/zero with a
+// blocking write of one period at a time, start and stop thresholds of
+// a buffer, and prints "underrun!!! (at least X ms long)" for each xrun,
+// X being now minus the trigger timestamp of the stop.
+const aplayBinary = "/bin/aplay"
+
+var underrunRE = regexp.MustCompile(`underrun!!! \(at least ([0-9.]+) ms long\)`)
+
+// underruns returns the lengths in ms of the "underrun!!!" lines of
+// aplay's (or latencytest's: it prints the same line) output.
+func underruns(out string) []float64 {
+	var ms []float64
+	for _, m := range underrunRE.FindAllStringSubmatch(out, -1) {
+		v, err := strconv.ParseFloat(m[1], 64)
+		if err == nil {
+			ms = append(ms, v)
+		}
+	}
+	return ms
+}
+
+// stop is a SIGSTOP of a process that far into its run, for that long.
+type stop struct{ after, length time.Duration }
+
+// stopProcess sends SIGSTOP to the pid pidOf finds once the stop is due,
+// and SIGCONT after its length. It returns how long the process was
+// really stopped.
+func stopProcess(t *testing.T, pidOf func() int, s stop) time.Duration {
+	t.Helper()
+	pid := 0
+	for deadline := time.Now().Add(20 * time.Second); pid == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		pid = pidOf()
+	}
+	if pid == 0 {
+		t.Fatal("no process to stop")
+	}
+	time.Sleep(s.after)
+	stopped := audio.Now()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(s.length)
+	resumed := audio.Now()
+	syscall.Kill(pid, syscall.SIGCONT)
+	return time.Duration(resumed - stopped)
+}
+
+// runAplay plays silence on hw:0,0 (the dummy) with the shape given, for
+// d, optionally stopped once, and returns its underruns in ms.
+func runAplay(t *testing.T, period, periods int, d time.Duration, st *stop) ([]float64, time.Duration) {
+	t.Helper()
+	cmd := exec.Command(aplayBinary, "-D", "hw:0,0", "-t", "raw", "-f", "S16_LE", "-c", "2", "-r", "48000",
+		"--period-size="+strconv.Itoa(period), "--buffer-size="+strconv.Itoa(period*periods),
+		"-d", strconv.Itoa(int(d/time.Second)), "/dev/zero")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("aplay: %v", err)
+	}
+	var stopped time.Duration
+	if st != nil {
+		stopped = stopProcess(t, func() int { return cmd.Process.Pid }, *st)
+	}
+	err := cmd.Wait()
+	t.Logf("aplay %s\n%s", strings.Join(cmd.Args[1:], " "), out.String())
+	if err != nil {
+		t.Fatalf("aplay: %v", err)
+	}
+	return underruns(out.String()), stopped
+}
+
+// runLatencytest runs one idle phase of the ALSA driver on hw:0,0 with the
+// shape given, optionally stopping the engine once, and returns its
+// xruns in ms (from the samples, checked against its underrun lines) and
+// the phase.
+func runLatencytest(t *testing.T, period, periods int, d time.Duration, st *stop, extra ...string) ([]float64, rundata.Phase, time.Duration) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "x")
+	cmd := exec.Command(vmBinary, append([]string{"run", "--driver", "alsa", "--device", "hw:0,0", "--period", strconv.Itoa(period),
+		"--periods", strconv.Itoa(periods), "--tests", "idle", "--duration", d.String(), "--cpu-load", "0",
+		"--no-report", "--quiet", "--out", dir}, extra...)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	var stopped time.Duration
+	if st != nil {
+		stopped = stopProcess(t, engineProcess, *st)
+	}
+	err := cmd.Wait()
+	t.Logf("latencytest %s\n%s", strings.Join(cmd.Args[1:], " "), out.String())
+	if err != nil {
+		t.Fatalf("latencytest: %v", err)
+	}
+	r, err := rundata.ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ph := r.Phases[0]
+	var ms []float64
+	ss := readSamples(t, dir, ph)
+	for i, s := range ss {
+		if s.Xrun != 0 {
+			ms = append(ms, float64(s.Xrun)/1e6)
+			// What the wakeup saw: how late, how long since the last
+			// pointer update, how much of the buffer was free.
+			t.Logf("  xrun at period %d: woke %d µs after due, %d µs after the previous due, avail %d frames, xrun %.3f ms",
+				s.Index, (s.Woke-s.Due)/1000, (s.Due-ss[max(i-1, 0)].Due)/1000, s.Avail, float64(s.Xrun)/1e6)
+		}
+	}
+	if len(ms) != ph.Xruns {
+		t.Errorf("%d xruns in the samples, %d in run.json", len(ms), ph.Xruns)
+	}
+	if lines := underruns(out.String()); len(lines) != len(ms) {
+		t.Errorf("%d underrun lines on the terminal, %d xruns in the samples", len(lines), len(ms))
+	}
+	return ms, ph, stopped
+}
+
+func fmtMS(ms []float64) string {
+	var b strings.Builder
+	for i, v := range ms {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%.2f", v)
+	}
+	return "[" + b.String() + "]"
+}
+
+// compare runs aplay, latencytest, and aplay again, back to back on this
+// boot, and checks latencytest's xruns against aplay's where aplay's are
+// stable (its two runs agree): the same count, and (sorted) each length
+// within 5 % or 1 ms of the first aplay run's. When aplay's two runs
+// disagree the VM's own stalls decided them, and the figures are only
+// logged.
+func compare(t *testing.T, period, periods int, d time.Duration, st *stop) (got []float64, ph rundata.Phase) {
+	ref, _ := runAplay(t, period, periods, d, st)
+	got, ph, _ = runLatencytest(t, period, periods, d, st)
+	ref2, _ := runAplay(t, period, periods, d, st)
+	t.Logf("%d×%d %v (stop %v): aplay %s then %s ms; latencytest %s ms, %d pointer jumps, %d periods, max latency %.0f µs",
+		periods, period, d, st, fmtMS(ref), fmtMS(ref2), fmtMS(got), ph.PointerJumps, ph.Periods, ph.Latency.Max)
+	if len(ref) != len(ref2) {
+		t.Logf("aplay not stable on this boot (%d then %d underruns): the VM's own stalls; not compared", len(ref), len(ref2))
+		return got, ph
+	}
+	if len(got) != len(ref) {
+		t.Errorf("latencytest %d xruns, aplay %d (twice)", len(got), len(ref))
+		return got, ph
+	}
+	a, b := slices.Clone(ref), slices.Clone(got)
+	slices.Sort(a)
+	slices.Sort(b)
+	for i := range a {
+		if diff := math.Abs(a[i] - b[i]); diff > 1 && diff > 0.05*a[i] {
+			t.Errorf("xrun of %.2f ms, aplay's %.2f ms: want within 5 %% or 1 ms", b[i], a[i])
+		}
+	}
+	return got, ph
+}
+
+// TestVMAplayIdle: idle on the dummy, latencytest has aplay's xruns.
+func TestVMAplayIdle(t *testing.T) {
+	for _, sh := range []struct{ period, periods int }{{64, 2}, {256, 2}, {256, 3}} {
+		t.Run(fmt.Sprintf("%dx%d", sh.periods, sh.period), func(t *testing.T) {
+			compare(t, sh.period, sh.periods, 20*time.Second, nil)
+		})
+	}
+}
+
+// TestVMAplayStop: a SIGSTOP of aplay and of latencytest's engine, at
+// 2×256 frames, is the same xrun; and the longest wakeup latency of the
+// ALSA driver is the timer driver's under the same stop (±1 period): a
+// period found in xrun is late from when it became due.
+func TestVMAplayStop(t *testing.T) {
+	for _, length := range []time.Duration{300 * time.Millisecond, time.Second} {
+		t.Run(length.String(), func(t *testing.T) {
+			st := &stop{after: 1500 * time.Millisecond, length: length}
+			_, ph := compare(t, 256, 2, 4*time.Second, st)
+			_, tph, _ := runLatencytest(t, 256, 2, 4*time.Second, st, "--driver", "timer", "--device", "")
+			const periodUS = 256 * 1e6 / 48000
+			t.Logf("max latency: alsa %.0f µs, timer %.0f µs", ph.Latency.Max, tph.Latency.Max)
+			if math.Abs(ph.Latency.Max-tph.Latency.Max) > periodUS {
+				t.Errorf("max latency under a %v stop: alsa %.0f µs, timer %.0f µs; want the same ± one period (%.0f µs)", length, ph.Latency.Max, tph.Latency.Max, periodUS)
+			}
+		})
+	}
+}
+
+// TestVMStall: a stall of 1.5 periods after the wakeup of period N, with
+// 3 periods of 256 frames: period N+1 completed during the stall, so it
+// is found at once and reads about half a period late (the stall minus
+// the period, plus N's own latency), in mmap and in read/write access.
+// With read/write access the write's pointer sync rewrites the status
+// timestamp; taking that as N+1's due would read it as ~0 late.
+func TestVMStall(t *testing.T) {
+	for _, rw := range []bool{false, true} {
+		t.Run(map[bool]string{false: "mmap", true: "rw"}[rw], func(t *testing.T) {
+			d, g := open(t, audio.Config{Device: "hw:Dummy", Rate: 48000, Channels: 2, PeriodFrames: 256, Periods: 3}, rw)
+			period := int64(g.PeriodFrames) * 1e9 / int64(g.Rate)
+			stall := period * 3 / 2
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			if _, err := d.Start(); err != nil {
+				t.Fatal(err)
+			}
+			const n = 150
+			ss := make([]rundata.Sample, n+3)
+			for i := range ss {
+				if err := d.Wait(&ss[i]); err != nil {
+					t.Fatal(err)
+				}
+				if i == n {
+					for end := ss[i].Woke + stall; audio.Now() < end; {
+					}
+				}
+				if err := d.Transfer(&ss[i]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			a, b := ss[n], ss[n+1]
+			if a.Xrun != 0 || b.Xrun != 0 {
+				t.Skipf("xrun around the stall (the VM stalled too): %d, %d ns", a.Xrun, b.Xrun)
+			}
+			want := a.Latency() + stall - period
+			t.Logf("period N late %d µs, N+1 late %d µs (want %d µs), N+1 avail %d", a.Latency()/1000, b.Latency()/1000, want/1000, b.Avail)
+			// After N's write the pointer had passed N+1's boundary by
+			// the stall less a period: more than a period is free.
+			if b.Avail <= int32(g.PeriodFrames) {
+				t.Errorf("period N+1: avail %d, want more than a period (it completed during the stall)", b.Avail)
+			}
+			if diff := b.Latency() - want; diff < -period/4 || diff > period/4 {
+				t.Errorf("period N+1 read %d µs late, want %d µs ± a quarter period", b.Latency()/1000, want/1000)
+			}
+		})
+	}
+}

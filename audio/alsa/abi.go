@@ -264,7 +264,6 @@ const (
 	ioctlHWFree       = 'A'<<8 | 0x12
 	ioctlSWParams     = iocRead | iocWrite | uintptr(unsafe.Sizeof(swParams{}))<<16 | 'A'<<8 | 0x13
 	ioctlStatus       = iocRead | uintptr(unsafe.Sizeof(pcmStatus{}))<<16 | 'A'<<8 | 0x20
-	ioctlHWSync       = 'A'<<8 | 0x22
 	ioctlSyncPtr      = iocRead | iocWrite | uintptr(unsafe.Sizeof(syncPtr{}))<<16 | 'A'<<8 | 0x23
 	ioctlPrepare      = 'A'<<8 | 0x40
 	ioctlStart        = 'A'<<8 | 0x42

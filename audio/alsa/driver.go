@@ -69,12 +69,11 @@ type side struct {
 	lastPos uint64
 	steps   stepStats
 
-	// Each transfer syncs the hardware pointer first (WRITEI and READI
-	// do; with mmap access xfer asks for HWSYNC), so the kernel checks
-	// for an xrun at the write as it does for aplay. That sync rewrites
-	// the status timestamp: an update stamped ownTs says when we wrote,
-	// not when a period completed. prePos and preTs are the last update
-	// before it that was not ours (the period interrupt's).
+	// With read/write access each transfer syncs the hardware pointer
+	// first (WRITEI and READI do), which rewrites the status timestamp:
+	// an update stamped ownTs says when we wrote, not when a period
+	// completed. prePos and preTs are the last update before it that was
+	// not ours (the period interrupt's).
 	ownTs  int64
 	preTs  int64
 	prePos uint64
@@ -601,22 +600,22 @@ func (d *Driver) PinnableLoop() bool { return true }
 // xfer moves one period of side s: the next period of the playback loop
 // out, or a captured one into s.buf.
 func (d *Driver) xfer(s *side) unix.Errno {
+	if s.pcm.mmap {
+		return d.xferMmap(s)
+	}
 	// The last update before the transfer, unless it was our own sync.
 	if _, ts, e := d.read(s); e == 0 && ts != s.ownTs {
 		s.prePos, s.preTs = s.pos, ts
 	}
-	e := d.move(s)
+	e := d.xferRW(s)
 	if _, ts, e2 := d.read(s); e == 0 && e2 == 0 {
 		s.ownTs = ts
 	}
 	return e
 }
 
-// move is xfer's transfer proper.
-func (d *Driver) move(s *side) unix.Errno {
-	if s.pcm.mmap {
-		return d.xferMmap(s)
-	}
+// xferRW moves the period with WRITEI or READI.
+func (d *Driver) xferRW(s *side) unix.Errno {
 	if s == d.play {
 		d.fill(s.buf)
 	}
@@ -645,12 +644,10 @@ func (d *Driver) move(s *side) unix.Errno {
 // WRITEI would.
 func (d *Driver) xferMmap(s *side) unix.Errno {
 	p := s.pcm
-	// Sync the pointer first, as WRITEI does: the kernel stops the
-	// stream if the buffer ran dry before this write, even when the
-	// period interrupt that would have found it is late.
-	if e := p.hwsync(); e != 0 {
-		return e
-	}
+	// No pointer sync before the write: aplay's blocking WRITEI syncs it
+	// before it sleeps (the buffer full), not after the interrupt wakes
+	// it, so its xruns are those the period interrupts find; a sync here
+	// would find more (see docs/alsa.md).
 	fb := p.frameBytes
 	buf := uint64(p.bufferFrames)
 	for done := 0; done < d.periodFrames; {

@@ -216,7 +216,6 @@ func (p *pcm) statusNow() unix.Errno {
 }
 
 func (p *pcm) prepare() unix.Errno { return ioctl(p.fd, ioctlPrepare, nil) }
-func (p *pcm) hwsync() unix.Errno  { return ioctl(p.fd, ioctlHWSync, nil) }
 func (p *pcm) start() unix.Errno   { return ioctl(p.fd, ioctlStart, nil) }
 func (p *pcm) drop() unix.Errno    { return ioctl(p.fd, ioctlDrop, nil) }
 

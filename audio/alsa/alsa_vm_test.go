@@ -88,6 +88,9 @@ func TestVMDummyPlayback(t *testing.T) {
 			}
 			lost, restarts := streamLost(ss, r.Rate, r.PeriodFrames)
 			checkPeriods(t, ph.Periods, 10e9, lost, restarts, r.Rate, shape.period)
+			if t.Failed() {
+				logLongSteps(t, ss, int64(shape.period)*1e9/int64(r.Rate))
+			}
 		})
 	}
 }
@@ -108,6 +111,20 @@ func streamLost(ss []rundata.Sample, rate, frames int) (lost int64, restarts int
 		}
 	}
 	return lost, restarts
+}
+
+// logLongSteps logs the Due steps of more than two periods that neither an
+// xrun nor a pointer jump explains: where a failed period count lost its
+// time.
+func logLongSteps(t *testing.T, ss []rundata.Sample, periodNS int64) {
+	n := 0
+	for i := 1; i < len(ss) && n < 20; i++ {
+		step := ss[i].Due - ss[i-1].Due
+		if step > 2*periodNS && ss[i-1].Xrun == 0 && ss[i].Flags&rundata.FlagPointerJump == 0 {
+			t.Logf("period %d: due %d µs after the last, latency %d µs, avail %d", ss[i].Index, step/1000, ss[i].Latency()/1000, ss[i].Avail)
+			n++
+		}
+	}
 }
 
 // checkPeriods: the periods counted match the stream time less what the

@@ -446,25 +446,31 @@ func (d *Driver) check(s *side) error {
 	var k uint64
 	s.due, k = d.back(s, pos-need, ts, 0)
 	s.ready = true
-	if s.seen && ts != s.lastTs && pos-s.lastPos >= uint64(d.periodFrames)/2 {
-		s.steps.add(pos - s.lastPos)
-	}
-	s.seen, s.lastTs, s.lastPos = true, ts, pos
-	if s == d.sides[0] && k == 0 {
+	if s == d.sides[0] {
 		// A pointer a buffer or more behind the clock lost whole
 		// buffers: the period interrupt came more than a buffer late
 		// and the driver, reading its position modulo the buffer, could
 		// not tell. That is a pointer jump, not proof of an xrun: the
 		// kernel saw none and the stream ran on (on a VM or with a
 		// drifting card clock the fitted grid itself can be off).
-		if d.grid.n >= 8 {
-			behind := ts - d.grid.at(pos)
-			if bufNS := int64(float64(s.pcm.bufferFrames) * d.grid.slope()); behind > bufNS*3/4 {
-				d.jumped = true
-			}
+		// Behind the grid (on-time updates only), or behind the clock
+		// since the last update seen (which needs no fit, so it also
+		// holds right after a restart and after a late wakeup).
+		bufNS := int64(float64(s.pcm.bufferFrames) * d.grid.slope())
+		if k == 0 && d.grid.n >= 8 && ts-d.grid.at(pos) > bufNS*3/4 {
+			d.jumped = true
 		}
-		d.grid.add(pos, ts)
+		if s.seen && ts-s.lastTs-int64(float64(pos-s.lastPos)*d.grid.slope()) > bufNS*3/4 {
+			d.jumped = true
+		}
+		if k == 0 {
+			d.grid.add(pos, ts)
+		}
 	}
+	if s.seen && ts != s.lastTs && pos-s.lastPos >= uint64(d.periodFrames)/2 {
+		s.steps.add(pos - s.lastPos)
+	}
+	s.seen, s.lastTs, s.lastPos = true, ts, pos
 	return nil
 }
 

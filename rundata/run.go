@@ -124,7 +124,11 @@ type Phase struct {
 	HeadroomMinUS float64 `json:"headroom_min_us"`
 	Xruns         int     `json:"xruns"`
 	XrunMSTotal   float64 `json:"xrun_ms_total"`
-	CPULoop       CPULoop `json:"cpu_loop"`
+	// PointerJumps counts wakeups at which the hardware pointer had lost
+	// whole buffers against the clock fitted to it without the kernel
+	// reporting an xrun (rundata.FlagPointerJump): not xruns.
+	PointerJumps int     `json:"pointer_jumps,omitempty"`
+	CPULoop      CPULoop `json:"cpu_loop"`
 	// Lost counts periods the engine measured but could not hand over
 	// (its ring was full); they are in the figures of no statistic.
 	Lost int64 `json:"lost,omitempty"`

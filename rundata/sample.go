@@ -37,12 +37,12 @@ const (
 	FlagSimulated uint32 = 1 << iota
 	// FlagCapture marks an xrun on the capture side (an overrun).
 	FlagCapture
-	// FlagSilent marks an xrun the kernel did not report: the hardware
-	// pointer fell a buffer or more behind the clock (the period
-	// interrupt came more than a buffer late, and a driver reading its
-	// position modulo the buffer lost whole buffers). The stream was not
-	// restarted; Xrun is how far the pointer fell behind.
-	FlagSilent
+	// FlagPointerJump marks a wakeup at which the hardware pointer was a
+	// buffer or more behind the clock fitted to its earlier updates (the
+	// period interrupt came more than a buffer late, and a driver reading
+	// its position modulo the buffer lost whole buffers). It is not an
+	// xrun: the kernel reported none and the stream ran on; Xrun stays 0.
+	FlagPointerJump
 )
 
 // WireSize is the size of one Sample on the pipe from the engine process to

@@ -156,6 +156,7 @@ type accumulator struct {
 	periods    int64
 	xruns      int
 	xrunNS     int64
+	jumps      int // pointer jumps (rundata.FlagPointerJump)
 	lastLat    int64
 	firstDue   int64
 	lastDue    int64
@@ -202,11 +203,15 @@ func (a *accumulator) sample(s *rundata.Sample) {
 		a.xruns++
 		a.xrunNS += s.Xrun
 	}
+	jump := s.Flags&rundata.FlagPointerJump != 0
+	if jump {
+		a.jumps++
+	}
 	if a.writer != nil && a.writeErr == nil {
 		a.writeErr = a.writer.Write(s)
 	}
 	a.mu.Unlock()
-	if s.Xrun > 0 && a.onXrun != nil {
+	if (s.Xrun > 0 || jump) && a.onXrun != nil {
 		a.onXrun(s)
 	}
 }
@@ -249,6 +254,7 @@ func (a *accumulator) fill(ph *rundata.Phase) {
 	}
 	ph.Xruns = a.xruns
 	ph.XrunMSTotal = float64(a.xrunNS) / 1e6
+	ph.PointerJumps = a.jumps
 	ph.CPULoop = rundata.CPULoop{NominalUS: float64(a.nominalDSP) / 1000, MaxUS: float64(a.dspMax) / 1000}
 	if a.nominalDSP > 0 && a.periods > 0 {
 		ph.CPULoop.Within100USPct = 100 * float64(a.dspNear) / float64(a.periods)

@@ -370,8 +370,12 @@ func (r *phaseRun) granted(h engineHello) {
 	}
 }
 
-// xrunLine prints an xrun as aplay does.
+// xrunLine prints an xrun as aplay does, or says what a pointer jump is.
 func (r *phaseRun) xrunLine(s *rundata.Sample) {
+	if s.Xrun == 0 {
+		r.pr.linef("[%s] pointer jump at period %d: the hardware pointer fell a buffer or more behind the card's clock (a period interrupt more than a buffer late; the kernel reported no xrun, and it is not counted as one)", r.ph.Name, s.Index)
+		return
+	}
 	kind := "underrun"
 	if s.Flags&rundata.FlagCapture != 0 {
 		kind = "overrun"
@@ -380,8 +384,6 @@ func (r *phaseRun) xrunLine(s *rundata.Sample) {
 	switch {
 	case s.Flags&rundata.FlagSimulated != 0:
 		sim = " (simulated)"
-	case s.Flags&rundata.FlagSilent != 0:
-		sim = " (the kernel did not report it: the hardware pointer skipped a whole buffer)"
 	}
 	r.pr.linef("[%s] %s!!! (at least %.3f ms long)%s", r.ph.Name, kind, float64(s.Xrun)/1e6, sim)
 }
@@ -441,6 +443,9 @@ func summary(w io.Writer, run *rundata.Run, acts map[int]float64, dir string) {
 		fmt.Fprintf(w, "T: %-10s P:%d I:%d C:%8d Min:%7d Act:%5d Avg:%5d Max:%8d p99: %s p99.9: %s xruns: %d\n",
 			ph.Name, run.RT.Obtained.Priority, int64(run.PeriodUS), ph.Periods,
 			int64(math.Floor(l.Min)), int64(math.Floor(acts[i])), int64(math.Floor(l.Avg)), int64(math.Floor(l.Max)), pct(l.P99), pct(l.P999), ph.Xruns)
+		if ph.PointerJumps > 0 {
+			fmt.Fprintf(w, "   %-10s pointer jumps: %d (the hardware pointer lost whole buffers against the card's clock without an xrun from the kernel; not xruns)\n", ph.Name, ph.PointerJumps)
+		}
 	}
 	if run.Interrupted {
 		fmt.Fprintln(w, "interrupted: the results hold what was measured until then")

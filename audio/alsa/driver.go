@@ -37,8 +37,8 @@ type Driver struct {
 	timeoutNS int64
 	ts        unix.Timespec // ppoll writes the time left back into it
 
-	grid gridFit // the primary side's pointer clock
-	slip int64   // a silent xrun found by the grid, reported by the next Transfer
+	grid   gridFit // the primary side's pointer clock
+	jumped bool    // the grid saw the pointer jump; reported by the next Transfer
 
 	// forceSyncPtr reads the status with SYNC_PTR even where the status
 	// page can be mapped, and forceRW uses read/write access even where
@@ -69,6 +69,15 @@ type side struct {
 	lastTs  int64
 	lastPos uint64
 	steps   stepStats
+
+	// With read/write access each transfer syncs the hardware pointer
+	// first (WRITEI and READI do), which rewrites the status timestamp:
+	// an update stamped ownTs says when we wrote, not when a period
+	// completed. prePos and preTs are the last update before it that was
+	// not ours (the period interrupt's).
+	ownTs  int64
+	preTs  int64
+	prePos uint64
 }
 
 // New returns an ALSA driver.
@@ -337,6 +346,7 @@ func (d *Driver) restart() error {
 			return err
 		}
 		s.raw, s.pos, s.appl, s.appl0, s.ready, s.xrun, s.seen = raw, 0, 0, appl, false, false, false
+		s.ownTs, s.preTs, s.prePos = 0, 0, 0
 	}
 	if s := d.play; s != nil {
 		for n := 0; n < s.pcm.bufferFrames; n += d.periodFrames {
@@ -353,8 +363,12 @@ func (d *Driver) restart() error {
 			return fmt.Errorf("%s: start: %w", s.name, e)
 		}
 	}
+	for _, s := range d.sides {
+		// The prefill's writes left a stale timestamp, not one of ours.
+		s.ownTs, s.preTs, s.prePos = 0, 0, 0
+	}
 	d.grid.reset(float64(d.periodNS)/float64(d.periodFrames), float64(d.periodNS)/2)
-	d.slip = 0
+	d.jumped = false
 	return nil
 }
 
@@ -383,60 +397,103 @@ func (d *Driver) need(s *side) uint64 {
 	return s.appl + uint64(d.periodFrames)
 }
 
-// check reads side s's status and marks it ready when its next period is
-// complete (or the stream stopped).
-func (d *Driver) check(s *side) error {
+// read reads side s's status and advances its hardware position.
+func (d *Driver) read(s *side) (state int32, ts int64, e unix.Errno) {
 	state, raw, ts, e := s.pcm.readStatus()
 	if e != 0 {
-		return fmt.Errorf("%s: status: %w", s.name, e)
+		return 0, 0, e
 	}
 	s.pos += (raw + s.pcm.boundary - s.raw) % s.pcm.boundary
 	s.raw = raw
-	if state != stateRunning {
-		if state == stateXrun || state == stateSuspended {
-			s.ready, s.xrun, s.due = true, true, ts
-			return nil
-		}
-		return fmt.Errorf("%s: stream %s", s.name, stateName(state))
+	return state, ts, 0
+}
+
+// check reads side s's status and marks it ready when its next period is
+// complete (or the stream stopped), with s.due the instant it became due.
+func (d *Driver) check(s *side) error {
+	state, ts, e := d.read(s)
+	if e != 0 {
+		return fmt.Errorf("%s: status: %w", s.name, e)
 	}
 	need := d.need(s)
-	if s.pos < need {
+	if state != stateRunning {
+		if state != stateXrun && state != stateSuspended {
+			return fmt.Errorf("%s: stream %s", s.name, stateName(state))
+		}
+		// ts is the update that found the buffer empty, (periods − 1)
+		// periods after the pending one became due: the period carries
+		// its lateness from then, as on the timer driver.
+		s.ready, s.xrun = true, true
+		s.due, _ = d.back(s, s.pos-min(need, s.pos), ts, uint64(d.periodFrames))
 		return nil
 	}
-	// ts is the pointer's last update. When the pointer has moved whole
-	// update steps past the boundary, later updates came after the one
-	// that completed the period (the thread woke late): step back by
-	// them on the fitted clock. A step is what the pointer moves per
-	// update, learnt from the wakeups: about a period for cards that
-	// update in the period interrupt, coarser for some (snd-aloop moves
-	// in timer ticks of 8 ms, so one update can complete two periods).
-	excess := s.pos - need
-	k := uint64(0)
-	if step := s.steps.typical(); step > 0 {
-		k = excess / step
-		s.due = ts - int64(float64(k*step)*d.grid.slope())
-	} else {
-		s.due = ts
+	pos := s.pos
+	if ts == s.ownTs {
+		// No update since our own transfer's sync. The period completed
+		// either by the last interrupt before it, or after it, seen only
+		// through our sync: then it became due when the pointer passed
+		// need, interpolated on the fitted clock.
+		if s.preTs == 0 || s.prePos < need {
+			if pos >= need {
+				s.ready = true
+				s.due = ts - int64(float64(pos-need)*d.grid.slope())
+			}
+			return nil
+		}
+		pos, ts = s.prePos, s.preTs
+	} else if pos < need {
+		return nil
 	}
+	var k uint64
+	s.due, k = d.back(s, pos-need, ts, 0)
 	s.ready = true
-	if s.seen && ts != s.lastTs && s.pos-s.lastPos >= uint64(d.periodFrames)/2 {
-		s.steps.add(s.pos - s.lastPos)
-	}
-	s.seen, s.lastTs, s.lastPos = true, ts, s.pos
-	if s == d.sides[0] && k == 0 {
+	if s == d.sides[0] {
 		// A pointer a buffer or more behind the clock lost whole
 		// buffers: the period interrupt came more than a buffer late
 		// and the driver, reading its position modulo the buffer, could
-		// not tell. The kernel does not see that xrun; the grid does.
-		if d.grid.n >= 8 {
-			behind := ts - d.grid.at(s.pos)
-			if bufNS := int64(float64(s.pcm.bufferFrames) * d.grid.slope()); behind > bufNS*3/4 {
-				d.slip = behind
-			}
+		// not tell. That is a pointer jump, not proof of an xrun: the
+		// kernel saw none and the stream ran on (on a VM or with a
+		// drifting card clock the fitted grid itself can be off).
+		// Behind the grid (on-time updates only), or behind the clock
+		// since the last update seen (which needs no fit, so it also
+		// holds right after a restart and after a late wakeup).
+		bufNS := int64(float64(s.pcm.bufferFrames) * d.grid.slope())
+		if k == 0 && d.grid.n >= 8 && ts-d.grid.at(pos) > bufNS*3/4 {
+			d.jumped = true
 		}
-		d.grid.add(s.pos, ts)
+		if s.seen && ts-s.lastTs-int64(float64(pos-s.lastPos)*d.grid.slope()) > bufNS*3/4 {
+			d.jumped = true
+		}
+		if k == 0 {
+			d.grid.add(pos, ts)
+		}
 	}
+	if s.seen && ts != s.lastTs && pos-s.lastPos >= uint64(d.periodFrames)/2 {
+		s.steps.add(pos - s.lastPos)
+	}
+	s.seen, s.lastTs, s.lastPos = true, ts, pos
 	return nil
+}
+
+// back steps the update at ts back to the one that completed the period:
+// when the pointer moved whole update steps past need (excess frames),
+// later updates came after the one that completed it (the thread woke
+// late), so ts goes back by them on the fitted clock. A step is what the
+// pointer moves per update, learnt from the wakeups: about a period for
+// cards that update in the period interrupt, coarser for some (snd-aloop
+// moves in timer ticks of 8 ms, so one update can complete two periods).
+// Until steps are known, fallback is used (0: none). It returns the
+// instant and the steps taken.
+func (d *Driver) back(s *side, excess uint64, ts int64, fallback uint64) (int64, uint64) {
+	step := s.steps.typical()
+	if step == 0 {
+		step = fallback
+	}
+	if step == 0 {
+		return ts, 0
+	}
+	k := excess / step
+	return ts - int64(float64(k*step)*d.grid.slope()), k
 }
 
 // Wait blocks in poll until every side has its next period, then fills
@@ -499,16 +556,13 @@ func (d *Driver) Wait(p *rundata.Sample) error {
 
 // Transfer writes (and reads) the period. An xrun found on the way is
 // measured as aplay measures it (now minus the trigger timestamp of the
-// stop) and recovered from by restarting the stream. A silent one (the
-// pointer lost whole buffers, see check) is reported with the time the
-// pointer fell behind; the stream runs on.
+// stop) and recovered from by restarting the stream. A pointer jump (the
+// pointer lost whole buffers, see check) is only flagged: it is not an
+// xrun, and the stream runs on.
 func (d *Driver) Transfer(p *rundata.Sample) error {
-	if d.slip > 0 {
-		p.Xrun, d.slip = d.slip, 0
-		p.Flags |= rundata.FlagSilent
-		if d.sides[0] == d.capt {
-			p.Flags |= rundata.FlagCapture
-		}
+	if d.jumped {
+		p.Flags |= rundata.FlagPointerJump
+		d.jumped = false
 	}
 	for _, s := range d.sides {
 		s.ready = false
@@ -556,6 +610,19 @@ func (d *Driver) xfer(s *side) unix.Errno {
 	if s.pcm.mmap {
 		return d.xferMmap(s)
 	}
+	// The last update before the transfer, unless it was our own sync.
+	if _, ts, e := d.read(s); e == 0 && ts != s.ownTs {
+		s.prePos, s.preTs = s.pos, ts
+	}
+	e := d.xferRW(s)
+	if _, ts, e2 := d.read(s); e == 0 && e2 == 0 {
+		s.ownTs = ts
+	}
+	return e
+}
+
+// xferRW moves the period with WRITEI or READI.
+func (d *Driver) xferRW(s *side) unix.Errno {
 	if s == d.play {
 		d.fill(s.buf)
 	}
@@ -584,6 +651,10 @@ func (d *Driver) xfer(s *side) unix.Errno {
 // WRITEI would.
 func (d *Driver) xferMmap(s *side) unix.Errno {
 	p := s.pcm
+	// No pointer sync before the write: aplay's blocking WRITEI syncs it
+	// before it sleeps (the buffer full), not after the interrupt wakes
+	// it, so its xruns are those the period interrupts find; a sync here
+	// would find more (see docs/alsa.md).
 	fb := p.frameBytes
 	buf := uint64(p.bufferFrames)
 	for done := 0; done < d.periodFrames; {

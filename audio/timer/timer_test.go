@@ -71,3 +71,32 @@ func TestOpenRejects(t *testing.T) {
 		}
 	}
 }
+
+// Periods missed without an xrun are replayed, each late from its own
+// deadline, as the ALSA driver writes each period the buffer has room for
+// (docs/method.md, "Missed periods"): a stall of 1.5 periods with three
+// periods of buffer leaves the next period due one period after the last,
+// and found at least half a period late.
+func TestMissedPeriodsReplayed(t *testing.T) {
+	d := New()
+	if _, err := d.Open(audio.Config{Rate: 48000, PeriodFrames: 480, Periods: 3}); err != nil {
+		t.Fatal(err)
+	}
+	period := 10 * ms
+	d.Start()
+	var a, b rundata.Sample
+	d.Wait(&a)
+	var s audio.Sleeper
+	s.Until(a.Woke + period*3/2)
+	d.Transfer(&a)
+	if a.Xrun != 0 {
+		t.Skipf("xrun %d ns: the stall came out longer than the two periods of buffer left", a.Xrun)
+	}
+	d.Wait(&b)
+	if b.Due != a.Due+period {
+		t.Errorf("next period due %d ns after the stalled one, want %d (not skipped)", b.Due-a.Due, period)
+	}
+	if lat := b.Latency(); lat < period/2 {
+		t.Errorf("next period %d ns late, want ≥ %d (the stall less a period)", lat, period/2)
+	}
+}

@@ -310,7 +310,7 @@ type phaseRun struct {
 	out          *results
 	trace        *spikeTrace // nil without --trace
 	index        int         // the phase's index in run.json
-	file         *os.File // the samples file (nil with NoSamples)
+	file         *os.File    // the samples file (nil with NoSamples)
 	acc          *accumulator
 	stopProgress func()
 	stopSync     func() error // ends the samples file's periodic flush and sync

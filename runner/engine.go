@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"runtime/debug"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -25,9 +24,9 @@ const samplesFD = 3
 // locked main thread until the duration passes or SIGTERM arrives. It
 // returns the process exit code.
 func EngineMain(stdin io.Reader, stdout, stderr io.Writer, open func(name string) (audio.Driver, error)) int {
-	// Nothing here may pause the loop: no garbage collector (the loop does
-	// not allocate, and setup garbage is small), one locked thread.
-	debug.SetGCPercent(-1)
+	// Nothing here may pause the loop: no garbage collector, a P for the
+	// other goroutines besides the loop's, one locked thread.
+	audio.RuntimeSetup()
 	runtime.LockOSThread()
 	// The parent may have died before we got here; Pdeathsig covers only
 	// a death after the fork.

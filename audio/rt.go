@@ -128,3 +128,16 @@ func codeMapping(line string) (start, end uint64, ok bool) {
 	end, err2 := strconv.ParseUint(b, 16, 64)
 	return start, end, err1 == nil && err2 == nil && end > start
 }
+
+// TouchPages reads one byte of every page of b, so that a mapping (a
+// soundcard's buffer) has all its pages present before the loop starts:
+// under mlockall(MCL_ONFAULT) a page is present, and locked, only once
+// touched. A buffer that the loop or the kernel writes is to be written
+// instead (clear(b)): reading fresh memory only maps the shared zero page.
+func TouchPages(b []byte) (sum byte) {
+	page := os.Getpagesize()
+	for i := 0; i < len(b); i += page {
+		sum += b[i]
+	}
+	return sum
+}

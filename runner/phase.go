@@ -101,7 +101,9 @@ func runEngine(ctx context.Context, exe string, req engineRequest, sink func(*ru
 	var once sync.Once
 	stop := func() { once.Do(func() { cmd.Process.Signal(syscall.SIGTERM) }) }
 	exited := make(chan struct{})
+	watched := make(chan struct{}) // res.stopped is settled
 	go func() {
+		defer close(watched)
 		select {
 		case <-ctx.Done():
 			res.stopped = true
@@ -118,6 +120,7 @@ func runEngine(ctx context.Context, exe string, req engineRequest, sink func(*ru
 	}
 	waitErr := cmd.Wait()
 	close(exited)
+	<-watched
 	switch {
 	case readErr != nil:
 		return res, readErr

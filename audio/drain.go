@@ -47,9 +47,11 @@ func (d *Drainer) Run(done <-chan struct{}) error {
 	idle := time.NewTimer(DrainInterval)
 	defer idle.Stop()
 	for {
-		if n, err := d.batch(); err != nil {
+		n, err := d.batch()
+		if err != nil {
 			return err
-		} else if n > 0 {
+		}
+		if n > 0 {
 			continue
 		}
 		select {

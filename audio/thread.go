@@ -1,6 +1,7 @@
 package audio
 
 import (
+	"math"
 	"runtime"
 	"runtime/debug"
 	"unsafe"
@@ -73,14 +74,16 @@ func growStack() (sum byte) {
 const LoopPs = 2
 
 // RuntimeSetup configures the Go runtime of a process that runs a pinned
-// period loop; call it first thing. The collector is turned off: the loop
-// does not allocate, set-up garbage is small, and a collection would stop
-// the world. GOMAXPROCS is set to LoopPs explicitly, which also ends the
+// period loop; call it first thing. The collector is turned off, memory
+// limit included (a GOMEMLIMIT in the environment would start collections
+// even with GOGC=off): the loop does not allocate, set-up garbage is small,
+// and a collection would stop the world. GOMAXPROCS is set to LoopPs explicitly, which also ends the
 // runtime's own updates of it (Go ≥ 1.25 re-reads the CPU affinity and
 // cgroup quota every second and applies a change by stopping the world —
 // which waits for the pinned loop, that is for the end of the phase, while
 // every other goroutine stands still).
 func RuntimeSetup() {
 	debug.SetGCPercent(-1)
+	debug.SetMemoryLimit(math.MaxInt64)
 	runtime.GOMAXPROCS(LoopPs)
 }

@@ -87,6 +87,25 @@ func TestRunSurvivesAffinityChange(t *testing.T) {
 	stopAndCheck(t, cmd, eng, out, &se)
 }
 
+// A GOMEMLIMIT in the environment starts collections even with the
+// collector off; one that began during the engine's set-up stopped the
+// world at its end, which waits for the pinned loop: the engine stood
+// still until the phase ended. The engine lifts the limit.
+func TestRunStopsWithMemoryLimit(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run")
+	cmd := exec.Command(binary, "run", "--driver", "timer", "--tests", "idle", "--duration", "20s",
+		"--cpu-load", "0", "--periods", "16", "--out", out, "--no-report", "--quiet")
+	cmd.Env = append(os.Environ(), "GOMEMLIMIT=1MiB")
+	var se bytes.Buffer
+	cmd.Stderr = &se
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eng := engineOf(t, cmd.Process.Pid)
+	time.Sleep(3 * time.Second)
+	stopAndCheck(t, cmd, eng, out, &se)
+}
+
 // stopAndCheck sends SIGINT to the run, which must exit within 1 s with
 // exit code 130, and checks what it kept: every period measured from the
 // stream's start to the signal (a period is 64 frames at 48 kHz) and

@@ -17,7 +17,7 @@ LDFLAGS := -X main.version=$(VERSION)
 # Arguments for `make run`, e.g. make run ARGS="--tests idle,hackbench --duration 10s"
 ARGS ?=
 
-.PHONY: run test build build-static build-portaudio setup setup-test vet unit fuzz fuzz-short portaudio-test vmtest bench clean
+.PHONY: run test build build-static build-portaudio setup setup-test vet unit race fuzz fuzz-short portaudio-test vmtest bench clean
 
 run: setup build
 	$(BIN) run $(ARGS)
@@ -44,7 +44,7 @@ setup:
 setup-test:
 	scripts/setup test
 
-test: setup-test vet unit fuzz-short portaudio-test vmtest
+test: setup-test vet unit race fuzz-short portaudio-test vmtest
 
 vet:
 	@out=$$(gofmt -l .) && { test -z "$$out" || { echo "$$out"; echo "gofmt: files above need formatting"; exit 1; }; }
@@ -62,7 +62,8 @@ unit:
 # that fails is written to the package's testdata/fuzz/ and from then on
 # runs with the unit tests.
 FUZZ_TARGETS := rundata:FuzzParseRun rundata:FuzzSampleReader rundata:FuzzParseHistFile \
-	report:FuzzParseCyclictest audio/alsa:FuzzDecodeWAV
+	report:FuzzParseCyclictest audio/alsa:FuzzDecodeWAV rundata:FuzzDecodeSpikes rundata:FuzzParseCyclictestLog \
+	ktrace:FuzzParseLine
 FUZZTIME ?= 60s
 
 fuzz:
@@ -74,6 +75,19 @@ fuzz:
 
 fuzz-short:
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=5s
+
+# The race detector over every package that starts goroutines (a line of
+# one of its files begins with a go statement), over the CLI's end-to-end
+# tests, whose binary (the parent, the engine, the stressors) is then built
+# with -race too (cmd/latencytest/race_test.go), and over the PortAudio
+# driver against JACK. Only these: the detector makes tests several times
+# slower, and CI has 2 cores.
+RACE_PKGS = $(shell for d in $$($(GO) list -f '{{.Dir}}' ./...); do \
+	grep -qsE '^[[:space:]]*go [[:alnum:]_]' $$d/*.go && echo $$d; done)
+
+race:
+	$(GO) test -race -count=1 -p 1 -timeout 30m $(RACE_PKGS) ./cmd/latencytest/
+	$(GO) test -race -count=1 -p 1 -timeout 10m -tags portaudio ./audio/portaudio/...
 
 portaudio-test:
 	$(GO) test -count=1 -p 1 -timeout 10m -tags portaudio ./audio/portaudio/... ./cmd/latencytest/

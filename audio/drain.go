@@ -3,6 +3,7 @@ package audio
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -11,17 +12,17 @@ import (
 
 // Drainer moves samples from the ring to a file descriptor (the pipe to the
 // parent process) in the wire form. It runs on an ordinary goroutine and
-// does not allocate either: the period loop shares the process with it, and
-// any allocation could end in a runtime pause the loop would measure.
+// does not allocate after its start either: the period loop shares the
+// process with it, and any allocation could end in a runtime pause the
+// loop would measure.
 type Drainer struct {
-	ring  *Ring
-	fd    int
-	buf   []byte
-	sleep Sleeper
-	s     rundata.Sample
+	ring *Ring
+	fd   int
+	buf  []byte
+	s    rundata.Sample
 }
 
-// DrainInterval is how long the drainer sleeps when the ring is empty, ns.
+// DrainInterval is how long the drainer waits when the ring is empty, ns.
 const DrainInterval = 100e6
 
 // drainBatch is how many samples one write carries at most.
@@ -29,40 +30,56 @@ const drainBatch = 256
 
 // NewDrainer returns a drainer from ring to fd.
 func NewDrainer(ring *Ring, fd int) *Drainer {
-	return &Drainer{ring: ring, fd: fd, buf: make([]byte, drainBatch*rundata.WireSize)}
+	d := &Drainer{ring: ring, fd: fd, buf: make([]byte, drainBatch*rundata.WireSize)}
+	clear(d.buf) // present before the run, like the ring
+	return d
 }
 
 // Run drains until done is closed and the ring is empty. It polls every
 // DrainInterval when idle: the latency of the hand-over does not matter,
 // only that the loop never waits for it, and fewer wakeups cost the
 // machine less CPU per period. The ring must hold several intervals.
+//
+// It waits in the scheduler, not in a raw sleep, so that its P is free
+// while it waits: the engine has two Ps, one held by the pinned loop for
+// the whole run, and the goroutine that handles SIGTERM needs the other.
 func (d *Drainer) Run(done <-chan struct{}) error {
+	idle := time.NewTimer(DrainInterval)
+	defer idle.Stop()
 	for {
-		n := 0
-		for n < drainBatch && d.ring.Pop(&d.s) {
-			rundata.PutWire(d.buf[n*rundata.WireSize:], &d.s)
-			n++
+		n, err := d.batch()
+		if err != nil {
+			return err
 		}
 		if n > 0 {
-			if err := d.write(d.buf[:n*rundata.WireSize]); err != nil {
-				return err
-			}
 			continue
 		}
 		select {
 		case <-done:
-			if d.ring.Pop(&d.s) { // a last push raced the check
-				rundata.PutWire(d.buf, &d.s)
-				if err := d.write(d.buf[:rundata.WireSize]); err != nil {
+			// A last push may have raced the check.
+			for {
+				n, err := d.batch()
+				if n == 0 || err != nil {
 					return err
 				}
-				continue
 			}
-			return nil
-		default:
+		case <-idle.C:
+			idle.Reset(DrainInterval)
 		}
-		d.sleep.For(DrainInterval)
 	}
+}
+
+// batch writes up to drainBatch samples from the ring and says how many.
+func (d *Drainer) batch() (int, error) {
+	n := 0
+	for n < drainBatch && d.ring.Pop(&d.s) {
+		rundata.PutWire(d.buf[n*rundata.WireSize:], &d.s)
+		n++
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	return n, d.write(d.buf[:n*rundata.WireSize])
 }
 
 func (d *Drainer) write(b []byte) error {
@@ -70,7 +87,7 @@ func (d *Drainer) write(b []byte) error {
 		n, err := unix.Write(d.fd, b)
 		if errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN) {
 			if errors.Is(err, unix.EAGAIN) {
-				d.sleep.For(1e6)
+				time.Sleep(time.Millisecond)
 			}
 			continue
 		}

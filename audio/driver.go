@@ -44,6 +44,11 @@ type Granted struct {
 // on one locked OS thread, so Wait, Transfer and everything they call must
 // not allocate.
 //
+// Everything Wait and Transfer touch must be touched in Open or Start: the
+// engine locks memory with MCL_ONFAULT, so a buffer page first used in the
+// loop is a page fault there (write the driver's own buffers once, read a
+// mapped device buffer with TouchPages).
+//
 // Wait blocks until the next period is due and fills p.Due (the instant the
 // period became due: the timer deadline, or the timestamp of the
 // hardware-pointer update that completed the period), p.Woke (when the

@@ -105,11 +105,17 @@ func (e *Engine) Calibrate() {
 
 // Run starts the stream and runs the period loop on the calling goroutine,
 // which should be locked to its OS thread, until the duration has passed,
-// Stop is called or the driver fails.
+// Stop is called or the driver fails. For a blocking driver it first grows
+// the goroutine's stack by LoopStack and blocks asynchronous signals on the
+// thread until it returns (see blockSignals).
 func (e *Engine) Run() error {
 	if cd, ok := e.d.(CallbackDriver); ok {
 		return cd.Run(e.Step, e.stopped)
 	}
+	// Before the stream starts: the stack the loop will use, and a
+	// thread no signal handler will run on.
+	e.sink += uint64(growStack())
+	defer restoreSignals(blockSignals())
 	start, err := e.d.Start()
 	if err != nil {
 		return fmt.Errorf("start stream: %w", err)

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -36,7 +38,9 @@ func RTSetup(asked rundata.RTParams) (setup rundata.RTSetup, release func()) {
 		// than it uses (whole heap arenas), which would otherwise cost
 		// some 140 MB of locked memory and a start-up of page faults.
 		// What the loop touches is touched during set-up (NewRing
-		// writes its whole buffer). Kernels before 4.4 lack it.
+		// writes its whole buffer, Engine.Run grows the stack) and the
+		// code is locked whole by lockCode. Kernels before 4.4 lack
+		// MCL_ONFAULT.
 		err := unix.Mlockall(unix.MCL_CURRENT | unix.MCL_FUTURE | unix.MCL_ONFAULT)
 		if err == unix.EINVAL {
 			err = unix.Mlockall(unix.MCL_CURRENT | unix.MCL_FUTURE)
@@ -45,6 +49,9 @@ func RTSetup(asked rundata.RTParams) (setup rundata.RTSetup, release func()) {
 			refuse("mlockall: %v (raise the memlock limit)", err)
 		} else {
 			ob.Mlockall = true
+			if err := lockCode(); err != nil {
+				refuse("locking the program's code: %v", err)
+			}
 		}
 	}
 	if len(asked.Affinity) > 0 {
@@ -76,4 +83,61 @@ func RTSetup(asked rundata.RTParams) (setup rundata.RTSetup, release func()) {
 		}
 	}
 	return setup, release
+}
+
+// lockCode locks, and so faults in now, every read-only mapping of a
+// file: the program's code and read-only data (and a cgo build's
+// libraries). Under MCL_ONFAULT a page of code runs from the page cache
+// only once it has faulted in, and the loop's rare paths — the first
+// xrun's recovery, the runtime's tables that growing a stack reads —
+// would take that fault in the loop, at the worst moment. Writable
+// mappings are left alone: locking them copies every page.
+func lockCode() error {
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(string(maps), "\n") {
+		start, end, ok := codeMapping(line)
+		if !ok {
+			continue
+		}
+		if _, _, e := unix.RawSyscall(unix.SYS_MLOCK, uintptr(start), uintptr(end-start), 0); e != 0 {
+			return fmt.Errorf("mlock %x-%x: %w", start, end, e)
+		}
+	}
+	return nil
+}
+
+// codeMapping parses one line of /proc/self/maps and reports the range of
+// a read-only, private mapping of a regular file (not a device such as a
+// soundcard's buffer).
+func codeMapping(line string) (start, end uint64, ok bool) {
+	f := strings.Fields(line)
+	if len(f) < 6 || !strings.HasPrefix(f[5], "/") || strings.HasPrefix(f[5], "/dev/") || f[4] == "0" {
+		return 0, 0, false
+	}
+	if perms := f[1]; len(perms) != 4 || perms[0] != 'r' || perms[1] != '-' || perms[3] != 'p' {
+		return 0, 0, false
+	}
+	a, b, found := strings.Cut(f[0], "-")
+	if !found {
+		return 0, 0, false
+	}
+	start, err1 := strconv.ParseUint(a, 16, 64)
+	end, err2 := strconv.ParseUint(b, 16, 64)
+	return start, end, err1 == nil && err2 == nil && end > start
+}
+
+// TouchPages reads one byte of every page of b, so that a mapping (a
+// soundcard's buffer) has all its pages present before the loop starts:
+// under mlockall(MCL_ONFAULT) a page is present, and locked, only once
+// touched. A buffer that the loop or the kernel writes is to be written
+// instead (clear(b)): reading fresh memory only maps the shared zero page.
+func TouchPages(b []byte) (sum byte) {
+	page := os.Getpagesize()
+	for i := 0; i < len(b); i += page {
+		sum += b[i]
+	}
+	return sum
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"runtime/debug"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -25,9 +24,9 @@ import (
 // report pipe and writes the samples on the data pipe. It returns the
 // process exit code: 2 for bad input (then also reported on the pipe).
 func EngineMain(stdin io.Reader, stderr io.Writer, open func(name string) (audio.Driver, error)) int {
-	// Nothing here may pause the loop: no garbage collector (the loop does
-	// not allocate, and setup garbage is small), one locked thread.
-	debug.SetGCPercent(-1)
+	// Nothing here may pause the loop: no garbage collector, a P for the
+	// other goroutines besides the loop's, one locked thread.
+	audio.RuntimeSetup()
 	runtime.LockOSThread()
 	conn, err := child.Attach()
 	if err != nil {

@@ -238,6 +238,10 @@ func (d *Driver) openSide(name string, stream int, want *shape, exact bool) (*si
 	got := grantedShape(&h)
 	*want = got
 	s.buf = make([]byte, got.periodFrames*p.frameBytes)
+	// Present before the loop (see audio.Driver): the kernel writes each
+	// captured period into buf, the loop reads and writes the mapping.
+	clear(s.buf)
+	audio.TouchPages(p.data)
 	return s, notes, nil
 }
 

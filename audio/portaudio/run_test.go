@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"latencytest/internal/racetest"
 	"latencytest/rundata"
 )
 
@@ -25,7 +26,17 @@ var built struct {
 }
 
 func TestMain(m *testing.M) {
+	races, err := os.MkdirTemp("", "latencytest-pa-race-")
+	if err != nil {
+		panic(err)
+	}
+	racetest.Setenv(races)
 	code := m.Run()
+	if err := racetest.Reports(races); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		code = 1
+	}
+	os.RemoveAll(races)
 	if built.dir != "" {
 		os.RemoveAll(built.dir)
 	}
@@ -40,7 +51,8 @@ func buildLatencytest(t *testing.T) string {
 			return
 		}
 		built.exe = filepath.Join(built.dir, "latencytest")
-		out, err := exec.Command("go", "build", "-tags", "portaudio", "-o", built.exe, "latencytest/cmd/latencytest").CombinedOutput()
+		args := append(append([]string{"build", "-tags", "portaudio"}, racetest.BuildFlags()...), "-o", built.exe, "latencytest/cmd/latencytest")
+		out, err := exec.Command("go", args...).CombinedOutput()
 		if err != nil {
 			built.err = fmt.Errorf("go build -tags portaudio: %v\n%s", err, out)
 		}

@@ -24,12 +24,6 @@ const (
 	culpritBursts = 15
 )
 
-func monoNS() int64 {
-	var ts unix.Timespec
-	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	return ts.Nano()
-}
-
 func runCulprit() {
 	runtime.LockOSThread()
 	name := append([]byte(culpritName), 0)
@@ -47,10 +41,10 @@ func runCulprit() {
 	}
 	time.Sleep(300 * time.Millisecond) // switched in afresh at its new priority
 	for range culpritBursts {
-		t0 := monoNS()
-		for monoNS()-t0 < int64(culpritBusy) {
+		t0 := monotonic()
+		for monotonic()-t0 < int64(culpritBusy) {
 		}
-		fmt.Printf("%d %d\n", t0, monoNS())
+		fmt.Printf("%d %d\n", t0, monotonic())
 		time.Sleep(200 * time.Millisecond)
 	}
 }

@@ -1,0 +1,89 @@
+package audio
+
+import (
+	"math"
+	"runtime"
+	"runtime/debug"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// asyncSignals is the mask of every signal except those the kernel raises
+// on the thread itself when it faults: a blocked fault signal would kill
+// the process silently instead of letting the runtime report the fault.
+// SIGKILL and SIGSTOP cannot be blocked; the kernel ignores them here.
+const asyncSignals = ^uint64(0) &^ (1<<(unix.SIGILL-1) | 1<<(unix.SIGTRAP-1) | 1<<(unix.SIGBUS-1) |
+	1<<(unix.SIGFPE-1) | 1<<(unix.SIGSEGV-1) | 1<<(unix.SIGSYS-1))
+
+// blockSignals blocks every asynchronous signal on the calling OS thread
+// and returns the mask to restore. A process-directed signal (SIGTERM,
+// SIGINT, a stray SIGCHLD or SIGWINCH) then goes to one of the runtime's
+// other threads, and the runtime's thread-directed SIGURG (preemption)
+// waits: none of them can interrupt the loop's sleep and run a handler on
+// the real-time thread. (The kernel offers a process signal to the main
+// thread first, and the engine's loop runs on its main thread.)
+func blockSignals() (old uint64) {
+	set := uint64(asyncSignals)
+	sigprocmask(unix.SIG_BLOCK, &set, &old)
+	return old
+}
+
+// restoreSignals sets the calling thread's mask back to old; signals that
+// arrived meanwhile are delivered now.
+func restoreSignals(old uint64) { sigprocmask(unix.SIG_SETMASK, &old, nil) }
+
+// sigprocmask is rt_sigprocmask on the calling thread, raw: the runtime's
+// own signal masking is for the threads it creates, not this one.
+func sigprocmask(how int, set, old *uint64) {
+	unix.RawSyscall6(unix.SYS_RT_SIGPROCMASK, uintptr(how), uintptr(unsafe.Pointer(set)),
+		uintptr(unsafe.Pointer(old)), unsafe.Sizeof(*set), 0, 0)
+}
+
+// LoopStack is the stack the period loop may use below Engine.Run without
+// the goroutine's stack having to grow. Growing a stack copies it into
+// newly allocated memory: page faults and the heap lock, in the loop,
+// perhaps at the first xrun. 64 KB is many times what the deepest path
+// (an ALSA recovery) uses.
+const LoopStack = 64 << 10
+
+// growStack makes the calling goroutine's stack hold LoopStack more bytes
+// than its caller uses and writes every page of it, so that the pages are
+// present (and locked, under mlockall) before the loop starts. With the
+// collector off the stack is never shrunk again.
+//
+//go:noinline
+func growStack() (sum byte) {
+	var b [LoopStack]byte
+	for i := 0; i < len(b); i += 512 {
+		b[i] = byte(i >> 9)
+	}
+	for i := 0; i < len(b); i += 512 {
+		sum += b[i]
+	}
+	return sum
+}
+
+// LoopPs is the number of Ps (GOMAXPROCS) the engine process runs with:
+// one that the pinned loop holds for the whole run, and one for
+// everything else — the drainer and the goroutine that handles SIGTERM.
+// With only one (GOMAXPROCS=1, one CPU by taskset, cpuset or cgroup
+// quota) those starve until the phase ends: no stop, and samples lost once
+// the ring is full. A P is not a CPU: on one CPU the second P's thread runs
+// whenever the real-time thread sleeps.
+const LoopPs = 2
+
+// RuntimeSetup configures the Go runtime of a process that runs a pinned
+// period loop; call it first thing. The collector is turned off, memory
+// limit included (a GOMEMLIMIT in the environment would start collections
+// even with GOGC=off): the loop does not allocate, set-up garbage is small,
+// and a collection would stop the world. GOMAXPROCS is set to LoopPs explicitly, which also ends the
+// runtime's own updates of it (Go ≥ 1.25 re-reads the CPU affinity and
+// cgroup quota every second and applies a change by stopping the world —
+// which waits for the pinned loop, that is for the end of the phase, while
+// every other goroutine stands still).
+func RuntimeSetup() {
+	debug.SetGCPercent(-1)
+	debug.SetMemoryLimit(math.MaxInt64)
+	runtime.GOMAXPROCS(LoopPs)
+}

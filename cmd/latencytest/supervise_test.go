@@ -1,13 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -93,37 +93,48 @@ func TestExecCmdHasNoReportPipe(t *testing.T) {
 // started runs latencytest with args and waits until its stderr says
 // line; it returns the command and its stderr so far (complete after
 // Wait).
-func started(t *testing.T, env []string, line string, args ...string) (*exec.Cmd, *bytes.Buffer) {
+func started(t *testing.T, env []string, line string, args ...string) (*exec.Cmd, *watchedOutput) {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
 	cmd.Env = append(os.Environ(), env...)
-	pr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	se := &watchedOutput{line: line, seen: make(chan struct{})}
+	cmd.Stderr = se // exec copies into it, and Wait waits for the copy
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var se bytes.Buffer
-	seen := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			se.Write(append(sc.Bytes(), '\n'))
-			if strings.Contains(sc.Text(), line) && seen != nil {
-				close(seen)
-				seen = nil
-			}
-		}
-	}()
 	select {
-	case <-seen:
+	case <-se.seen:
 	case <-time.After(10 * time.Second):
 		cmd.Process.Kill()
 		cmd.Wait()
 		t.Fatalf("no %q on stderr within 10 s", line)
 	}
-	return cmd, &se
+	return cmd, se
+}
+
+// watchedOutput keeps a process's output and says when a line has come.
+type watchedOutput struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	line string
+	seen chan struct{}
+	once sync.Once
+}
+
+func (w *watchedOutput) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n, err := w.buf.Write(p)
+	if strings.Contains(w.buf.String(), w.line) {
+		w.once.Do(func() { close(w.seen) })
+	}
+	return n, err
+}
+
+func (w *watchedOutput) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
 }
 
 // exitCode waits for cmd and returns its exit code and how long it took

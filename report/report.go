@@ -92,6 +92,7 @@ type phaseView struct {
 
 type indexPage struct {
 	Title, Started, Duration string
+	Verdict                  string // the buffer verdict (rundata.VerdictText)
 	Run                      *rundata.Run
 	Banners                  []string
 	Overview                 statsTable
@@ -111,7 +112,7 @@ func metricHeads() []string {
 
 func renderIndex(rd *runData) ([]byte, error) {
 	r := rd.run
-	pg := &indexPage{Run: r, Title: "latencytest report: " + r.System.Hostname,
+	pg := &indexPage{Run: r, Title: "latencytest report: " + r.System.Hostname, Verdict: rundata.VerdictText(r),
 		Started: r.Start.UTC().Format("2006-01-02 15:04:05 UTC")}
 	if !r.End.IsZero() {
 		pg.Duration = r.End.Sub(r.Start).Round(time.Second).String()

@@ -17,6 +17,8 @@ type Recovery struct {
 	dspNear   int64 // DSP loops within 100 µs of the nominal
 	nominal   int64 // nominal DSP loop, ns (0: unknown)
 	headroom  int64 // least frames queued at a wakeup without an xrun; -1 before one
+	late      LateMeter
+	periodNS  int64
 	bufFrames int64
 	rate      int64
 }
@@ -30,6 +32,7 @@ func NewRecovery(h SampleHeader, nominalDSP int64) *Recovery {
 		headroom:  -1,
 		bufFrames: int64(h.Frames) * int64(h.Periods),
 		rate:      int64(h.Rate),
+		periodNS:  periodOf(h),
 	}
 }
 
@@ -41,6 +44,7 @@ func (r *Recovery) Add(s *Sample) {
 	}
 	r.lastDue = s.Due
 	r.periods++
+	r.late.Add(s)
 	if s.Xrun > 0 {
 		r.xruns++
 		r.xrunNS += s.Xrun
@@ -61,6 +65,9 @@ func (r *Recovery) Fill(p *Phase, lost int64) {
 	p.Periods = r.periods
 	FillPhase(p, r.Hist)
 	p.Xruns = r.xruns
+	if r.periodNS > 0 {
+		p.Safe, p.SafeAtDefaultLoad = r.late.Verdicts(r.periodNS, DefaultCPULoad)
+	}
 	p.XrunMSTotal = float64(r.xrunNS) / 1e6
 	p.Lost = lost
 	if r.periods == 0 {
@@ -77,4 +84,12 @@ func (r *Recovery) Fill(p *Phase, lost int64) {
 		p.CPULoop.MaxUS = float64(r.dspMax) / 1000
 		p.CPULoop.Within100USPct = 100 * float64(r.dspNear) / float64(r.periods)
 	}
+}
+
+// periodOf is a samples file's period, ns (0 when its header has no rate).
+func periodOf(h SampleHeader) int64 {
+	if h.Rate == 0 {
+		return 0
+	}
+	return int64(h.Frames) * 1e9 / int64(h.Rate)
 }

@@ -129,6 +129,14 @@ type Phase struct {
 	// reporting an xrun (rundata.FlagPointerJump): not xruns.
 	PointerJumps int     `json:"pointer_jumps,omitempty"`
 	CPULoop      CPULoop `json:"cpu_loop"`
+	// Safe is the buffer verdict: the smallest number of periods at this
+	// period size in which every period would have been written in time
+	// (wakeup latency plus the DSP work measured), with its margin;
+	// SafeAtDefaultLoad the same with the default 80 % DSP load in place
+	// of the measured one. An estimate for buffers other than the one
+	// measured (docs/method.md, "The buffer verdict").
+	Safe              *Safe `json:"safe,omitempty"`
+	SafeAtDefaultLoad *Safe `json:"safe_at_default_load,omitempty"`
 	// Lost counts periods the engine measured but could not hand over
 	// (its ring was full); they are in the figures of no statistic.
 	Lost int64 `json:"lost,omitempty"`

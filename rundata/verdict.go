@@ -1,5 +1,14 @@
 package rundata
 
+import (
+	"fmt"
+	"strings"
+)
+
+// DefaultCPULoad is latencytest's default simulated DSP load, percent of a
+// period: the load the second verdict answers for.
+const DefaultCPULoad = 80
+
 // MaxSafePeriods is the largest buffer the verdict considers, in periods;
 // a phase that needs more is reported as needing more than it.
 const MaxSafePeriods = 64
@@ -60,4 +69,40 @@ func (m *LateMeter) Verdicts(periodNS int64, pct int) (measured, nominal *Safe) 
 	}
 	a, b := Verdict(m.Write, periodNS), Verdict(m.Wakeup+periodNS*int64(pct)/100, periodNS)
 	return &a, &b
+}
+
+// VerdictText says which loads the run's buffer held and what the others
+// would have needed, e.g. "64 frames × 2 (2.7 ms) held under idle, proc;
+// hackbench needs × 3 (4.0 ms)". It is "" for a run without verdicts.
+func VerdictText(r *Run) string {
+	size := func(n int) string {
+		return fmt.Sprintf("× %d (%.1f ms)", n, float64(n)*r.PeriodUS/1000)
+	}
+	var held, other []string
+	for _, ph := range r.Phases {
+		switch {
+		case ph.Skipped != "" || ph.Safe == nil:
+		case ph.Safe.Periods > MaxSafePeriods:
+			other = append(other, fmt.Sprintf("%s needs more than × %d", ph.Name, MaxSafePeriods))
+		case ph.Safe.Periods > r.Periods:
+			other = append(other, fmt.Sprintf("%s needs %s", ph.Name, size(ph.Safe.Periods)))
+		case ph.Xruns > 0:
+			other = append(other, fmt.Sprintf("%s had %d xruns its wakeups do not explain", ph.Name, ph.Xruns))
+		default:
+			held = append(held, ph.Name)
+		}
+	}
+	if len(held) == 0 && len(other) == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("%d frames %s", r.PeriodFrames, size(r.Periods))
+	if len(held) > 0 {
+		s += " held under " + strings.Join(held, ", ")
+	} else {
+		s += " held under no load"
+	}
+	if len(other) > 0 {
+		s += "; " + strings.Join(other, "; ")
+	}
+	return s
 }

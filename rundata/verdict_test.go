@@ -48,3 +48,21 @@ func TestLateMeter(t *testing.T) {
 		t.Errorf("measured %+v, nominal %+v; want 4 and 5 periods", a, b)
 	}
 }
+
+func TestVerdictText(t *testing.T) {
+	r := &Run{PeriodFrames: 64, Periods: 2, PeriodUS: 1333.333, Phases: []Phase{
+		{Name: "idle", Safe: &Safe{Periods: 2}},
+		{Name: "x11", Skipped: "no display"},
+		{Name: "proc", Safe: &Safe{Periods: 2}},
+		{Name: "disk-write", Safe: &Safe{Periods: 4}, Xruns: 3},
+		{Name: "hackbench", Safe: &Safe{Periods: MaxSafePeriods + 1}},
+		{Name: "net", Safe: &Safe{Periods: 2}, Xruns: 1},
+	}}
+	want := "64 frames × 2 (2.7 ms) held under idle, proc; disk-write needs × 4 (5.3 ms); hackbench needs more than × 64; net had 1 xruns its wakeups do not explain"
+	if got := VerdictText(r); got != want {
+		t.Errorf("VerdictText\n = %q\nwant %q", got, want)
+	}
+	if got := VerdictText(&Run{Phases: []Phase{{Name: "idle"}}}); got != "" {
+		t.Errorf("without verdicts: %q", got)
+	}
+}

@@ -148,6 +148,7 @@ type accumulator struct {
 	hist       *rundata.Histogram
 	grid       *rundata.Histogram // lateness against the fitted grid, when the driver has one
 	bufFrames  int64              // frames in the whole buffer
+	periodNS   int64              // the period, for the buffer verdict
 	rate       int64
 	headroom   int64 // least frames queued at a wakeup; -1 before the first
 	nominalDSP int64
@@ -157,6 +158,7 @@ type accumulator struct {
 	xruns      int
 	xrunNS     int64
 	jumps      int // pointer jumps (rundata.FlagPointerJump)
+	late       rundata.LateMeter
 	lastLat    int64
 	firstDue   int64
 	lastDue    int64
@@ -166,7 +168,12 @@ type accumulator struct {
 }
 
 func newAccumulator(w *rundata.SampleWriter, g audioShape, onXrun func(*rundata.Sample)) *accumulator {
+	var period int64
+	if g.Rate > 0 {
+		period = int64(g.PeriodFrames) * 1e9 / int64(g.Rate)
+	}
 	return &accumulator{
+		periodNS:  period,
 		hist:      rundata.NewHistogram(rundata.DefaultHistUS),
 		grid:      rundata.NewHistogram(rundata.DefaultHistUS),
 		bufFrames: int64(g.PeriodFrames * g.Periods),
@@ -187,6 +194,7 @@ func (a *accumulator) sample(s *rundata.Sample) {
 	}
 	a.lastDue = s.Due
 	a.periods++
+	a.late.Add(s)
 	if s.Grid != 0 {
 		a.grid.Add(s.Woke - s.Grid)
 	}
@@ -255,6 +263,9 @@ func (a *accumulator) fill(ph *rundata.Phase) {
 	ph.Xruns = a.xruns
 	ph.XrunMSTotal = float64(a.xrunNS) / 1e6
 	ph.PointerJumps = a.jumps
+	if a.periodNS > 0 {
+		ph.Safe, ph.SafeAtDefaultLoad = a.late.Verdicts(a.periodNS, rundata.DefaultCPULoad)
+	}
 	ph.CPULoop = rundata.CPULoop{NominalUS: float64(a.nominalDSP) / 1000, MaxUS: float64(a.dspMax) / 1000}
 	if a.nominalDSP > 0 && a.periods > 0 {
 		ph.CPULoop.Within100USPct = 100 * float64(a.dspNear) / float64(a.periods)

@@ -447,6 +447,9 @@ func summary(w io.Writer, run *rundata.Run, acts map[int]float64, dir string) {
 			fmt.Fprintf(w, "   %-10s pointer jumps: %d (the hardware pointer lost whole buffers against the card's clock without an xrun from the kernel; not xruns)\n", ph.Name, ph.PointerJumps)
 		}
 	}
+	if v := rundata.VerdictText(run); v != "" {
+		fmt.Fprintf(w, "verdict: %s\n", v)
+	}
 	if run.Interrupted {
 		fmt.Fprintln(w, "interrupted: the results hold what was measured until then")
 	}

@@ -176,26 +176,106 @@ func fmtPct(v float64) string {
 	}
 }
 
-// stressorSummary renders a stressor's throughput figures as "k=v, ...",
-// sorted by key so that the same run always reads the same.
+// stressorSummary renders a stressor's throughput figures as named
+// figures with units: its rate ("0.43 rounds/s", "41.2 MB/s"), hackbench's
+// round time, a file's size in MiB, then its other figures as k=v sorted
+// by key, so that the same run always reads the same. Series (one value
+// per round) are summarised here and listed by stressorSeries.
 func stressorSummary(m map[string]any) string {
+	if len(m) == 0 {
+		return ""
+	}
+	var parts []string
+	done := map[string]bool{"unit": true, "seconds": true}
+	if unit, ok := m["unit"].(string); ok {
+		key := strings.ToLower(strings.ReplaceAll(unit, "/", "_"))
+		done[key], done[key+"_per_s"] = true, true
+		if rate, ok := m[key+"_per_s"].(float64); ok {
+			p := fmt.Sprintf("%s %s/s", strconv.FormatFloat(rate, 'g', 4, 64), unit)
+			if total, ok := m[key].(float64); ok {
+				p += fmt.Sprintf(" (%s %s in %s s)", strconv.FormatFloat(total, 'g', 6, 64), unit, strconv.FormatFloat(asNum(m["seconds"]), 'f', 1, 64))
+			}
+			parts = append(parts, p)
+		}
+	}
+	if ts, ok := numbers(m["round_time_s"]); ok && len(ts) > 0 {
+		done["round_time_s"] = true
+		lo, hi, sum := ts[0], ts[0], 0.0
+		for _, v := range ts {
+			lo, hi, sum = min(lo, v), max(hi, v), sum+v
+		}
+		parts = append(parts, fmt.Sprintf("Time: mean %.3f s over %d rounds (%.3f–%.3f)", sum/float64(len(ts)), len(ts), lo, hi))
+	}
+	if b, ok := m["size_bytes"].(float64); ok {
+		done["size_bytes"] = true
+		parts = append(parts, fmt.Sprintf("size %s MiB", strconv.FormatFloat(b/(1<<20), 'f', -1, 64)))
+	}
 	keys := make([]string, 0, len(m))
 	for k := range m {
-		keys = append(keys, k)
+		if !done[k] {
+			keys = append(keys, k)
+		}
 	}
 	sort.Strings(keys)
-	parts := make([]string, 0, len(keys))
 	for _, k := range keys {
-		var v string
-		switch x := m[k].(type) {
-		case float64:
-			v = strconv.FormatFloat(x, 'g', 6, 64)
-		case string:
-			v = x
-		default:
-			v = fmt.Sprint(x)
+		if vs, ok := numbers(m[k]); ok {
+			parts = append(parts, fmt.Sprintf("%s: %d values", k, len(vs)))
+			continue
 		}
-		parts = append(parts, k+"="+v)
+		parts = append(parts, k+"="+plainValue(m[k]))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// stressorSeries lists a stressor's per-round figures, for the report's
+// "on demand" list: "round_time_s: 0.808 0.822 …".
+func stressorSeries(m map[string]any) []string {
+	var out []string
+	for k, v := range m {
+		if vs, ok := numbers(v); ok {
+			var b strings.Builder
+			b.WriteString(k + ":")
+			for _, x := range vs {
+				b.WriteString(" " + strconv.FormatFloat(x, 'g', 6, 64))
+			}
+			out = append(out, b.String())
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func plainValue(v any) string {
+	switch x := v.(type) {
+	case float64:
+		return strconv.FormatFloat(x, 'g', 6, 64)
+	case string:
+		return x
+	}
+	return fmt.Sprint(v)
+}
+
+// numbers reads a JSON array of numbers.
+func numbers(v any) ([]float64, bool) {
+	a, ok := v.([]any)
+	if !ok {
+		if f, ok := v.([]float64); ok {
+			return f, true
+		}
+		return nil, false
+	}
+	out := make([]float64, 0, len(a))
+	for _, x := range a {
+		f, ok := x.(float64)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, f)
+	}
+	return out, true
+}
+
+func asNum(v any) float64 {
+	f, _ := v.(float64)
+	return f
 }

@@ -84,6 +84,7 @@ type phaseView struct {
 	Grid                              string
 	// What made it late (run --trace): the culprits across the phase's
 	// spikes and a timeline of the worst.
+	Series   []string // the load's per-round figures, listed on demand
 	Traced   bool
 	Spikes   int
 	Culprits []culpritRow
@@ -151,7 +152,7 @@ func renderIndex(rd *runData) ([]byte, error) {
 			overlay = append(overlay, histSeries{label: pd.Name, h: pd.hist})
 		}
 		pv := &pg.Phases[i]
-		*pv = phaseView{ID: id, Name: pd.Name, Stressor: pd.Stressor, Skipped: pd.Skipped, Note: pd.note,
+		*pv = phaseView{ID: id, Name: pd.Name, Stressor: pd.Stressor, Skipped: pd.Skipped, Note: pd.note, Series: stressorSeries(pd.StressorStats),
 			Xruns: pd.Xruns, PointerJumps: pd.PointerJumps, Overflow: pd.Overflow, Lost: pd.Lost, Nominal: fmtNum(pd.CPULoop.NominalUS / 1000)}
 		if g := pd.GridLateness; g != nil {
 			pv.Grid = fmt.Sprintf("min %s, p50 %s, p99 %s, p99.9 %s, p99.99 %s, max %s µs",

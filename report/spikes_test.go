@@ -110,3 +110,20 @@ func TestCompareCulprits(t *testing.T) {
 		t.Error("a table without a traced run")
 	}
 }
+
+// A stressor's figures read as named figures with units; the per-round
+// list is kept for the page's on-demand list.
+func TestStressorSummary(t *testing.T) {
+	hack := map[string]any{"unit": "rounds", "seconds": 10.0, "rounds": 12.0, "rounds_per_s": 1.2, "groups": 6.0, "mode": "process",
+		"round_time_s": []any{0.808, 0.822, 0.868}}
+	if got, want := stressorSummary(hack), "1.2 rounds/s (12 rounds in 10.0 s), Time: mean 0.833 s over 3 rounds (0.808–0.868), groups=6, mode=process"; got != want {
+		t.Errorf("hackbench\n = %q\nwant %q", got, want)
+	}
+	if got := stressorSeries(hack); !reflect.DeepEqual(got, []string{"round_time_s: 0.808 0.822 0.868"}) {
+		t.Errorf("series %q", got)
+	}
+	disk := map[string]any{"unit": "MB", "seconds": 20.0, "mb": 824.0, "mb_per_s": 41.2, "size_bytes": 1073741824.0, "dir": "/tmp"}
+	if got, want := stressorSummary(disk), "41.2 MB/s (824 MB in 20.0 s), size 1024 MiB, dir=/tmp"; got != want {
+		t.Errorf("disk\n = %q\nwant %q", got, want)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 
+	"latencytest/audio"
 	"latencytest/rundata"
 )
 
@@ -41,51 +42,11 @@ func readWAV(path string) (*pcmData, error) {
 }
 
 func decodeWAV(r io.Reader) (*pcmData, error) {
-	var hdr [12]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil || string(hdr[0:4]) != "RIFF" || string(hdr[8:12]) != "WAVE" {
-		return nil, errors.New("not a WAV file (no RIFF/WAVE header)")
+	f, size, err := audio.ReadWAVHeader(r)
+	if err != nil {
+		return nil, err
 	}
-	le := binary.LittleEndian
-	var (
-		haveFmt                    bool
-		tag, channels, bits, align int
-		rate                       int
-	)
-	for {
-		var ch [8]byte
-		if _, err := io.ReadFull(r, ch[:]); err != nil {
-			return nil, errors.New("no data chunk")
-		}
-		id, size := string(ch[0:4]), int64(le.Uint32(ch[4:8]))
-		switch id {
-		case "fmt ":
-			if size < 16 || size > 1<<16 {
-				return nil, fmt.Errorf("fmt chunk of %d bytes", size)
-			}
-			b := make([]byte, size+size%2)
-			if _, err := io.ReadFull(r, b); err != nil {
-				return nil, fmt.Errorf("fmt chunk: %w", err)
-			}
-			tag = int(le.Uint16(b[0:]))
-			channels = int(le.Uint16(b[2:]))
-			rate = int(le.Uint32(b[4:]))
-			align = int(le.Uint16(b[12:]))
-			bits = int(le.Uint16(b[14:]))
-			if tag == 0xFFFE && size >= 40 { // WAVE_FORMAT_EXTENSIBLE: the subformat GUID starts with the tag
-				tag = int(le.Uint16(b[24:]))
-			}
-			haveFmt = true
-		case "data":
-			if !haveFmt {
-				return nil, errors.New("data chunk before fmt chunk")
-			}
-			return decodeSamples(r, size, tag, channels, rate, bits, align)
-		default:
-			if _, err := io.CopyN(io.Discard, r, size+size%2); err != nil {
-				return nil, fmt.Errorf("chunk %q: %w", id, err)
-			}
-		}
-	}
+	return decodeSamples(r, size, f.Tag, f.Channels, f.Rate, f.Bits, f.Align)
 }
 
 // maxWAVData bounds the audio --file may hold: the whole file is decoded
@@ -143,46 +104,6 @@ func decodeSamples(r io.Reader, size int64, tag, channels, rate, bits, align int
 		d.samples[i] = v
 	}
 	return d, nil
-}
-
-// convert resamples d to rate (linear interpolation: this is a test
-// signal, not a mastering chain) and maps its channels onto channels:
-// fewer channels are averaged down, more repeat the source's cyclically.
-func convert(d *pcmData, rate, channels int) *pcmData {
-	outFrames := int(int64(d.frames()) * int64(rate) / int64(d.rate))
-	if outFrames < 1 {
-		outFrames = 1
-	}
-	out := &pcmData{rate: rate, channels: channels, samples: make([]float32, outFrames*channels)}
-	in := d.frames()
-	step := float64(d.rate) / float64(rate)
-	for i := 0; i < outFrames; i++ {
-		x := float64(i) * step
-		j := int(x)
-		frac := float32(x - float64(j))
-		k := j + 1
-		if k >= in {
-			k = 0 // the file loops: interpolate towards its start
-		}
-		for c := 0; c < channels; c++ {
-			var v float32
-			if channels >= d.channels {
-				sc := c % d.channels
-				a, b := d.samples[j*d.channels+sc], d.samples[k*d.channels+sc]
-				v = a + (b-a)*frac
-			} else {
-				n := 0
-				for sc := c; sc < d.channels; sc += channels {
-					a, b := d.samples[j*d.channels+sc], d.samples[k*d.channels+sc]
-					v += a + (b-a)*frac
-					n++
-				}
-				v /= float32(n)
-			}
-			out.samples[i*channels+c] = v
-		}
-	}
-	return out
 }
 
 // tone renders a loop of a sine at hz, at half of full scale, on every

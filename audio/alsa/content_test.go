@@ -107,39 +107,6 @@ func TestDecodeWAVRefuses(t *testing.T) {
 	}
 }
 
-// A 1 kHz sine at 24 kHz mono, converted to 48 kHz stereo, is still a
-// 1 kHz sine on both channels.
-func TestConvertRateAndChannels(t *testing.T) {
-	src := &pcmData{rate: 24000, channels: 1}
-	for i := 0; i < 2400; i++ {
-		src.samples = append(src.samples, float32(math.Sin(2*math.Pi*1000*float64(i)/24000)))
-	}
-	out := convert(src, 48000, 2)
-	if out.frames() != 4800 || out.channels != 2 {
-		t.Fatalf("%d frames %d ch, want 4800 frames 2 ch", out.frames(), out.channels)
-	}
-	var worst float64
-	for i := 0; i < out.frames(); i++ {
-		want := math.Sin(2 * math.Pi * 1000 * float64(i) / 48000)
-		l, r := float64(out.samples[2*i]), float64(out.samples[2*i+1])
-		if l != r {
-			t.Fatalf("frame %d: channels differ %v %v", i, l, r)
-		}
-		worst = max(worst, math.Abs(l-want))
-	}
-	// Linear interpolation of a 1 kHz sine sampled at 24 kHz is off by at
-	// most 1−cos(π/24) ≈ 0.0086 midway between samples.
-	if worst > 0.01 {
-		t.Errorf("converted sine off by %v", worst)
-	}
-
-	stereo := &pcmData{rate: 8000, channels: 4, samples: []float32{1, 0.5, -1, 0.25}}
-	down := convert(stereo, 8000, 2)
-	if down.samples[0] != 0 || down.samples[1] != 0.375 {
-		t.Errorf("4→2 channels: %v, want averages [0 0.375]", down.samples)
-	}
-}
-
 func TestEncodeRoundTrip(t *testing.T) {
 	d := &pcmData{rate: 8000, channels: 1, samples: []float32{0, 0.5, -0.5, 1, -1, 2}}
 	for _, f := range preferredFormats {

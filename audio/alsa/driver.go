@@ -299,10 +299,13 @@ func (d *Driver) loadContent(s shape) (note string, err error) {
 		if err != nil {
 			return "", badinput.New(err.Error())
 		}
+		// Played as aplay plays it: at its own rate and channels, which
+		// the device must grant; never resampled.
 		if src.rate != s.rate || src.channels != s.channels {
-			note = fmt.Sprintf("%s: %d Hz %d ch converted to %d Hz %d ch", filepath.Base(d.cfg.File), src.rate, src.channels, s.rate, s.channels)
+			return "", badinput.Errorf("--file %s: %d Hz, %d channels, but the device granted %d Hz, %d channels; latencytest never resamples (convert the file, or choose a device that takes it)",
+				d.cfg.File, src.rate, src.channels, s.rate, s.channels)
 		}
-		data = convert(src, s.rate, s.channels)
+		data = src
 	case d.cfg.ToneHz > 0:
 		var hz float64
 		data, hz = tone(d.cfg.ToneHz, s.rate, s.channels)

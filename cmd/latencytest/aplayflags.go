@@ -3,6 +3,8 @@ package main
 import (
 	"flag"
 	"math"
+
+	"latencytest/audio"
 )
 
 // aplayFlags are aplay's names for the stream's shape, so that an aplay
@@ -29,11 +31,15 @@ func newAplayFlags(fs *flag.FlagSet) *aplayFlags {
 	return a
 }
 
-// apply turns the aplay flags given into --period and --periods. The
-// flags set explicitly are told by fs.
+// apply turns the aplay flags given into --period and --periods, and
+// gives the stream --file's rate and channels, as aplay does. The flags
+// set explicitly are told by fs.
 func (a *aplayFlags) apply(fs *flag.FlagSet, f *runFlags) error {
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	if err := fileShape(f, set); err != nil {
+		return err
+	}
 	for _, pair := range [][2]string{{"period", "period-size"}, {"period", "period-time"}, {"period-size", "period-time"},
 		{"periods", "buffer-size"}, {"periods", "buffer-time"}, {"buffer-size", "buffer-time"}} {
 		if set[pair[0]] && set[pair[1]] {
@@ -76,4 +82,25 @@ func (a *aplayFlags) apply(fs *flag.FlagSet, f *runFlags) error {
 // frames converts aplay's µs to frames at rate, to the nearest.
 func frames(us, rate int) int {
 	return int(math.Round(float64(us) * float64(rate) / 1e6))
+}
+
+// fileShape gives the stream the rate and channels of --file, which is
+// played as it is, never resampled; a --rate or --channels given too must
+// agree with it.
+func fileShape(f *runFlags, set map[string]bool) error {
+	if f.file == "" {
+		return nil
+	}
+	wf, err := audio.WAVFileFormat(f.file)
+	if err != nil {
+		return badFlag("--file %s: %v", f.file, err)
+	}
+	if set["rate"] && f.rate != wf.Rate {
+		return badFlag("--rate %d and --file %s (%d Hz): latencytest never resamples; drop --rate or convert the file", f.rate, f.file, wf.Rate)
+	}
+	if set["channels"] && f.channels != wf.Channels {
+		return badFlag("--channels %d and --file %s (%d channels): drop --channels or convert the file", f.channels, f.file, wf.Channels)
+	}
+	f.rate, f.channels = wf.Rate, wf.Channels
+	return nil
 }

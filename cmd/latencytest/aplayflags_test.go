@@ -1,8 +1,10 @@
 package main
 
 import (
+	bin "encoding/binary"
 	"flag"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +17,8 @@ func applyAplay(args ...string) (runFlags, error) {
 	fs.IntVar(&f.rate, "rate", 48000, "")
 	fs.IntVar(&f.period, "period", 64, "")
 	fs.IntVar(&f.periods, "periods", 2, "")
+	fs.IntVar(&f.channels, "channels", 2, "")
+	fs.StringVar(&f.file, "file", "", "")
 	a := newAplayFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return f, err
@@ -62,4 +66,54 @@ func TestRunAplayShape(t *testing.T) {
 		t.Errorf("run.json: %d × %d frames, want 128 × 4", run.PeriodFrames, run.Periods)
 	}
 	oneLine(t, latencytest(t, "run", "--driver", "timer", "--tests", "idle", "--period-size", "128", "--buffer-size", "500", "--out", filepath.Join(t.TempDir(), "x")), "run --buffer-size 500")
+}
+
+// wavFile writes a WAV of 16-bit silence at rate with channels.
+func wavFile(t *testing.T, rate, channels int) string {
+	t.Helper()
+	data := make([]byte, 4*channels*100)
+	h := make([]byte, 44)
+	copy(h, "RIFF")
+	bin.LittleEndian.PutUint32(h[4:], uint32(36+len(data)))
+	copy(h[8:], "WAVEfmt ")
+	bin.LittleEndian.PutUint32(h[16:], 16)
+	bin.LittleEndian.PutUint16(h[20:], 1)
+	bin.LittleEndian.PutUint16(h[22:], uint16(channels))
+	bin.LittleEndian.PutUint32(h[24:], uint32(rate))
+	bin.LittleEndian.PutUint32(h[28:], uint32(rate*channels*2))
+	bin.LittleEndian.PutUint16(h[32:], uint16(channels*2))
+	bin.LittleEndian.PutUint16(h[34:], 16)
+	copy(h[36:], "data")
+	bin.LittleEndian.PutUint32(h[40:], uint32(len(data)))
+	p := filepath.Join(t.TempDir(), "x.wav")
+	if err := os.WriteFile(p, append(h, data...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// --file is played as aplay plays it: the stream takes its rate and
+// channels, and a --rate or --channels that disagrees is refused, since
+// latencytest never resamples.
+func TestFileShape(t *testing.T) {
+	mono := wavFile(t, 44100, 1)
+	f, err := applyAplay("--file", mono)
+	if err != nil || f.rate != 44100 || f.channels != 1 {
+		t.Errorf("--file of 44100 Hz mono: %d Hz %d ch (%v)", f.rate, f.channels, err)
+	}
+	if f, err := applyAplay("--file", mono, "--rate", "44100", "--channels", "1"); err != nil || f.rate != 44100 {
+		t.Errorf("agreeing flags: %v", err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--file", mono, "--rate", "48000"}, "--rate 48000 and --file " + mono + " (44100 Hz): latencytest never resamples"},
+		{[]string{"--file", mono, "--channels", "2"}, "--channels 2 and --file " + mono + " (1 channels)"},
+		{[]string{"--file", "/dev/null"}, "--file /dev/null: "},
+	} {
+		if _, err := applyAplay(c.args...); err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.args, err, c.want)
+		}
+	}
 }

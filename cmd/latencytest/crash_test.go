@@ -216,23 +216,8 @@ func logKills(t *testing.T, runs []killRun) {
 // quick enough to take just before a kill.
 func descendants(pid int) []int {
 	kids := map[int][]int{}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		if len(f) < 2 {
-			continue
-		}
-		if pp, err := strconv.Atoi(f[1]); err == nil {
-			kids[pp] = append(kids[pp], p)
-		}
+	for p, pp := range parents() {
+		kids[pp] = append(kids[pp], p)
 	}
 	var all []int
 	for queue := []int{pid}; len(queue) > 0; queue = queue[1:] {

@@ -247,8 +247,23 @@ func engineOf(t *testing.T, pid int) int {
 // children lists the processes whose parent is ppid and whose command line
 // contains word.
 func children(ppid int, word string) []int {
-	ents, _ := os.ReadDir("/proc")
 	var pids []int
+	for pid, pp := range parents() {
+		if pp != ppid {
+			continue
+		}
+		cmd, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+		if bytes.Contains(cmd, []byte(word)) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// parents maps every process to its parent, from one pass over /proc.
+func parents() map[int]int {
+	out := map[int]int{}
+	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -259,15 +274,14 @@ func children(ppid int, word string) []int {
 			continue
 		}
 		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		if len(f) < 2 || f[1] != strconv.Itoa(ppid) {
+		if len(f) < 2 {
 			continue
 		}
-		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if bytes.Contains(cmd, []byte(word)) {
-			pids = append(pids, pid)
+		if pp, err := strconv.Atoi(f[1]); err == nil {
+			out[pid] = pp
 		}
 	}
-	return pids
+	return out
 }
 
 func alive(pid int) bool {

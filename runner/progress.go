@@ -52,16 +52,7 @@ func (p *printer) progress(phase string, total time.Duration, acc *accumulator) 
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				p.show(phase, total, acc.snapshot())
-			}
-		}
+		tick(every, done, func() { p.show(phase, total, acc.snapshot()) })
 	}()
 	return func() {
 		close(done)
@@ -99,4 +90,19 @@ func (p *printer) show(phase string, total time.Duration, s snapshot) {
 	fmt.Fprintf(p.w, "\r\033[K[%s] [%s%s] %5.1f/%.0f s  %s", phase,
 		strings.Repeat("#", filled), strings.Repeat(".", width-filled), elapsed.Seconds(), total.Seconds(), status(s))
 	p.bar = true
+}
+
+// tick calls f every d until done is closed: the parent's periodic work
+// (the progress display, the samples file's flush and sync).
+func tick(d time.Duration, done <-chan struct{}, f func()) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+			f()
+		}
+	}
 }

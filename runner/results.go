@@ -367,31 +367,13 @@ func syncSamples(acc *accumulator, f *os.File) (stop func() error) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	var syncErr error
+	wg.Go(func() { tick(samplesFlushEvery, done, acc.flush) })
 	wg.Go(func() {
-		t := time.NewTicker(samplesFlushEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				acc.flush()
+		tick(samplesSyncEvery, done, func() {
+			if err := f.Sync(); err != nil && syncErr == nil {
+				syncErr = err
 			}
-		}
-	})
-	wg.Go(func() {
-		t := time.NewTicker(samplesSyncEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				if err := f.Sync(); err != nil && syncErr == nil {
-					syncErr = err
-				}
-			}
-		}
+		})
 	})
 	return func() error {
 		close(done)

@@ -141,7 +141,7 @@ func checkPeriods(t *testing.T, periods int64, durationNS float64, lost int64, r
 }
 
 // readSamples reads a phase's samples file.
-func readSamples(t *testing.T, out string, ph rundata.Phase) []rundata.Sample {
+func readSamples(t testing.TB, out string, ph rundata.Phase) []rundata.Sample {
 	t.Helper()
 	ss, err := rundata.ReadSamples(filepath.Join(out, ph.SamplesFile))
 	if err != nil {

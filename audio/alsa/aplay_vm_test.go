@@ -25,11 +25,29 @@ import (
 
 // aplay is the reference for what an xrun is: Debian's alsa-utils, put
 // into the VM by scripts/vmtest, run at SCHED_FIFO 80 as latencytest's
-// audio thread is. It plays silence from /dev/zero with a
-// blocking write of one period at a time, start and stop thresholds of
-// a buffer, and prints "underrun!!! (at least X ms long)" for each xrun,
-// X being now minus the trigger timestamp of the stop.
+// audio thread is. It plays silence from /dev/zero one period at a time,
+// with start and stop thresholds of a buffer, and prints "underrun!!! (at
+// least X ms long)" for each xrun, X being now minus the trigger timestamp
+// of the stop.
+//
+// It runs with -M, mmap access, as latencytest's driver does: alsa-lib
+// then waits in poll and writes into the mapped buffer after the wakeup
+// returns to user space. Plain aplay (read/write access) instead sleeps
+// inside its blocking WRITEI and copies the period in the kernel right
+// after the wakeup, before it returns: a shorter path from the period
+// interrupt to the write. Under the VM's freezes, whose wakeups often
+// land just before the next interrupt, that difference alone gave plain
+// aplay a half to a third of the underruns of aplay -M beside it (34
+// against 13, 116 against 44, 62 against 28 on hw:0,0,0 and hw:0,0,1 at
+// 2×64), and a bare Go loop of this driver without latencytest's other
+// processes had as many as aplay -M: a property of the access method,
+// not of latencytest. See docs/truth.md.
 const aplayBinary = "/bin/aplay"
+
+// audioCPU is the CPU every player's audio thread runs on, aplay's and
+// latencytest's alike: the emulated CPUs freeze one at a time, and a
+// witness on the other CPU would see other freezes.
+const audioCPU = 1
 
 var underrunRE = regexp.MustCompile(`underrun!!! \(at least ([0-9.]+) ms long\)`)
 
@@ -52,7 +70,7 @@ type stop struct{ after, length time.Duration }
 // stopProcess sends SIGSTOP to the pid pidOf finds once the stop is due,
 // and SIGCONT after its length. It returns when the stop began
 // (CLOCK_MONOTONIC) and how long the process was really stopped.
-func stopProcess(t *testing.T, pidOf func() int, s stop) (int64, time.Duration) {
+func stopProcess(t testing.TB, pidOf func() int, s stop) (int64, time.Duration) {
 	t.Helper()
 	pid := 0
 	for deadline := time.Now().Add(20 * time.Second); pid == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
@@ -78,13 +96,22 @@ type aplayRun struct {
 	out bytes.Buffer
 }
 
-// startAplay starts aplay on device (a dummy substream) with the shape
+// startAplay starts aplay -M on device (a dummy substream) with the shape
 // given, for d.
-func startAplay(t *testing.T, device string, period, periods int, d time.Duration) *aplayRun {
+func startAplay(t testing.TB, device string, period, periods int, d time.Duration) *aplayRun {
+	return startAplayAccess(t, device, period, periods, d, true)
+}
+
+// startAplayAccess is startAplay with mmap or read/write access.
+func startAplayAccess(t testing.TB, device string, period, periods int, d time.Duration, mmap bool) *aplayRun {
 	t.Helper()
-	a := &aplayRun{cmd: exec.Command(aplayBinary, "-D", device, "-t", "raw", "-f", "S16_LE", "-c", "2", "-r", "48000",
-		"--period-size="+strconv.Itoa(period), "--buffer-size="+strconv.Itoa(period*periods),
-		"-d", strconv.Itoa(int(d/time.Second)), "/dev/zero")}
+	args := []string{"-D", device, "-t", "raw", "-f", "S16_LE", "-c", "2", "-r", "48000",
+		"--period-size=" + strconv.Itoa(period), "--buffer-size=" + strconv.Itoa(period*periods),
+		"-d", strconv.Itoa(int(d / time.Second)), "/dev/zero"}
+	if mmap {
+		args = append([]string{"-M"}, args...)
+	}
+	a := &aplayRun{cmd: exec.Command(aplayBinary, args...)}
 	a.cmd.Stdout, a.cmd.Stderr = &a.out, &a.out
 	if err := a.cmd.Start(); err != nil {
 		t.Fatalf("aplay: %v", err)
@@ -93,16 +120,22 @@ func startAplay(t *testing.T, device string, period, periods int, d time.Duratio
 	// `chrt -f 80 aplay` would: otherwise aplay competes with every
 	// ordinary process for the CPU and latencytest does not. aplay
 	// spends its first milliseconds loading libraries and alsa-lib's
-	// configuration, well before it opens the device.
+	// configuration, well before it opens the device (and starts the
+	// card's timer on the CPU it then runs on).
 	attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: 80}
 	if err := unix.SchedSetAttr(a.cmd.Process.Pid, &attr, 0); err != nil {
 		t.Fatalf("aplay: SCHED_FIFO 80: %v", err)
+	}
+	var set unix.CPUSet
+	set.Set(audioCPU)
+	if err := unix.SchedSetaffinity(a.cmd.Process.Pid, &set); err != nil {
+		t.Fatalf("aplay: CPU %d: %v", audioCPU, err)
 	}
 	return a
 }
 
 // wait waits for aplay to end and returns its underruns in ms.
-func (a *aplayRun) wait(t *testing.T) []float64 {
+func (a *aplayRun) wait(t testing.TB) []float64 {
 	t.Helper()
 	err := a.cmd.Wait()
 	t.Logf("aplay %s\n%s", strings.Join(a.cmd.Args[1:], " "), a.out.String())
@@ -136,11 +169,11 @@ type ltRun struct {
 	worst  rundata.Sample // the latest wakeup
 }
 
-func runLatencytest(t *testing.T, period, periods int, d time.Duration, st *stop, extra ...string) ltRun {
+func runLatencytest(t testing.TB, period, periods int, d time.Duration, st *stop, extra ...string) ltRun {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "x")
 	cmd := exec.Command(vmBinary, append([]string{"run", "--driver", "alsa", "--device", "hw:0,0,0", "--period", strconv.Itoa(period),
-		"--periods", strconv.Itoa(periods), "--tests", "idle", "--duration", d.String(), "--cpu-load", "0",
+		"--periods", strconv.Itoa(periods), "--tests", "idle", "--duration", d.String(), "--cpu-load", "0", "--affinity", strconv.Itoa(audioCPU),
 		"--no-report", "--quiet", "--out", dir}, extra...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -349,5 +382,35 @@ func TestVMStall(t *testing.T) {
 				t.Errorf("period N+1 due %d µs after N's, want between %d and %d (during the stall, before N's write)", (b.Due-a.Due)/1000, (lo-a.Due)/1000, (hi-a.Due)/1000)
 			}
 		})
+	}
+}
+
+// BenchmarkVMAccess measures what the comparison with aplay rests on
+// (docs/truth.md): at 2×64 frames, 20 s idle, the underruns of plain aplay
+// (read/write access, blocking write), of aplay -M (mmap access, poll) and
+// of latencytest, each beside an aplay -M witness on the other substream,
+// all on the same CPU. Run it with scripts/vmtest -bench BenchmarkVMAccess;
+// the VM's freezes differ on every run, so only ratios within one run say
+// anything.
+func BenchmarkVMAccess(b *testing.B) {
+	const period, periods, d = 64, 2, 20 * time.Second
+	for i := 0; i < b.N; i++ {
+		for _, c := range []struct {
+			name string
+			run  func() int
+		}{
+			{"aplay", func() int {
+				return len(startAplayAccess(b, "hw:0,0,0", period, periods, d, false).wait(b))
+			}},
+			{"aplay-M", func() int { return len(startAplay(b, "hw:0,0,0", period, periods, d).wait(b)) }},
+			{"latencytest", func() int { return len(runLatencytest(b, period, periods, d, nil).xruns) }},
+		} {
+			w := startAplay(b, "hw:0,0,1", period, periods, d+3*time.Second)
+			n := c.run()
+			wit := len(w.wait(b))
+			b.Logf("%s: %d underruns, the aplay -M witness %d", c.name, n, wit)
+			b.ReportMetric(float64(n), c.name+"-xruns")
+			b.ReportMetric(float64(wit), c.name+"-witness-xruns")
+		}
 	}
 }

@@ -26,6 +26,9 @@ type config struct {
 	// is empty: the tests of the package's vm-tagged files, so that its
 	// ordinary unit tests, which ran on the host, are not run again.
 	Tests map[string]string `json:"tests"`
+	// Bench, when set, runs the benchmarks it matches instead of the
+	// tests, each once: the VM's measurements (docs/benchmarks.md).
+	Bench string `json:"bench"`
 	// Timeout bounds each test binary (a time.ParseDuration string).
 	Timeout string `json:"timeout"`
 
@@ -61,7 +64,7 @@ func readConfig(path string) (config, error) {
 		}
 		c.timeout = d
 	}
-	for _, re := range append([]string{c.Run}, mapValues(c.Tests)...) {
+	for _, re := range append([]string{c.Run, c.Bench}, mapValues(c.Tests)...) {
 		if _, err := regexp.Compile(re); err != nil {
 			return c, fmt.Errorf("config %s: -run %q: %w", path, re, err)
 		}

@@ -85,6 +85,9 @@ func (r testResult) failure() string {
 // far more about a hang than being killed does.
 func testArgs(cfg config, name string) []string {
 	args := []string{"-test.v", "-test.timeout=" + cfg.timeout.String()}
+	if cfg.Bench != "" {
+		return append(args, "-test.run=^$", "-test.bench="+cfg.Bench, "-test.benchtime=1x")
+	}
 	run := cfg.Run
 	if run == "" {
 		run = cfg.Tests[name]

@@ -34,7 +34,7 @@ func TestReadConfig(t *testing.T) {
 	if c.Run != `TestX/a\d` || c.timeout != 90*time.Second || c.Tests["a.test"] != "^(TestA)$" {
 		t.Errorf("got %+v", c)
 	}
-	for _, bad := range []string{`{"timeout": "soon"}`, `{"timeout": "-1s"}`, `{"run": "("}`, `{"tests": {"a.test": "["}}`, `{`} {
+	for _, bad := range []string{`{"timeout": "soon"}`, `{"timeout": "-1s"}`, `{"run": "("}`, `{"bench": "a("}`, `{"tests": {"a.test": "["}}`, `{`} {
 		must(t, os.WriteFile(p, []byte(bad), 0o644))
 		if _, err := readConfig(p); err == nil {
 			t.Errorf("config %s accepted", bad)
@@ -53,6 +53,10 @@ func TestTestArgs(t *testing.T) {
 	cfg.Run = "TestB"
 	if got, want := testArgs(cfg, "a.test"), []string{"-test.v", "-test.timeout=1m0s", "-test.run=TestB"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("-run given: %q, want %q", got, want)
+	}
+	cfg.Bench = "BenchmarkX"
+	if got, want := testArgs(cfg, "a.test"), []string{"-test.v", "-test.timeout=1m0s", "-test.run=^$", "-test.bench=BenchmarkX", "-test.benchtime=1x"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("-bench given: %q, want %q", got, want)
 	}
 }
 

@@ -49,7 +49,11 @@ func runTests(out io.Writer, dir string, cfg config, after func(name string)) []
 	if passed+failed+skipped == 0 && len(failures) == 0 {
 		// go test passes when -run matches nothing; a harness that says
 		// PASS after running nothing hides a typo in -run.
-		failures = append(failures, fmt.Sprintf("no test ran (-run %q)", cfg.Run))
+		if cfg.Bench != "" {
+			failures = append(failures, fmt.Sprintf("no benchmark ran (-bench %q)", cfg.Bench))
+		} else {
+			failures = append(failures, fmt.Sprintf("no test ran (-run %q)", cfg.Run))
+		}
 	}
 	return failures
 }
@@ -134,6 +138,10 @@ func runTest(out io.Writer, bin string, cfg config) testResult {
 // failLine matches go test -v's result line of a failed test or subtest.
 var failLine = regexp.MustCompile(`^\s*--- FAIL: (\S+)`)
 
+// benchLine matches a benchmark's result line ("BenchmarkX-2  1  5 ns/op"):
+// a benchmark that ran, as a "--- PASS: " line is a test that passed.
+var benchLine = regexp.MustCompile(`^Benchmark\S*\s+\d+\s+\S+ ns/op`)
+
 // lineScanner collects the failed and passed tests from test -v output
 // as it streams past.
 type lineScanner struct {
@@ -166,7 +174,7 @@ func (l *lineScanner) flush() {
 func (l *lineScanner) line(s string) {
 	if m := failLine.FindStringSubmatch(s); m != nil {
 		l.failed = append(l.failed, m[1])
-	} else if strings.HasPrefix(strings.TrimSpace(s), "--- PASS: ") {
+	} else if strings.HasPrefix(strings.TrimSpace(s), "--- PASS: ") || benchLine.MatchString(s) {
 		l.passed++
 	} else if strings.HasPrefix(strings.TrimSpace(s), "--- SKIP: ") {
 		l.skipped++

@@ -72,6 +72,12 @@ func TestLineScanner(t *testing.T) {
 	if !reflect.DeepEqual(l.failed, []string{"TestB/sub", "TestB"}) || l.passed != 1 {
 		t.Fatalf("failed %q passed %d, want [TestB/sub TestB] and 1", l.failed, l.passed)
 	}
+	// A benchmark that ran counts as passed; its name alone does not.
+	var b lineScanner
+	b.Write([]byte("BenchmarkVMAccess\n    x_test.go:1: log\nBenchmarkVMAccess-2   \t       1\t70026525738 ns/op\t        72.00 aplay-xruns\nPASS\n"))
+	if b.passed != 1 || len(b.failed) != 0 {
+		t.Errorf("benchmark output: passed %d failed %q, want 1 and none", b.passed, b.failed)
+	}
 }
 
 func TestResultLine(t *testing.T) {

@@ -35,7 +35,8 @@ type frame struct{ kind, name string }
 // contexts nested on top of it.
 type cpuState struct {
 	cur   task
-	known bool // a sched_switch has been seen
+	known bool  // a sched_switch has been seen
+	since int64 // when cur was switched in
 	stack []frame
 }
 
@@ -43,7 +44,7 @@ type cpuState struct {
 func (st *cpuState) apply(ev *Event) {
 	switch ev.Kind {
 	case evSwitch:
-		st.cur, st.known = task{ev.PID, ev.Comm, ev.Prio}, true
+		st.cur, st.known, st.since = task{ev.PID, ev.Comm, ev.Prio}, true, ev.TS
 		st.stack = st.stack[:0] // a switch happens outside interrupt context
 	case evIRQEntry:
 		st.stack = append(st.stack, frame{rundata.CauseIRQ, fmt.Sprintf("IRQ %d %s", ev.IRQ, ev.Name)})
@@ -117,6 +118,8 @@ func (at *attribution) charge(st *cpuState, a, b int64) {
 		at.unknown += b - a
 		at.slice("", "unexplained", a, b)
 		return
+	case at.throttled(st, a, b):
+		c = rundata.Cause{Kind: rundata.CauseThrottled, Name: "RT throttling"}
 	case st.cur.pid == 0:
 		c = rundata.Cause{Kind: rundata.CauseIdle, Name: "idle"}
 	case at.audio.is(st.cur.pid, st.cur.comm):
@@ -132,6 +135,17 @@ func (at *attribution) charge(st *cpuState, a, b int64) {
 	}
 	at.causes[c] += b - a
 	at.slice(c.Kind, c.Name, a, b)
+}
+
+// throttled reports whether [a, b) lies where the real-time audio thread
+// waited on the CPU and st's task is one the scheduler switched to during
+// that wait although it is not real-time (or is idle): it picks such a
+// task over a runnable real-time one only while real-time threads are
+// throttled. A task already running when the audio thread woke is not
+// (it may be held in kernel code instead: CauseHeld).
+func (at *attribution) throttled(st *cpuState, a, b int64) bool {
+	return at.waitFrom <= a && b <= at.waitTo && st.known && st.since >= at.waitFrom &&
+		(st.cur.pid == 0 || st.cur.prio >= 100) && !at.audio.is(st.cur.pid, st.cur.comm)
 }
 
 func (at *attribution) slice(kind, name string, a, b int64) {
@@ -177,6 +191,7 @@ func explainCPU(base cpuState, evs []Event, from, to int64, wait [2]int64, audio
 func explain(cpus map[int]*cpuLog, audio Thread, due, woke int64, resolve func(int) string) rundata.Spike {
 	sp := rundata.Spike{LatencyNS: woke - due, CPU: -1, WakeupNS: -1, RunDelayNS: -1}
 	runTS, wakeTS := int64(-1), int64(-1)
+	runPrio := -1
 	var wake *Event
 	for cpu, l := range cpus {
 		for i := len(l.evs) - 1; i >= 0; i-- {
@@ -186,7 +201,7 @@ func explain(cpus map[int]*cpuLog, audio Thread, due, woke int64, resolve func(i
 			}
 			if ev.Kind == evSwitch && audio.is(ev.PID, ev.Comm) {
 				if ev.TS > runTS {
-					runTS, sp.CPU = ev.TS, cpu
+					runTS, sp.CPU, runPrio = ev.TS, cpu, ev.Prio
 				}
 				break
 			}
@@ -211,14 +226,35 @@ func explain(cpus map[int]*cpuLog, audio Thread, due, woke int64, resolve func(i
 			sp.RunDelayNS = runTS - wakeTS
 		}
 	}
-	// While a real-time audio thread waits on its CPU, an ordinary thread
-	// runs there only in kernel code it cannot be preempted in, or while
-	// real-time threads are throttled.
+	// While a real-time audio thread waits on its CPU (woken, or preempted
+	// and still runnable), an ordinary thread runs there only in kernel
+	// code it cannot be preempted in, or while real-time threads are
+	// throttled.
 	wait := [2]int64{1, 0}
 	if wake != nil && wake.TargetCPU == sp.CPU && wake.Prio >= 0 && wake.Prio < 100 && runTS >= wakeTS {
 		wait = [2]int64{wakeTS, runTS}
 	}
 	l := cpus[sp.CPU]
+	if p := preemptedAt(l, audio, runTS); p > wait[0] && runPrio >= 0 && runPrio < 100 {
+		wait = [2]int64{p, runTS}
+	}
 	sp.Causes, sp.UnexplainedNS, sp.Strip = explainCPU(l.base, l.evs, due, woke, wait, audio, resolve)
 	return sp
+}
+
+// preemptedAt is when the audio thread last left the CPU before run while
+// still runnable (preempted, or stopped by RT throttling), or -1 when it
+// last left by going to sleep or the log does not say.
+func preemptedAt(l *cpuLog, audio Thread, run int64) int64 {
+	for i := len(l.evs) - 1; i >= 0; i-- {
+		ev := &l.evs[i]
+		if ev.TS >= run || ev.Kind != evSwitch || !audio.is(ev.PrevPID, ev.PrevComm) {
+			continue
+		}
+		if ev.PrevRunnable {
+			return ev.TS
+		}
+		return -1
+	}
+	return -1
 }

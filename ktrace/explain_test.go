@@ -15,8 +15,7 @@ func sw(ts int64, cpu int, comm string, pid, prio int) Event {
 
 // A known window: a SCHED_OTHER hog runs when the period is due, an IRQ
 // and then a softirq interrupt it, the real-time audio thread is woken on
-// the CPU and the hog keeps it 700 µs longer (held: not preemptible, or
-// throttled).
+// the CPU and the hog keeps it 700 µs longer (held: not preemptible).
 func TestExplainWindow(t *testing.T) {
 	audio := Thread{TID: 42}
 	evs := []Event{
@@ -97,5 +96,71 @@ func TestExplainUnknownAndIdle(t *testing.T) {
 	sp = explain(map[int]*cpuLog{0: {evs: evs[:2]}}, audio, 1000*us, 2000*us, nil)
 	if sp.CPU != -1 || sp.UnexplainedNS != 1000*us || len(sp.Causes) != 0 {
 		t.Errorf("no audio thread: %+v", sp)
+	}
+}
+
+// RT throttling: the audio thread is woken on its CPU and runs a little,
+// then the scheduler takes the CPU from it for an ordinary thread and for
+// idle while it is still runnable, which it does only while real-time
+// threads are throttled. A thread that was already running when the
+// audio thread woke is held, not throttling.
+func TestExplainThrottled(t *testing.T) {
+	audio := Thread{TID: 42}
+	evs := []Event{
+		sw(500*us, 0, "hog", 7, 120),
+		{TS: 1000 * us, CPU: 0, Kind: evWakeup, PID: 42, Comm: "lt-audio", Prio: 19},
+		sw(1100*us, 0, "kworker/0:1", 9, 120), // switched in while the audio thread waits
+		sw(31100*us, 0, "swapper/0", 0, 120),
+		sw(51000*us, 0, "lt-audio", 42, 19),
+	}
+	cpus := map[int]*cpuLog{0: {evs: evs}}
+	sp := explain(cpus, audio, 900*us, 51010*us, nil)
+	want := []rundata.Cause{
+		{Kind: rundata.CauseThrottled, Name: "RT throttling", NS: 49900 * us},
+		{Kind: rundata.CauseThread, Name: "hog", PID: 7, Policy: "SCHED_OTHER", NS: 100 * us},
+		{Kind: rundata.CauseHeld, Name: "hog", PID: 7, Policy: "SCHED_OTHER", NS: 100 * us},
+		{Kind: rundata.CauseAudio, Name: "lt-audio", PID: 42, NS: 10 * us},
+	}
+	if !reflect.DeepEqual(sp.Causes, want) {
+		t.Errorf("causes\n %+v\nwant %+v", sp.Causes, want)
+	}
+	if got := sp.Causes[0].String(); got != "RT throttling" {
+		t.Errorf("named %q", got)
+	}
+	// The same switches with the audio thread not waiting on this CPU
+	// (woken for another) are ordinary threads and idle.
+	evs[1].TargetCPU = 1
+	sp = explain(cpus, audio, 900*us, 51010*us, nil)
+	for _, c := range sp.Causes {
+		if c.Kind == rundata.CauseThrottled || c.Kind == rundata.CauseHeld {
+			t.Errorf("woken elsewhere: %+v", sp.Causes)
+		}
+	}
+}
+
+// RT throttling that stops the audio thread while it runs (its budget used
+// up in its own work): it leaves the CPU still runnable, never sleeps, so
+// no wakeup is in the window; the wait counts from that switch.
+func TestExplainThrottledWhileRunning(t *testing.T) {
+	audio := Thread{TID: 42}
+	evs := []Event{
+		sw(100*us, 0, "lt-audio", 42, 19),
+		{TS: 800 * us, CPU: 0, Kind: evSwitch, PID: 7, Comm: "hog", Prio: 120, PrevPID: 42, PrevComm: "lt-audio", PrevPrio: 19, PrevRunnable: true},
+		sw(50800*us, 0, "lt-audio", 42, 19),
+	}
+	sp := explain(map[int]*cpuLog{0: {evs: evs}}, audio, 1000*us, 50900*us, nil)
+	want := []rundata.Cause{
+		{Kind: rundata.CauseThrottled, Name: "RT throttling", NS: 49800 * us},
+		{Kind: rundata.CauseAudio, Name: "lt-audio", PID: 42, NS: 100 * us},
+	}
+	if !reflect.DeepEqual(sp.Causes, want) {
+		t.Errorf("causes\n %+v\nwant %+v", sp.Causes, want)
+	}
+	// Preempted by a higher real-time thread instead: that thread is
+	// the cause, by name.
+	evs[1].Comm, evs[1].Prio = "irq/24-ahci", 49
+	sp = explain(map[int]*cpuLog{0: {evs: evs}}, audio, 1000*us, 50900*us, nil)
+	if sp.Causes[0].Kind != rundata.CauseThread || sp.Causes[0].Name != "irq/24-ahci" {
+		t.Errorf("preempted by a real-time thread: %+v", sp.Causes)
 	}
 }

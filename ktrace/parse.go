@@ -28,10 +28,12 @@ type Event struct {
 	Comm string
 	Prio int // the kernel's priority: 0-99 real-time (99 − rt_priority), 100-139 SCHED_OTHER, -1 deadline
 
-	// sched_switch: the task that stops.
-	PrevPID  int
-	PrevComm string
-	PrevPrio int
+	// sched_switch: the task that stops, and whether it stays runnable
+	// (prev_state R: preempted, not gone to sleep).
+	PrevPID      int
+	PrevComm     string
+	PrevPrio     int
+	PrevRunnable bool
 
 	TargetCPU int // sched_wakeup: the CPU whose run queue the task joins
 
@@ -127,6 +129,9 @@ func parseSwitch(ev Event, body string) (Event, bool) {
 	ev.PrevComm = field(prev, "prev_comm=", " prev_pid=")
 	ev.PrevPID, ok = intField(prev, " prev_pid=")
 	ev.PrevPrio, _ = intField(prev, " prev_prio=")
+	if _, state, ok := strings.Cut(prev, " prev_state="); ok {
+		ev.PrevRunnable = strings.HasPrefix(state, "R")
+	}
 	ev.Comm = field(next, "next_comm=", " next_pid=")
 	var ok2 bool
 	ev.PID, ok2 = intField(next, " next_pid=")

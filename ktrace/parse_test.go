@@ -9,7 +9,7 @@ func TestParseLine(t *testing.T) {
 		want Event
 	}{
 		{`            bash-16560   [001] d..2.   782.982208: sched_switch: prev_comm=bash prev_pid=16560 prev_prio=120 prev_state=R+ ==> next_comm=kworker/1:0 next_pid=20768 next_prio=120`,
-			Event{TS: 782982208000, CPU: 1, Kind: evSwitch, PID: 20768, Comm: "kworker/1:0", Prio: 120, PrevPID: 16560, PrevComm: "bash", PrevPrio: 120}},
+			Event{TS: 782982208000, CPU: 1, Kind: evSwitch, PID: 20768, Comm: "kworker/1:0", Prio: 120, PrevPID: 16560, PrevComm: "bash", PrevPrio: 120, PrevRunnable: true}},
 		{`     latencytest-15981   [000] d.h2.   782.978914: sched_wakeup: comm=latencytest pid=15981 prio=19 target_cpu=000`,
 			Event{TS: 782978914000, CPU: 0, Kind: evWakeup, PID: 15981, Comm: "latencytest", Prio: 19}},
 		// Task names with spaces, dashes and brackets.

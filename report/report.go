@@ -78,7 +78,8 @@ type phaseView struct {
 	Table                             statsTable
 	Time, CPU, Hist                   template.HTML
 	TimeCaption, PerColumn, Nominal   string
-	Xruns, PointerJumps               int
+	Xruns, PointerJumps, RTThrottled  int
+	RTThrottledMS                     string
 	Overflow                          uint64
 	Lost                              int64
 	Grid                              string
@@ -153,7 +154,7 @@ func renderIndex(rd *runData) ([]byte, error) {
 		}
 		pv := &pg.Phases[i]
 		*pv = phaseView{ID: id, Name: pd.Name, Stressor: pd.Stressor, Skipped: pd.Skipped, Note: pd.note, Series: stressorSeries(pd.StressorStats),
-			Xruns: pd.Xruns, PointerJumps: pd.PointerJumps, Overflow: pd.Overflow, Lost: pd.Lost, Nominal: fmtNum(pd.CPULoop.NominalUS / 1000)}
+			Xruns: pd.Xruns, PointerJumps: pd.PointerJumps, RTThrottled: pd.RTThrottled, RTThrottledMS: fmtNum(float64(pd.RTThrottledNS) / 1e6), Overflow: pd.Overflow, Lost: pd.Lost, Nominal: fmtNum(pd.CPULoop.NominalUS / 1000)}
 		if g := pd.GridLateness; g != nil {
 			pv.Grid = fmt.Sprintf("min %s, p50 %s, p99 %s, p99.9 %s, p99.99 %s, max %s µs",
 				fmtUS(g.Min), fmtPercentile(*g, g.P50), fmtPercentile(*g, g.P99), fmtPercentile(*g, g.P999), fmtPercentile(*g, g.P9999), fmtUS(g.Max))

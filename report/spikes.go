@@ -15,19 +15,20 @@ import (
 
 // kindColors tell the causes of a spike apart in the timeline strips.
 var kindColors = map[string]color.NRGBA{
-	rundata.CauseIRQ:     {0xff, 0x5a, 0x5a, 0xff},
-	rundata.CauseSoftIRQ: {0xff, 0xb7, 0x4d, 0xff},
-	rundata.CauseThread:  {0x4f, 0xc3, 0xf7, 0xff},
-	rundata.CauseHeld:    {0xce, 0x82, 0xf0, 0xff},
-	rundata.CauseAudio:   {0x81, 0xe6, 0x84, 0xff},
-	rundata.CauseIdle:    {0x70, 0x78, 0x80, 0xff},
-	"":                   {0x3a, 0x3f, 0x44, 0xff}, // unexplained
+	rundata.CauseIRQ:       {0xff, 0x5a, 0x5a, 0xff},
+	rundata.CauseSoftIRQ:   {0xff, 0xb7, 0x4d, 0xff},
+	rundata.CauseThread:    {0x4f, 0xc3, 0xf7, 0xff},
+	rundata.CauseHeld:      {0xce, 0x82, 0xf0, 0xff},
+	rundata.CauseThrottled: {0xff, 0x40, 0xb0, 0xff},
+	rundata.CauseAudio:     {0x81, 0xe6, 0x84, 0xff},
+	rundata.CauseIdle:      {0x70, 0x78, 0x80, 0xff},
+	"":                     {0x3a, 0x3f, 0x44, 0xff}, // unexplained
 }
 
 // kindOrder is the legend's order.
 var kindOrder = []struct{ kind, label string }{
 	{rundata.CauseIRQ, "IRQ"}, {rundata.CauseSoftIRQ, "softirq"}, {rundata.CauseThread, "other thread"},
-	{rundata.CauseHeld, "held the CPU"}, {rundata.CauseAudio, "audio thread"}, {rundata.CauseIdle, "idle"}, {"", "unexplained"},
+	{rundata.CauseHeld, "held the CPU"}, {rundata.CauseThrottled, "RT throttling"}, {rundata.CauseAudio, "audio thread"}, {rundata.CauseIdle, "idle"}, {"", "unexplained"},
 }
 
 // causeLabel is how a cause reads in the culprit table.
@@ -37,6 +38,8 @@ func causeLabel(c rundata.Cause) string {
 		return c.String() + " kept the CPU after the audio thread was woken"
 	case rundata.CauseIdle:
 		return "CPU idle (the wakeup itself came late)"
+	case rundata.CauseThrottled:
+		return "RT throttling: the real-time budget (sched_rt_runtime_us) was used up and the kernel stopped the audio thread"
 	case "":
 		return "unexplained (no trace event accounts for it)"
 	}

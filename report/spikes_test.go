@@ -127,3 +127,33 @@ func TestStressorSummary(t *testing.T) {
 		t.Errorf("disk\n = %q\nwant %q", got, want)
 	}
 }
+
+// A phase that was RT throttled says so, with its count and time, and
+// names the cause in its culprit table as the budget, not as latency.
+func TestRenderThrottled(t *testing.T) {
+	c := synth.Default()
+	dir, _ := writeRun(t, c)
+	r, err := rundata.ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Trace = &rundata.Trace{Enabled: true, AboveNS: 667e3}
+	r.Phases[0].RTThrottled, r.Phases[0].RTThrottledNS = 3, 1125e6
+	if err := rundata.WriteRun(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	ss := []rundata.Spike{{Phase: 0, Period: 10, LatencyNS: 380e6, Causes: []rundata.Cause{{Kind: rundata.CauseThrottled, Name: "RT throttling", NS: 375e6}}}}
+	if err := rundata.WriteSpikes(dir, ss); err != nil {
+		t.Fatal(err)
+	}
+	_, doc := renderDoc(t, dir)
+	txt := text(byID(doc, "phase-1"))
+	for _, want := range []string{"RT throttled: 3 spikes, 1125 ms", "sched_rt_runtime_us", "RT throttling: the real-time budget"} {
+		if !strings.Contains(txt, want) {
+			t.Errorf("phase 1 lacks %q:\n%s", want, txt)
+		}
+	}
+	if strings.Contains(text(byID(doc, "phase-2")), "RT throttled") {
+		t.Error("phase 2 says RT throttled")
+	}
+}

@@ -70,7 +70,13 @@ const (
 	// CauseHeld: an ordinary (SCHED_OTHER) thread kept the CPU after the
 	// real-time audio thread had been woken on it. The scheduler allows
 	// that only while the thread is in kernel code that cannot be
-	// preempted (preempt=none or voluntary kernels) or while real-time
-	// threads are throttled (their budget, sched_rt_runtime_us, used up).
+	// preempted (preempt=none or voluntary kernels).
 	CauseHeld = "held"
+	// CauseThrottled: the scheduler switched to an ordinary thread (or to
+	// idle) while the real-time audio thread was runnable on the CPU,
+	// which it does only while real-time threads are throttled: their
+	// budget (sched_rt_runtime_us of every sched_rt_period_us) used up.
+	// Not the kernel's latency but the budget's; the name is the
+	// thread that ran meanwhile.
+	CauseThrottled = "throttled"
 )

@@ -127,8 +127,14 @@ type Phase struct {
 	// PointerJumps counts wakeups at which the hardware pointer had lost
 	// whole buffers against the clock fitted to it without the kernel
 	// reporting an xrun (rundata.FlagPointerJump): not xruns.
-	PointerJumps int     `json:"pointer_jumps,omitempty"`
-	CPULoop      CPULoop `json:"cpu_loop"`
+	PointerJumps int `json:"pointer_jumps,omitempty"`
+	// RTThrottled counts the spikes the tracer found RT throttling in
+	// (CauseThrottled: the real-time budget used up, the audio thread
+	// stopped by the kernel), and RTThrottledNS the time it took from
+	// them; only with run --trace.
+	RTThrottled   int     `json:"rt_throttled,omitempty"`
+	RTThrottledNS int64   `json:"rt_throttled_ns,omitempty"`
+	CPULoop       CPULoop `json:"cpu_loop"`
 	// Safe is the buffer verdict: the smallest number of periods at this
 	// period size in which every period would have been written in time
 	// (wakeup latency plus the DSP work measured), with its margin;

@@ -128,8 +128,30 @@ func (c Cause) String() string {
 		return "the audio thread itself"
 	case CauseIdle:
 		return "CPU idle"
+	case CauseThrottled:
+		return "RT throttling"
 	case "":
 		return "unexplained"
 	}
 	return c.Name
+}
+
+// Throttled counts phase's spikes in which RT throttling held the audio
+// thread, and the time it held it.
+func Throttled(ss []Spike, phase int) (n int, ns int64) {
+	for _, sp := range ss {
+		if sp.Phase != phase {
+			continue
+		}
+		var t int64
+		for _, c := range sp.Causes {
+			if c.Kind == CauseThrottled {
+				t += c.NS
+			}
+		}
+		if t > 0 {
+			n, ns = n+1, ns+t
+		}
+	}
+	return n, ns
 }

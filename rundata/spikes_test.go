@@ -56,3 +56,21 @@ func FuzzDecodeSpikes(f *testing.F) {
 		}
 	})
 }
+
+func TestThrottled(t *testing.T) {
+	ss := []Spike{
+		{Phase: 0, Causes: []Cause{{Kind: CauseThrottled, Name: "RT throttling", NS: 300e6}, {Kind: CauseIdle, NS: 1e6}}},
+		{Phase: 0, Causes: []Cause{{Kind: CauseThread, Name: "hog", NS: 5e6}}},
+		{Phase: 1, Causes: []Cause{{Kind: CauseThrottled, Name: "RT throttling", NS: 200e6}}},
+		{Phase: 0, Causes: []Cause{{Kind: CauseHeld, Name: "hog", NS: 2e6}, {Kind: CauseThrottled, Name: "RT throttling", NS: 7e6}}},
+	}
+	if n, ns := Throttled(ss, 0); n != 2 || ns != 307e6 {
+		t.Errorf("phase 0: %d spikes, %d ns; want 2, 307 ms", n, ns)
+	}
+	if n, ns := Throttled(ss, 2); n != 0 || ns != 0 {
+		t.Errorf("phase 2: %d, %d", n, ns)
+	}
+	if got := (Cause{Kind: CauseThrottled, Name: "RT throttling"}).String(); got != "RT throttling" {
+		t.Errorf("named %q", got)
+	}
+}

@@ -192,7 +192,7 @@ func (s *session) phase(ctx context.Context, i int, name string) error {
 	s.run.Phases = append(s.run.Phases, ph)
 	s.hists = append(s.hists, acc.hist)
 	if s.trace != nil {
-		if terr := s.trace.write(s.res); terr != nil {
+		if terr := s.trace.write(s.res, &s.run.Phases[len(s.run.Phases)-1]); terr != nil {
 			s.pr.linef("trace: %v", terr)
 		}
 	}
@@ -445,6 +445,9 @@ func summary(w io.Writer, run *rundata.Run, acts map[int]float64, dir string) {
 			int64(math.Floor(l.Min)), int64(math.Floor(acts[i])), int64(math.Floor(l.Avg)), int64(math.Floor(l.Max)), pct(l.P99), pct(l.P999), ph.Xruns)
 		if ph.PointerJumps > 0 {
 			fmt.Fprintf(w, "   %-10s pointer jumps: %d (the hardware pointer lost whole buffers against the card's clock without an xrun from the kernel; not xruns)\n", ph.Name, ph.PointerJumps)
+		}
+		if ph.RTThrottled > 0 {
+			fmt.Fprintf(w, "   %-10s RT throttled: %d spikes, %.1f ms (the real-time budget, sched_rt_runtime_us, ran out and the kernel stopped the audio thread: not the kernel's latency; see latencytest check)\n", ph.Name, ph.RTThrottled, float64(ph.RTThrottledNS)/1e6)
 		}
 	}
 	if v := rundata.VerdictText(run); v != "" {

@@ -49,12 +49,14 @@ func (t *spikeTrace) offer(s *rundata.Sample) {
 }
 
 // write writes every spike explained so far into the results directory's
-// spikes.json.
-func (t *spikeTrace) write(out *results) error {
+// spikes.json, and counts the RT throttling found in ph's.
+func (t *spikeTrace) write(out *results, ph *rundata.Phase) error {
 	if t.rec == nil {
 		return nil
 	}
-	b, err := rundata.MarshalSpikes(t.rec.Flush())
+	ss := t.rec.Flush()
+	ph.RTThrottled, ph.RTThrottledNS = rundata.Throttled(ss, t.index)
+	b, err := rundata.MarshalSpikes(ss)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,80 @@
+//go:build vm
+
+package ktrace
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"latencytest/rundata"
+)
+
+// vmBinary is latencytest in the VM's initramfs (scripts/vmtest).
+const vmBinary = "/bin/latencytest"
+
+const rtRuntime = "/proc/sys/kernel/sched_rt_runtime_us"
+
+// TestVMRTThrottling forces RT throttling: a real-time budget of half of
+// every second, and an audio thread that wants 80 % of its CPU. The kernel
+// stops the thread for the rest of each second once the budget is used
+// up; the tracer must name that as RT throttling (not as the kernel's
+// latency, nor as the idle CPU or the threads that ran meanwhile), count
+// it in the phase, and say so on the terminal. The budget is restored.
+func TestVMRTThrottling(t *testing.T) {
+	old, err := os.ReadFile(rtRuntime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := os.WriteFile(rtRuntime, old, 0); err != nil {
+			t.Errorf("restore %s to %s: %v", rtRuntime, bytes.TrimSpace(old), err)
+		}
+	})
+	if err := os.WriteFile(rtRuntime, []byte("500000"), 0); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "x")
+	cmd := exec.Command(vmBinary, "run", "--driver", "timer", "--tests", "idle", "--duration", "4s", "--cpu-load", "80",
+		"--affinity", "1", "--period", "256", "--periods", "4", "--trace", "--no-report", "--quiet", "--out", out)
+	b, err := cmd.CombinedOutput()
+	t.Logf("latencytest %s\n%s", strings.Join(cmd.Args[1:], " "), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := rundata.ReadRun(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := rundata.ReadSpikes(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each throttled stretch is what is left of a second once half of it
+	// went to real-time work: hundreds of ms. Every spike that long must
+	// owe most of its lateness to the throttling.
+	long := 0
+	for _, sp := range ss {
+		if sp.LatencyNS < 100e6 {
+			continue
+		}
+		long++
+		n, ns := rundata.Throttled([]rundata.Spike{sp}, sp.Phase)
+		if n != 1 || ns < sp.LatencyNS/2 {
+			t.Errorf("period %d, %.1f ms late: RT throttling %.1f ms of it, want most; causes %v", sp.Period, float64(sp.LatencyNS)/1e6, float64(ns)/1e6, sp.Causes)
+		}
+	}
+	if long == 0 {
+		t.Fatalf("no spike of 100 ms or more in 4 s at a budget of half a second: was the thread throttled? %d spikes", len(ss))
+	}
+	ph := r.Phases[0]
+	if ph.RTThrottled < long || ph.RTThrottledNS < int64(long)*50e6 {
+		t.Errorf("run.json: rt_throttled %d, %d ns; want at least the %d long spikes", ph.RTThrottled, ph.RTThrottledNS, long)
+	}
+	if !strings.Contains(string(b), "RT throttled:") {
+		t.Errorf("the terminal does not say RT throttled")
+	}
+}

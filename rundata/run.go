@@ -50,6 +50,13 @@ type Run struct {
 	DriverNotes  []string `json:"driver_notes,omitempty"`
 
 	RT RTSetup `json:"rt"`
+	// OwnCPUs is where latencytest's own work ran (its parent process,
+	// the engine's threads but the audio thread, the tracer's reader):
+	// the CPUs it may use less the audio thread's (rt.affinity), so that
+	// none of it runs where the audio thread waits. Empty when the audio
+	// thread was not pinned, or no other CPU was allowed. The stressors
+	// ran anywhere (the load is what is measured against).
+	OwnCPUs []int `json:"own_cpus,omitempty"`
 
 	Phases []Phase `json:"phases"`
 

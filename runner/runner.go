@@ -50,9 +50,10 @@ type Config struct {
 	StallAt  int64
 	StallFor time.Duration
 
-	// StartLoad starts the named stressor; its error is the reason the
-	// phase is skipped. Cancelling ctx calls the start off.
-	StartLoad func(ctx context.Context, name string) (Load, error)
+	// StartLoad starts the named stressor on cpus (empty: anywhere the
+	// parent may run); its error is the reason the phase is skipped.
+	// Cancelling ctx calls the start off.
+	StartLoad func(ctx context.Context, name string, cpus []int) (Load, error)
 	// Children, if not nil, holds the engine while it runs, for
 	// child.Set.KillAll (a second Ctrl-C).
 	Children *child.Set
@@ -89,6 +90,7 @@ func Run(ctx context.Context, cfg Config) (*rundata.Run, error) {
 	defer res.close()
 	nice.SetAll(parentNice) // best effort: needs CAP_SYS_NICE
 	s := &session{cfg: cfg, pr: newPrinter(cfg.Stderr, cfg.Progress), run: run, res: res, acts: map[int]float64{}}
+	defer s.separate()()
 	if cfg.Trace {
 		s.trace = s.startTrace()
 		defer s.trace.stop()
@@ -125,6 +127,9 @@ type session struct {
 	hists  []*rundata.Histogram
 	acts   map[int]float64 // phase index -> last latency, µs
 	opened bool            // an engine has opened its stream
+	// loadCPUs is where the stressors run: every CPU the run may use
+	// (nil: inherited).
+	loadCPUs []int
 }
 
 // newRun is run.json before the first phase: the configuration asked for
@@ -168,7 +173,7 @@ func (s *session) phase(ctx context.Context, i int, name string) error {
 		ph.Stressor = name
 		s.pr.linef("[%s] starting the %s load", name, name)
 		var err error
-		if load, err = s.cfg.StartLoad(ctx, name); err != nil {
+		if load, err = s.cfg.StartLoad(ctx, name, s.loadCPUs); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}

@@ -57,8 +57,9 @@ type Process struct {
 // ctx calls the start off within a second. The stressor's files go in a
 // private directory the parent makes in the stressor's --dir (or the
 // system's), and removes after it. set, if not nil, holds the child for
-// set.KillAll.
-func Start(ctx context.Context, exe, name string, args []string, set *child.Set) (*Process, error) {
+// set.KillAll. cpus, if not empty, is where the stressor may run: the
+// load is free of the CPUs latencytest keeps its own work on.
+func Start(ctx context.Context, exe, name string, args []string, set *child.Set, cpus []int) (*Process, error) {
 	c, err := NewRegistry().parse(name, args, io.Discard)
 	if err != nil {
 		return nil, err
@@ -73,6 +74,7 @@ func Start(ctx context.Context, exe, name string, args []string, set *child.Set)
 		StartLimit: startLimit,
 		OnMessage:  sp.message,
 		Set:        set,
+		CPUs:       cpus,
 	})
 	if err != nil {
 		return nil, err

@@ -47,7 +47,7 @@ type helperReport struct {
 }
 
 func stressHelper(name string, args []string) int {
-	p, err := Start(context.Background(), os.Args[0], name, args, nil)
+	p, err := Start(context.Background(), os.Args[0], name, args, nil, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -120,7 +120,7 @@ func TestStartStop(t *testing.T) {
 			if name == "x11" {
 				needXvfb(t)
 			}
-			p, err := Start(context.Background(), os.Args[0], name, append([]string{"--interval", "100ms"}, args...), nil)
+			p, err := Start(context.Background(), os.Args[0], name, append([]string{"--interval", "100ms"}, args...), nil, nil)
 			if err != nil {
 				t.Fatalf("Start: %v", err)
 			}
@@ -250,7 +250,7 @@ func TestDiskLeftoversRemoved(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p, err := Start(context.Background(), os.Args[0], "disk-write", []string{"--dir", dir, "--size", "4M"}, nil)
+	p, err := Start(context.Background(), os.Args[0], "disk-write", []string{"--dir", dir, "--size", "4M"}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,11 +272,11 @@ func TestDiskLeftoversRemoved(t *testing.T) {
 // A stressor that cannot start says why, as bad input, and leaves nothing.
 func TestStartCannotRun(t *testing.T) {
 	t.Setenv("PATH", t.TempDir()) // no Xvfb
-	_, err := Start(context.Background(), os.Args[0], "x11", []string{"--display", ""}, nil)
+	_, err := Start(context.Background(), os.Args[0], "x11", []string{"--display", ""}, nil, nil)
 	if err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), "no X server") {
 		t.Fatalf("Start x11 without X server and Xvfb: err = %v, want a usage error about no X server", err)
 	}
-	_, err = Start(context.Background(), os.Args[0], "disk-read", []string{"--dir", "/nonexistent/dir"}, nil)
+	_, err = Start(context.Background(), os.Args[0], "disk-read", []string{"--dir", "/nonexistent/dir"}, nil, nil)
 	if err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), "--dir") {
 		t.Fatalf("Start disk-read on a missing dir: err = %v", err)
 	}
@@ -285,7 +285,7 @@ func TestStartCannotRun(t *testing.T) {
 // An exec stressor whose command never succeeds still stops cleanly and
 // says how often it failed.
 func TestExecFailures(t *testing.T) {
-	p, err := Start(context.Background(), os.Args[0], "exec", []string{"--cmd", "exit 3"}, nil)
+	p, err := Start(context.Background(), os.Args[0], "exec", []string{"--cmd", "exit 3"}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,12 +55,12 @@ func (l loadSet) validate(name string) error {
 // stressFlag matches a flag named in a stressor's message.
 var stressFlag = regexp.MustCompile(`--[a-z][a-z0-9-]*`)
 
-func (l loadSet) start(ctx context.Context, name string) (runner.Load, error) {
+func (l loadSet) start(ctx context.Context, name string, cpus []int) (runner.Load, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	p, err := stress.Start(ctx, exe, name, l.args(name), l.children)
+	p, err := stress.Start(ctx, exe, name, l.args(name), l.children, cpus)
 	if err != nil {
 		return nil, err
 	}

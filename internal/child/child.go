@@ -96,7 +96,10 @@ type Spec struct {
 	Stdout io.Writer // nil: /dev/null (the child's stderr is kept for LastStderr)
 
 	Pdeathsig syscall.Signal // what the child gets when the parent dies
-	DataPipe  bool           // a second pipe on DataFD, read with Process.Data
+	// CPUs, if not empty, is where the child may run (its affinity),
+	// whatever the parent's threads are restricted to.
+	CPUs     []int
+	DataPipe bool // a second pipe on DataFD, read with Process.Data
 	// TempIn is where to create the child's private temporary directory
 	// ("" : none). The child finds it as TMPDIR; it is removed after the
 	// child is reaped.
@@ -188,7 +191,7 @@ func spawn(s Spec) (*Process, <-chan Message, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	p.Held, err = StartHeld(p.cmd)
+	p.Held, err = StartHeldOn(p.cmd, s.CPUs)
 	closeFiles(p.cmd.ExtraFiles) // the child's ends
 	if err != nil {
 		report.Close()

@@ -1,6 +1,7 @@
 package child
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
@@ -8,6 +9,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"latencytest/internal/threads"
 )
 
 // Held is a process started under two of the package's rules, without the
@@ -31,12 +34,17 @@ type Held struct {
 }
 
 // StartHeld starts cmd (see Held).
-func StartHeld(cmd *exec.Cmd) (*Held, error) {
+func StartHeld(cmd *exec.Cmd) (*Held, error) { return StartHeldOn(cmd, nil) }
+
+// StartHeldOn is StartHeld with the child's CPU affinity set to cpus
+// (none: inherited): the forking thread, which is its own, takes it first,
+// and the child inherits it from its first instruction.
+func StartHeldOn(cmd *exec.Cmd, cpus []int) (*Held, error) {
 	h := &Held{cmd: cmd, exited: make(chan struct{}), reapNow: make(chan struct{}), reaped: make(chan struct{})}
 	started := make(chan error)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine, after the reap
-		if err := cmd.Start(); err != nil {
+		if err := startOn(cmd, cpus); err != nil {
 			started <- err
 			return
 		}
@@ -52,6 +60,26 @@ func StartHeld(cmd *exec.Cmd) (*Held, error) {
 		return nil, err
 	}
 	return h, nil
+}
+
+// startOn starts cmd from the calling (locked) thread with the child's
+// CPU affinity cpus (none: this thread's), then puts the thread back on
+// the CPUs it had: it waits for the child as long as the child lives, as
+// part of the parent's own work.
+func startOn(cmd *exec.Cmd, cpus []int) error {
+	if len(cpus) == 0 {
+		return cmd.Start()
+	}
+	var was unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &was); err != nil {
+		return fmt.Errorf("CPU affinity: %w", err)
+	}
+	set := threads.Set(cpus)
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		return fmt.Errorf("CPU affinity %v: %w", cpus, err)
+	}
+	defer unix.SchedSetaffinity(0, &was)
+	return cmd.Start()
 }
 
 // How a process ended, in waitid's si_code (<signal.h>, CLD_*).

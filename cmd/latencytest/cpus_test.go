@@ -1,0 +1,113 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"latencytest/internal/threads"
+	"latencytest/runner"
+)
+
+// With the audio thread pinned (--affinity), latencytest's own work runs
+// on the other CPUs: every thread of the parent and of the engine process
+// but the audio thread, read from /proc while a phase runs; the audio
+// thread on its CPU; the stressor on every CPU. run.json says where.
+func TestRunKeepsOwnWorkOffAudioCPU(t *testing.T) {
+	all, err := threads.Allowed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) < 2 {
+		t.Fatalf("allowed CPUs %v: the test needs two", all)
+	}
+	audioCPU := all[len(all)-1]
+	own := threads.Without(all, []int{audioCPU})
+	out := filepath.Join(t.TempDir(), "out")
+	cmd := exec.Command(binary, "run", "--driver", "timer", "--tests", "cpu", "--duration", "3s", "--affinity", strconv.Itoa(audioCPU),
+		"--cpu-load", "0", "--period", "256", "--out", out, "--no-report")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	// Checked once the phase runs: its engine has its audio thread.
+	var seen map[string]int
+	var bad []string
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if seen, bad = checkTree(cmd.Process.Pid, threads.Format(all), threads.Format(own), strconv.Itoa(audioCPU)); seen["audio"] > 0 && seen["stress"] > 0 {
+			break
+		}
+	}
+	for _, b := range bad {
+		t.Error(b)
+	}
+	if seen["parent"] == 0 || seen["engine"] == 0 || seen["audio"] != 1 || seen["stress"] == 0 {
+		t.Errorf("threads seen: %v; want the parent's, the engine's, one audio thread and the stressor's", seen)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	if r := readRun(t, out); !reflect.DeepEqual(r.OwnCPUs, own) {
+		t.Errorf("run.json own_cpus %v, want %v", r.OwnCPUs, own)
+	}
+	if !strings.Contains(stderr.String(), "latencytest's own work on "+threads.Format(own)) {
+		t.Errorf("the terminal does not say where latencytest's own work ran:\n%s", stderr.String())
+	}
+}
+
+// checkTree checks the CPU affinity of every thread of pid and its
+// descendants, counts what it saw ("parent", "engine" and "stress"
+// threads other than the audio thread, and "audio": the engine's
+// SCHED_FIFO thread), and says which thread ran where it should not.
+func checkTree(root int, all, own, audio string) (seen map[string]int, bad []string) {
+	seen = map[string]int{}
+	for _, pid := range append([]int{root}, descendants(root)...) {
+		args, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+		role := "parent"
+		switch a := strings.Split(string(args), "\x00"); {
+		case pid == root:
+		case len(a) > 1 && a[1] == runner.EngineCommand:
+			role = "engine"
+		case len(a) > 1 && a[1] == "stress":
+			role = "stress"
+		default:
+			continue // the stressor's own children
+		}
+		tasks, _ := os.ReadDir(filepath.Join("/proc", strconv.Itoa(pid), "task"))
+		for _, task := range tasks {
+			st, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "task", task.Name(), "status"))
+			if err != nil {
+				continue
+			}
+			cpus := fieldOf(st, "Cpus_allowed_list")
+			r, want := role, map[string]string{"parent": own, "engine": own, "stress": all}[role]
+			if role == "engine" && fifo(pid, task.Name()) {
+				r, want = "audio", audio
+			}
+			seen[r]++
+			if cpus != want {
+				bad = append(bad, fmt.Sprintf("%s thread %d/%s on CPUs %s, want %s", r, pid, task.Name(), cpus, want))
+			}
+		}
+	}
+	return seen, bad
+}
+
+// fifo reports whether the thread runs SCHED_FIFO (field 41 of stat).
+func fifo(pid int, tid string) bool {
+	st, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "task", tid, "stat"))
+	if err != nil {
+		return false
+	}
+	s := string(st)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return len(f) > 38 && f[38] == "1"
+}

@@ -43,8 +43,9 @@ func Compare(inputs []string, out string) error {
 // compared is one loaded input.
 type compared struct {
 	Input
-	run    *rundata.Run // nil for cyclictest
-	ct     *ctRun       // nil for a results directory
+	run    *rundata.Run     // nil for cyclictest
+	ct     *ctRun           // a cyclictest histogram or JSON file
+	log    []rundata.CycRun // a cyclictest terminal log
 	phases []*phaseData
 	spikes map[int][]rundata.Spike // by phase index, for a traced run
 }
@@ -52,7 +53,11 @@ type compared struct {
 // CompareInputs is Compare with labels and cyclictest phase names.
 // Errors caused by the inputs are bad input (internal/badinput); out is
 // only written when everything could be read.
-func CompareInputs(ins []Input, out string) error {
+func CompareInputs(ins []Input, out string) error { return CompareTo(ins, out, "") }
+
+// CompareTo is CompareInputs that also writes the ranking as JSON to
+// jsonOut ("": none), for a script to gate a kernel upgrade on.
+func CompareTo(ins []Input, out, jsonOut string) error {
 	if len(ins) == 0 {
 		return badinput.New("nothing to compare: give at least one results directory or cyclictest file")
 	}
@@ -80,6 +85,15 @@ func CompareInputs(ins []Input, out string) error {
 	page, err := renderCompare(cs)
 	if err != nil {
 		return err
+	}
+	if jsonOut != "" {
+		b, err := MarshalRanking(rank(cs))
+		if err != nil {
+			return err
+		}
+		if err := rundata.WriteFileAtomic(jsonOut, b); err != nil {
+			return err
+		}
 	}
 	return rundata.WriteFileAtomic(out, page)
 }
@@ -112,13 +126,22 @@ func loadInput(in Input) (*compared, error) {
 	if err != nil {
 		return nil, badinput.Errorf("%w", err)
 	}
-	ct, err := parseCyclictest(b)
-	if err != nil {
-		return nil, badinput.Errorf("%s: %v", in.Path, err)
-	}
 	name := in.Phase
 	if name == "" {
 		name = DefaultCyclictestPhase
+	}
+	if rundata.IsCyclictestLog(b) {
+		runs, err := rundata.ParseCyclictestLog(bytes.NewReader(b))
+		if err != nil {
+			return nil, badinput.Errorf("%s: %v", in.Path, err)
+		}
+		c.log = runs
+		c.phases = []*phaseData{logPhase(name, runs)}
+		return c, nil
+	}
+	ct, err := parseCyclictest(b)
+	if err != nil {
+		return nil, badinput.Errorf("%s: %v", in.Path, err)
 	}
 	c.ct = ct
 	c.phases = []*phaseData{ctPhase(name, ct)}
@@ -145,6 +168,7 @@ type sectionView struct {
 
 type comparePage struct {
 	Inputs   []inputView
+	Ranking  []rankView
 	Sections []sectionView
 }
 
@@ -168,6 +192,19 @@ func renderCompare(cs []*compared) ([]byte, error) {
 				notes = append(notes, "interrupted")
 			}
 			iv.Notes = strings.Join(notes, ", ")
+		case c.log != nil:
+			iv.Kernel, iv.Preempt, iv.Host, iv.Period = "—", "—", "—", "—"
+			threads, interval := 0, 0
+			for _, r := range c.log {
+				threads = max(threads, len(r.Threads))
+				for _, t := range r.Threads {
+					interval = t.IntervalUS
+				}
+			}
+			if interval > 0 {
+				iv.Period = fmt.Sprintf("interval %d µs", interval)
+			}
+			iv.Notes = fmt.Sprintf("cyclictest terminal log: %d runs, up to %d thread(s) each; a log holds no histogram, so percentiles are unknown", len(c.log), threads)
 		default:
 			iv.Kernel, iv.Host = c.ct.kernel, "—"
 			if c.ct.version != "" {
@@ -188,17 +225,9 @@ func renderCompare(cs []*compared) ([]byte, error) {
 		pg.Inputs = append(pg.Inputs, iv)
 	}
 
+	pg.Ranking = rankViews(rank(cs))
 	// One section per phase name, in order of first appearance.
-	var names []string
-	seen := map[string]bool{}
-	for _, c := range cs {
-		for _, p := range c.phases {
-			if !seen[p.Name] {
-				seen[p.Name] = true
-				names = append(names, p.Name)
-			}
-		}
-	}
+	names := phaseNames(cs)
 	periodUS, bufferUS := commonPeriod(cs)
 	pg.Sections = make([]sectionView, len(names))
 	errs := make([]error, len(names))

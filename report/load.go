@@ -20,6 +20,10 @@ type phaseData struct {
 	note string
 	// noLoop marks inputs that measure no CPU loop and no xruns (cyclictest).
 	noLoop bool
+	// runMaxUS is the largest latency of each run the phase pools: one
+	// for a latencytest phase or a cyclictest histogram, one per run of
+	// a cyclictest log.
+	runMaxUS []float64
 }
 
 // runData is a results directory loaded for drawing.

@@ -5,18 +5,24 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 
 	"latencytest/internal/badinput"
 	"latencytest/report"
 )
 
-const compareUsage = `Usage: latencytest compare A B ... [-o compare.html] [-phase NAME]
+const compareUsage = `Usage: latencytest compare A B ... [-o compare.html] [-json FILE] [-phase NAME]
 
-Puts several runs side by side: per phase, overlaid histograms and one table
-with the best value of each row marked. A, B, ... are results directories or
-cyclictest files (its --histfile text or its --json output).
+Puts several runs side by side: a ranking of the sources per phase (each
+run's max, the median and the worst of them), then per phase overlaid
+histograms and one table with the best value of each row marked. A, B, ...
+are results directories or cyclictest files: its --histfile text, its --json
+output, or its terminal output (one or more runs, as captured or pasted into
+a mail).
 
   -o FILE       where to write the page (default compare.html)
+  -json FILE    also write the ranking as JSON, for scripts (exit status stays 0)
   -phase NAME   the phase cyclictest files are compared in (default cyclictest),
                 e.g. -phase idle to put them beside latencytest's idle phase`
 
@@ -27,6 +33,7 @@ func compareMain(args []string, stdout, stderr io.Writer) int {
 	fset.SetOutput(io.Discard)
 	out := fset.String("o", "compare.html", "")
 	phase := fset.String("phase", report.DefaultCyclictestPhase, "")
+	jsonOut := fset.String("json", "", "")
 	var paths []string
 	for rest := args; ; {
 		if err := fset.Parse(rest); err != nil {
@@ -34,7 +41,7 @@ func compareMain(args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintln(stdout, compareUsage)
 				return 0
 			}
-			fmt.Fprintf(stderr, "latencytest compare: %v; flags are -o FILE and -phase NAME\n", err)
+			fmt.Fprintf(stderr, "latencytest compare: %v; flags are -o FILE, -json FILE and -phase NAME\n", err)
 			return 2
 		}
 		rest = fset.Args()
@@ -52,11 +59,17 @@ func compareMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "latencytest compare: nothing to compare: give at least one results directory or cyclictest file")
 		return 2
 	}
+	for flag, p := range map[string]string{"-o": *out, "-json": *jsonOut} {
+		if d := filepath.Dir(p); p != "" && !isDir(d) {
+			fmt.Fprintf(stderr, "latencytest compare: %s %s: no directory %s to write it in\n", flag, p, d)
+			return 2
+		}
+	}
 	ins := make([]report.Input, len(paths))
 	for i, p := range paths {
 		ins[i] = report.Input{Path: p, Phase: *phase}
 	}
-	interrupted, err := uninterrupted(func() error { return report.CompareInputs(ins, *out) })
+	interrupted, err := uninterrupted(func() error { return report.CompareTo(ins, *out, *jsonOut) })
 	if err != nil {
 		fmt.Fprintf(stderr, "latencytest compare: %v\n", err)
 		if badinput.Is(err) {
@@ -65,8 +78,16 @@ func compareMain(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "wrote %s\n", *out)
+	if *jsonOut != "" {
+		fmt.Fprintf(stdout, "wrote %s\n", *jsonOut)
+	}
 	if interrupted {
 		return 130
 	}
 	return 0
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
 }

@@ -74,16 +74,24 @@ func TestCompareCommand(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("compare with cyclictest files: exit %d: %s", r.code, r.stderr)
 	}
+	// A cyclictest terminal log, and the ranking as JSON.
+	js := filepath.Join(t.TempDir(), "cmp.json")
+	log := filepath.Join("..", "..", "rundata", "testdata", "cyclictest-log", "loop-q.txt")
+	r = latencytest(t, "compare", "-phase", "idle", a, log, "-o", out, "-json", js)
+	if b, err := os.ReadFile(js); r.code != 0 || err != nil || !strings.Contains(string(b), `"max_us": [`) || !strings.Contains(r.stdout, js) {
+		t.Fatalf("compare -json: exit %d: %s; %s", r.code, r.stderr, b)
+	}
 
 	junk := filepath.Join(t.TempDir(), "notes.txt")
 	os.WriteFile(junk, []byte("hello\n"), 0o644)
 	bad := filepath.Join(t.TempDir(), "never.html")
 	for what, args := range map[string][]string{
-		"no input":       {"compare", "-o", bad},
-		"missing dir":    {"compare", a, filepath.Join(a, "nope"), "-o", bad},
-		"unknown format": {"compare", junk, "-o", bad},
-		"unknown flag":   {"compare", a, "-x", "-o", bad},
-		"empty -o":       {"compare", a, "-o", ""},
+		"no input":        {"compare", "-o", bad},
+		"missing dir":     {"compare", a, filepath.Join(a, "nope"), "-o", bad},
+		"unknown format":  {"compare", junk, "-o", bad},
+		"unknown flag":    {"compare", a, "-x", "-o", bad},
+		"empty -o":        {"compare", a, "-o", ""},
+		"-json in no dir": {"compare", a, "-o", bad, "-json", filepath.Join(a, "nope", "x.json")},
 	} {
 		oneLine(t, latencytest(t, args...), what)
 		if _, err := os.Stat(bad); !os.IsNotExist(err) {

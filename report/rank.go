@@ -1,0 +1,258 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"latencytest/rundata"
+)
+
+// Ranking is compare's opening table, and what `compare -json` writes:
+// per phase, each source's run-to-run figures, ranked by the worst of its
+// runs' maxima (the figure the lists compare kernels by: one bad run in a
+// dozen is the finding).
+type Ranking struct {
+	Phases []RankedPhase `json:"phases"`
+}
+
+// RankedPhase is one phase across the sources.
+type RankedPhase struct {
+	Phase   string         `json:"phase"`
+	Sources []RankedSource `json:"sources"` // in the order given
+	// Best and Worst name the sources with the smallest and the largest
+	// worst max ("" with fewer than two sources that ran the phase).
+	Best  string `json:"best,omitempty"`
+	Worst string `json:"worst,omitempty"`
+}
+
+// RankedSource is one source's figures in a phase. Figures a source does
+// not have are absent: a cyclictest log has no histogram (no p99) and
+// cyclictest no xruns.
+type RankedSource struct {
+	Label       string    `json:"label"`
+	Skipped     string    `json:"skipped,omitempty"`
+	Runs        int       `json:"runs"`
+	MaxUS       []float64 `json:"max_us"` // each run's max
+	MedianMaxUS float64   `json:"median_max_us"`
+	WorstMaxUS  float64   `json:"worst_max_us"`
+	// WorstVsBest is WorstMaxUS over the best source's: 1 for the best,
+	// 2.5 for a source whose worst run is two and a half times as late.
+	WorstVsBest float64  `json:"worst_max_vs_best"`
+	P99US       *float64 `json:"p99_us,omitempty"`
+	Xruns       *int     `json:"xruns,omitempty"`
+}
+
+// rank ranks the sources in every phase, phases in order of first
+// appearance.
+func rank(cs []*compared) Ranking {
+	var r Ranking
+	for _, name := range phaseNames(cs) {
+		rp := RankedPhase{Phase: name}
+		for _, c := range cs {
+			if p := c.phase(name); p != nil {
+				rp.Sources = append(rp.Sources, rankedSource(c.Label, p))
+			}
+		}
+		rp.Best, rp.Worst = bestWorst(rp.Sources)
+		r.Phases = append(r.Phases, rp)
+	}
+	return r
+}
+
+func rankedSource(label string, p *phaseData) RankedSource {
+	s := RankedSource{Label: label, Skipped: p.Skipped}
+	if p.Skipped != "" {
+		return s
+	}
+	s.MaxUS = p.runMaxUS
+	if len(s.MaxUS) == 0 {
+		s.MaxUS = []float64{p.Latency.Max}
+	}
+	s.Runs = len(s.MaxUS)
+	sorted := slices.Sorted(slices.Values(s.MaxUS))
+	s.WorstMaxUS = sorted[len(sorted)-1]
+	if n := len(sorted); n%2 == 1 {
+		s.MedianMaxUS = sorted[n/2]
+	} else {
+		s.MedianMaxUS = (sorted[n/2-1] + sorted[n/2]) / 2
+	}
+	if v := p.Latency.P99; !math.IsNaN(v) {
+		s.P99US = &v
+	}
+	if !p.noLoop {
+		x := p.Xruns
+		s.Xruns = &x
+	}
+	return s
+}
+
+// bestWorst names the sources with the smallest and largest worst max and
+// sets each source's ratio to the best.
+func bestWorst(ss []RankedSource) (best, worst string) {
+	b, w := -1, -1
+	for i, s := range ss {
+		if s.Runs == 0 {
+			continue
+		}
+		if b < 0 || s.WorstMaxUS < ss[b].WorstMaxUS {
+			b = i
+		}
+		if w < 0 || s.WorstMaxUS > ss[w].WorstMaxUS {
+			w = i
+		}
+	}
+	if b < 0 {
+		return "", ""
+	}
+	for i := range ss {
+		if ss[i].Runs > 0 && ss[b].WorstMaxUS > 0 {
+			ss[i].WorstVsBest = ss[i].WorstMaxUS / ss[b].WorstMaxUS
+		}
+	}
+	if b == w {
+		return "", ""
+	}
+	return ss[b].Label, ss[w].Label
+}
+
+// phase is c's phase called name, or nil.
+func (c *compared) phase(name string) *phaseData {
+	for _, p := range c.phases {
+		if p.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// phaseNames is every phase name of the inputs, in order of first
+// appearance.
+func phaseNames(cs []*compared) []string {
+	var names []string
+	seen := map[string]bool{}
+	for _, c := range cs {
+		for _, p := range c.phases {
+			if !seen[p.Name] {
+				seen[p.Name] = true
+				names = append(names, p.Name)
+			}
+		}
+	}
+	return names
+}
+
+// MarshalRanking is the JSON of `compare -json`.
+func MarshalRanking(r Ranking) ([]byte, error) {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// logPhase turns the runs of a cyclictest log into a phase: latencies
+// pooled over every thread of every run, each run's max kept. A log holds
+// no histogram, so its percentiles and "within" shares are unknown (NaN).
+func logPhase(name string, runs []rundata.CycRun) *phaseData {
+	p := &phaseData{noLoop: true}
+	p.Name = name
+	nan := math.NaN()
+	p.Latency = rundata.LatencyStats{Min: math.Inf(1), P50: nan, P90: nan, P99: nan, P999: nan, P9999: nan}
+	p.WithinUS100, p.WithinMS1 = nan, nan
+	var sum float64
+	for _, r := range runs {
+		runMax := 0.0
+		for _, t := range r.Threads {
+			p.Periods += t.Count
+			sum += float64(t.AvgUS) * float64(t.Count)
+			p.Latency.Min = min(p.Latency.Min, float64(t.MinUS))
+			runMax = max(runMax, float64(t.MaxUS))
+		}
+		p.runMaxUS = append(p.runMaxUS, runMax)
+		p.Latency.Max = max(p.Latency.Max, runMax)
+	}
+	if p.Periods > 0 {
+		p.Latency.Avg = sum / float64(p.Periods)
+	}
+	if math.IsInf(p.Latency.Min, 1) {
+		p.Latency.Min = nan
+	}
+	return p
+}
+
+// rankView is a phase's ranking as the compare page shows it.
+type rankView struct {
+	Phase, Verdict string
+	Rows           []rankRow
+}
+
+type rankRow struct {
+	Label, Runs, PerRun string
+	Cells               []cell // median max, worst max, ratio, p99, xruns
+}
+
+// rankViews formats r for the page, marking the best of each column.
+func rankViews(r Ranking) []rankView {
+	var vs []rankView
+	for _, rp := range r.Phases {
+		v := rankView{Phase: rp.Phase}
+		if rp.Best != "" {
+			v.Verdict = fmt.Sprintf("Best: %s; worst: %s (by the worst run's max).", rp.Best, rp.Worst)
+		}
+		cols := [][]float64{}
+		for _, s := range rp.Sources {
+			row := rankRow{Label: s.Label}
+			if s.Skipped != "" {
+				row.Runs = "skipped: " + s.Skipped
+				v.Rows = append(v.Rows, row)
+				cols = append(cols, nil)
+				continue
+			}
+			per := make([]string, len(s.MaxUS))
+			for i, m := range s.MaxUS {
+				per[i] = fmtUS(m)
+			}
+			row.Runs, row.PerRun = strconv.Itoa(s.Runs), strings.Join(per, " · ")
+			vals := []float64{s.MedianMaxUS, s.WorstMaxUS, s.WorstVsBest, math.NaN(), math.NaN()}
+			if s.P99US != nil {
+				vals[3] = *s.P99US
+			}
+			if s.Xruns != nil {
+				vals[4] = float64(*s.Xruns)
+			}
+			for i, f := range []func(float64) string{fmtUS, fmtUS, fmtRatio, fmtUS, fmtInt} {
+				row.Cells = append(row.Cells, cell{Key: rankKeys[i], Text: f(vals[i])})
+			}
+			v.Rows = append(v.Rows, row)
+			cols = append(cols, vals)
+		}
+		for k := range rankKeys {
+			best := math.Inf(1)
+			for _, vals := range cols {
+				if vals != nil && !math.IsNaN(vals[k]) {
+					best = min(best, vals[k])
+				}
+			}
+			for i, vals := range cols {
+				if vals != nil && vals[k] == best && len(rp.Sources) > 1 {
+					v.Rows[i].Cells[k].Best = true
+				}
+			}
+		}
+		vs = append(vs, v)
+	}
+	return vs
+}
+
+var rankKeys = []string{"median_max_us", "worst_max_us", "worst_vs_best", "p99_us", "xruns"}
+
+func fmtRatio(v float64) string {
+	if math.IsNaN(v) || v == 0 {
+		return "—"
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64) + "×"
+}

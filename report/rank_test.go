@@ -1,0 +1,145 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"golang.org/x/net/html"
+
+	"latencytest/internal/badinput"
+	"latencytest/report/synth"
+)
+
+// cyclictestLog is the terminal output of cyclictest run in a shell loop,
+// once per max given, as it is pasted into a mail: the command line, then
+// each run's dma-latency line and status line. wrap breaks the status
+// line of the second run before its Max value, as a mailer does.
+func cyclictestLog(maxes []int, wrap bool) string {
+	var b strings.Builder
+	b.WriteString("$ while true; do cyclictest -t1 -p 80 -n -i 10000 -l 10000 -q; done\n")
+	for i, m := range maxes {
+		b.WriteString("# /dev/cpu_dma_latency set to 0us\n")
+		line := fmt.Sprintf("T: 0 (%5d) P:80 I:10000 C:  10000 Min:      3 Act:   75 Avg:   54 Max: %7d\n", 7000+i, m)
+		if wrap && i == 1 {
+			line = strings.Replace(line, "Max:", "Max:\n", 1)
+		}
+		b.WriteString(line)
+	}
+	b.WriteString("^C\n")
+	return b.String()
+}
+
+// Four kernels' cyclictest logs, a dozen-run habit in small: ranked by the
+// worst run's max, every run shown, the JSON the same table.
+func TestCompareRanksCyclictestLogs(t *testing.T) {
+	dir := t.TempDir()
+	kernels := []struct {
+		name  string
+		maxes []int
+	}{
+		{"6.1", []int{121, 148, 130}},
+		{"6.12", []int{119, 17800, 140}},
+		{"6.6-rt", []int{40, 45, 42, 44}},
+		{"5.10", []int{300, 250, 280}},
+	}
+	var ins []Input
+	for i, k := range kernels {
+		p := filepath.Join(dir, k.name+".txt")
+		if err := os.WriteFile(p, []byte(cyclictestLog(k.maxes, i == 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ins = append(ins, Input{Path: p, Label: k.name})
+	}
+	out, js := filepath.Join(dir, "compare.html"), filepath.Join(dir, "compare.json")
+	if err := CompareTo(ins, out, js); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Ranking
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("compare.json: %v\n%s", err, b)
+	}
+	if len(r.Phases) != 1 || r.Phases[0].Best != "6.6-rt" || r.Phases[0].Worst != "6.12" {
+		t.Fatalf("ranking %+v, want 6.6-rt best and 6.12 worst", r.Phases)
+	}
+	for i, s := range r.Phases[0].Sources {
+		k := kernels[i]
+		var want []float64
+		worst := 0.0
+		for _, m := range k.maxes {
+			want = append(want, float64(m))
+			worst = max(worst, float64(m))
+		}
+		if s.Label != k.name || !reflect.DeepEqual(s.MaxUS, want) || s.WorstMaxUS != worst || s.Runs != len(k.maxes) {
+			t.Errorf("%s: %+v, want every run's max %v", k.name, s, want)
+		}
+		if s.P99US != nil || s.Xruns != nil {
+			t.Errorf("%s: a log knows no p99 and no xruns: %+v", k.name, s)
+		}
+	}
+	if s := r.Phases[0].Sources[1]; s.MedianMaxUS != 140 || s.WorstVsBest != 17800.0/45 {
+		t.Errorf("6.12: median %v, worst vs best %v", s.MedianMaxUS, s.WorstVsBest)
+	}
+	page, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := html.Parse(strings.NewReader(string(page)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	txt := text(doc)
+	for _, want := range []string{"Best: 6.6-rt; worst: 6.12", "119.0 · 17800.0 · 140.0", "395.56×", "cyclictest terminal log: 3 runs"} {
+		if !strings.Contains(txt, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+}
+
+// A latencytest run and a cyclictest log in the same phase rank side by
+// side, the run with its p99 and xruns; a log whose status line cannot be
+// read is bad input naming the file and the line, and nothing is written.
+func TestCompareRunBesideLog(t *testing.T) {
+	run, _ := writeRun(t, synth.Default())
+	dir := t.TempDir()
+	log := filepath.Join(dir, "k.txt")
+	if err := os.WriteFile(log, []byte(cyclictestLog([]int{90, 95}, false)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	js := filepath.Join(dir, "c.json")
+	if err := CompareTo([]Input{{Path: run, Label: "lt"}, {Path: log, Label: "ct", Phase: "idle"}}, filepath.Join(dir, "c.html"), js); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(js)
+	var r Ranking
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	var idle *RankedPhase
+	for i := range r.Phases {
+		if r.Phases[i].Phase == "idle" {
+			idle = &r.Phases[i]
+		}
+	}
+	if idle == nil || len(idle.Sources) != 2 || idle.Sources[0].P99US == nil || idle.Sources[0].Xruns == nil || idle.Sources[0].Runs != 1 || idle.Sources[1].Runs != 2 {
+		t.Fatalf("idle: %+v", idle)
+	}
+	bad := filepath.Join(dir, "bad.txt")
+	os.WriteFile(bad, []byte("T: 0 ( 7024) P:80 I:10000 C:  10000 Min:      3 Act:   75 Avg:   54 Max:     121\nT: 1 (oops) P:80\n"), 0o644)
+	out := filepath.Join(dir, "bad.html")
+	err := CompareTo([]Input{{Path: bad}}, out, filepath.Join(dir, "bad.json"))
+	if !badinput.Is(err) || !strings.Contains(err.Error(), "bad.txt") || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("bad log: %v, want bad input naming the file and line 2", err)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("a page was written for a bad input")
+	}
+}

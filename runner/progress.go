@@ -67,6 +67,29 @@ func (p *printer) progress(phase string, total time.Duration, acc *accumulator) 
 	}
 }
 
+// follow prints the lines next returns, as they come, until the returned
+// stop is called.
+func (p *printer) follow(phase string, next func() []string) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick(250*time.Millisecond, done, func() { p.lines(phase, next()) })
+	}()
+	return func() {
+		close(done)
+		<-finished
+		p.lines(phase, next())
+	}
+}
+
+// lines prints each line with the phase's name.
+func (p *printer) lines(phase string, ls []string) {
+	for _, l := range ls {
+		p.linef("[%s] %s", phase, l)
+	}
+}
+
 func status(s snapshot) string {
 	return fmt.Sprintf("periods %d  min %.0f  avg %.0f  max %.0f µs  xruns %d", s.periods, s.min, s.avg, s.max, s.xruns)
 }

@@ -23,6 +23,13 @@ type Load interface {
 	Stop() (map[string]any, error)
 }
 
+// Liner is a load that has lines of its own for the terminal as it runs
+// (hackbench's "Time: 3.728" per round): NewLines returns those that came
+// since the last call.
+type Liner interface {
+	NewLines() []string
+}
+
 // IdlePhase is the phase without a load.
 const IdlePhase = "idle"
 
@@ -183,9 +190,17 @@ func (s *session) phase(ctx context.Context, i int, name string) error {
 			return s.res.writeRun(s.run)
 		}
 	}
+	stopLines := func() {}
+	if l, ok := load.(Liner); ok {
+		stopLines = s.pr.follow(name, l.NewLines)
+	}
 	acc, err := runPhase(ctx, s.cfg, i, &ph, s, len(s.run.Phases))
+	stopLines()
 	if load != nil {
 		s.stopLoad(load, &ph)
+		if l, ok := load.(Liner); ok {
+			s.pr.lines(name, l.NewLines()) // the last rounds, from its final figures
+		}
 	}
 	if acc == nil {
 		if ctx.Err() != nil {

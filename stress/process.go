@@ -48,6 +48,7 @@ type Process struct {
 	progress map[string]any
 	final    *doneReport
 	stopped  bool
+	shown    int // rounds NewLines has returned
 }
 
 // Start runs `exe stress NAME --duration 0 args...` as a child
@@ -115,6 +116,29 @@ func (sp *Process) message(m child.Message) {
 			sp.final = &d
 		}
 	}
+}
+
+// NewLines returns the lines the reference tool prints per round that
+// arrived since the last call: hackbench's "Time: 3.728" for each round of
+// the hackbench stressor, so that the run's terminal interleaves them with
+// the underrun lines, as the transcripts in bug reports do.
+func (sp *Process) NewLines() []string {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	rounds, _ := sp.progress["round_time_s"].([]any)
+	if sp.final != nil {
+		if r, ok := sp.final.Stats["round_time_s"].([]any); ok {
+			rounds = r
+		}
+	}
+	var lines []string
+	for _, v := range rounds[min(sp.shown, len(rounds)):] {
+		if s, ok := v.(float64); ok {
+			lines = append(lines, fmt.Sprintf("Time: %.3f", s))
+		}
+	}
+	sp.shown = max(sp.shown, len(rounds))
+	return lines
 }
 
 // Pid is the stressor's process (and process group) id.

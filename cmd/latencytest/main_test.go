@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -422,6 +424,17 @@ func TestRunPhasesWithLoads(t *testing.T) {
 	}
 	if st := run.Phases[2].StressorStats; run.Phases[2].Stressor != "hackbench" || !(asFloat(st["rounds"]) > 0) {
 		t.Errorf("hackbench stats %v", st)
+	}
+	// Each round's time on the terminal as hackbench prints it, the
+	// same rounds as in run.json.
+	var want []string
+	rounds, _ := run.Phases[2].StressorStats["round_time_s"].([]any)
+	for _, r := range rounds {
+		want = append(want, fmt.Sprintf("[hackbench] Time: %.3f", asFloat(r)))
+	}
+	got := regexp.MustCompile(`(?m)^\[hackbench\] Time: .*$`).FindAllString(se.String(), -1)
+	if len(want) == 0 || !slices.Equal(got, want) {
+		t.Errorf("hackbench Time lines %q, want %q (the rounds in run.json)", got, want)
 	}
 	if _, err := os.Stat(filepath.Join(out, "index.html")); err == nil {
 		t.Error("index.html written despite --no-report")

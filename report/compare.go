@@ -120,6 +120,7 @@ func loadInput(in Input) (*compared, error) {
 			return nil, badinput.Errorf("%s: %v", in.Path, err)
 		}
 		c.run, c.phases, c.spikes = rd.run, rd.phases, rd.spikes
+		c.poolRepeats()
 		return c, nil
 	}
 	b, err := rundata.ReadFileLimited(in.Path, maxCyclictestBytes)

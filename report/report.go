@@ -98,6 +98,7 @@ type indexPage struct {
 	Run                      *rundata.Run
 	Banners                  []string
 	Overview                 statsTable
+	Spread                   []statsTable // a repeated run's run-to-run tables
 	Overlay                  template.HTML
 	Config, System           []kv
 	RT                       []rtRow
@@ -132,6 +133,7 @@ func renderIndex(rd *runData) ([]byte, error) {
 		pg.Banners = append(pg.Banners, "This run never finished (it was killed, or the machine stopped): the figures cover what was written until then, and phases after it did not run.")
 	}
 	pg.Overview = statsTable{ID: "overview-table", First: "phase", Extra: "stressor throughput", Head: metricHeads()}
+	pg.Spread = spreadTables(rd.phases)
 	var overlay []histSeries
 	pg.Phases = make([]phaseView, len(rd.phases))
 	wg := newGroup()
@@ -139,7 +141,7 @@ func renderIndex(rd *runData) ([]byte, error) {
 	spikeErrs := make([]error, len(rd.phases))
 	for i, pd := range rd.phases {
 		id := "phase-" + strconv.Itoa(i+1)
-		sr := statsRow{Name: pd.Name, Link: id, Skipped: pd.Skipped, Extra: stressorSummary(pd.StressorStats)}
+		sr := statsRow{Name: label(pd), Link: id, Skipped: pd.Skipped, Extra: stressorSummary(pd.StressorStats)}
 		if pd.Skipped != "" {
 			pg.Banners = append(pg.Banners, fmt.Sprintf("Phase %q was skipped: %s", pd.Name, pd.Skipped))
 		} else {
@@ -153,7 +155,7 @@ func renderIndex(rd *runData) ([]byte, error) {
 			overlay = append(overlay, histSeries{label: pd.Name, h: pd.hist})
 		}
 		pv := &pg.Phases[i]
-		*pv = phaseView{ID: id, Name: pd.Name, Stressor: pd.Stressor, Skipped: pd.Skipped, Note: pd.note, Series: stressorSeries(pd.StressorStats),
+		*pv = phaseView{ID: id, Name: label(pd), Stressor: pd.Stressor, Skipped: pd.Skipped, Note: pd.note, Series: stressorSeries(pd.StressorStats),
 			Xruns: pd.Xruns, PointerJumps: pd.PointerJumps, RTThrottled: pd.RTThrottled, RTThrottledMS: fmtNum(float64(pd.RTThrottledNS) / 1e6), Overflow: pd.Overflow, Lost: pd.Lost, Nominal: fmtNum(pd.CPULoop.NominalUS / 1000)}
 		if g := pd.GridLateness; g != nil {
 			pv.Grid = fmt.Sprintf("min %s, p50 %s, p99 %s, p99.9 %s, p99.99 %s, max %s µs",

@@ -35,19 +35,22 @@ type Run struct {
 
 	System System `json:"system"`
 
-	Driver       string   `json:"driver"`
-	Device       string   `json:"device"`
-	Stream       string   `json:"stream,omitempty"`
-	Format       string   `json:"format,omitempty"`
-	Rate         int      `json:"rate"`
-	Channels     int      `json:"channels"`
-	PeriodFrames int      `json:"period_frames"`
-	Periods      int      `json:"periods"`
-	PeriodUS     float64  `json:"period_us"`
-	BufferUS     float64  `json:"buffer_us"`
-	CPULoad      int      `json:"cpu_load"`
-	Simulated    bool     `json:"xruns_simulated"` // the driver has no hardware buffer; xruns come from a virtual one
-	DriverNotes  []string `json:"driver_notes,omitempty"`
+	Driver       string  `json:"driver"`
+	Device       string  `json:"device"`
+	Stream       string  `json:"stream,omitempty"`
+	Format       string  `json:"format,omitempty"`
+	Rate         int     `json:"rate"`
+	Channels     int     `json:"channels"`
+	PeriodFrames int     `json:"period_frames"`
+	Periods      int     `json:"periods"`
+	PeriodUS     float64 `json:"period_us"`
+	BufferUS     float64 `json:"buffer_us"`
+	CPULoad      int     `json:"cpu_load"`
+	// Repeat is how many times the list of phases ran (run --repeat);
+	// 0 when once.
+	Repeat      int      `json:"repeat,omitempty"`
+	Simulated   bool     `json:"xruns_simulated"` // the driver has no hardware buffer; xruns come from a virtual one
+	DriverNotes []string `json:"driver_notes,omitempty"`
 
 	RT RTSetup `json:"rt"`
 	// OwnCPUs is where latencytest's own work ran (its parent process,
@@ -103,7 +106,10 @@ type RTParams struct {
 // Phase is one test of the run: a stressor (or none) and the latencies
 // measured while it ran.
 type Phase struct {
-	Name     string `json:"name"`
+	Name string `json:"name"`
+	// Repeat is the repetition the phase belongs to, from 1, when the
+	// run repeated its phases (Run.Repeat); 0 otherwise.
+	Repeat   int    `json:"repeat,omitempty"`
 	Stressor string `json:"stressor,omitempty"`
 	// Skipped says why the phase did not run; the other fields are then zero.
 	Skipped string `json:"skipped,omitempty"`

@@ -44,7 +44,10 @@ type Config struct {
 	CPULoad int
 	RT      rundata.RTParams
 
-	Tests    []string // phases in order
+	Tests []string // phases in order
+	// Repeat runs the whole list of phases that many times (0 or 1:
+	// once), each phase recording its repetition.
+	Repeat   int
 	Duration time.Duration
 	Out      string // results directory, created by Run
 	HistFile string // cyclictest-style histogram file ("" : none)
@@ -96,15 +99,19 @@ func Run(ctx context.Context, cfg Config) (*rundata.Run, error) {
 	}
 	defer res.close()
 	nice.SetAll(parentNice) // best effort: needs CAP_SYS_NICE
-	s := &session{cfg: cfg, pr: newPrinter(cfg.Stderr, cfg.Progress), run: run, res: res, acts: map[int]float64{}}
+	s := &session{cfg: cfg, pr: newPrinter(cfg.Stderr, cfg.Progress), run: run, res: res, acts: map[int]float64{},
+		names: repeated(cfg.Tests, cfg.Repeat)}
 	defer s.separate()()
 	if cfg.Trace {
 		s.trace = s.startTrace()
 		defer s.trace.stop()
 	}
-	for i, name := range cfg.Tests {
+	for i, name := range s.names {
 		if ctx.Err() != nil {
 			break
+		}
+		if cfg.Repeat > 1 && i%len(cfg.Tests) == 0 {
+			s.pr.linef("repetition %d of %d", i/len(cfg.Tests)+1, cfg.Repeat)
 		}
 		err := s.phase(ctx, i, name)
 		if badinput.Is(err) && !s.opened {
@@ -137,6 +144,17 @@ type session struct {
 	// loadCPUs is where the stressors run: every CPU the run may use
 	// (nil: inherited).
 	loadCPUs []int
+	// names is every phase to run, in order: the tests, repeated.
+	names []string
+}
+
+// repeated is tests n times over (at least once).
+func repeated(tests []string, n int) []string {
+	var all []string
+	for range max(n, 1) {
+		all = append(all, tests...)
+	}
+	return all
 }
 
 // newRun is run.json before the first phase: the configuration asked for
@@ -156,6 +174,7 @@ func newRun(cfg Config) *rundata.Run {
 		PeriodFrames: cfg.Audio.PeriodFrames,
 		Periods:      cfg.Audio.Periods,
 		CPULoad:      cfg.CPULoad,
+		Repeat:       repeatOrZero(cfg.Repeat),
 		RT:           rundata.RTSetup{Asked: cfg.RT},
 		Phases:       []rundata.Phase{},
 		Incomplete:   true,
@@ -175,6 +194,9 @@ func newRun(cfg Config) *rundata.Run {
 // ending before the stream opened adds nothing.
 func (s *session) phase(ctx context.Context, i int, name string) error {
 	ph := rundata.Phase{Name: name}
+	if s.cfg.Repeat > 1 {
+		ph.Repeat = i/len(s.cfg.Tests) + 1
+	}
 	var load Load
 	if name != IdlePhase {
 		ph.Stressor = name
@@ -460,8 +482,12 @@ func summary(w io.Writer, run *rundata.Run, acts map[int]float64, dir string) {
 			}
 			return fmt.Sprint(int64(math.Floor(v)))
 		}
+		name := ph.Name
+		if ph.Repeat > 0 {
+			name = fmt.Sprintf("%s#%d", ph.Name, ph.Repeat)
+		}
 		fmt.Fprintf(w, "T: %-10s P:%d I:%d C:%8d Min:%7d Act:%5d Avg:%5d Max:%8d p99: %s p99.9: %s xruns: %d\n",
-			ph.Name, run.RT.Obtained.Priority, int64(run.PeriodUS), ph.Periods,
+			name, run.RT.Obtained.Priority, int64(run.PeriodUS), ph.Periods,
 			int64(math.Floor(l.Min)), int64(math.Floor(acts[i])), int64(math.Floor(l.Avg)), int64(math.Floor(l.Max)), pct(l.P99), pct(l.P999), ph.Xruns)
 		if ph.PointerJumps > 0 {
 			fmt.Fprintf(w, "   %-10s pointer jumps: %d (the hardware pointer lost whole buffers against the card's clock without an xrun from the kernel; not xruns)\n", ph.Name, ph.PointerJumps)
@@ -482,4 +508,12 @@ func summary(w io.Writer, run *rundata.Run, acts map[int]float64, dir string) {
 	} else {
 		fmt.Fprintf(w, "results: %s\n", filepath.Join(dir, rundata.RunFile))
 	}
+}
+
+// repeatOrZero is run.json's repeat: 0 for a run that ran its phases once.
+func repeatOrZero(n int) int {
+	if n > 1 {
+		return n
+	}
+	return 0
 }

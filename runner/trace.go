@@ -93,8 +93,8 @@ func mainCulprits(sp rundata.Spike) string {
 func (s *session) startTrace() *spikeTrace {
 	t := startTrace(s.cfg.TraceAbove, s.cfg.RT.Affinity, func(sp rundata.Spike) {
 		name := ""
-		if sp.Phase < len(s.cfg.Tests) {
-			name = s.cfg.Tests[sp.Phase]
+		if sp.Phase < len(s.names) {
+			name = s.names[sp.Phase]
 		}
 		s.pr.linef("[%s] xrun at period %d, %.2f ms late: %s", name, sp.Period, float64(sp.LatencyNS)/1e6, mainCulprits(sp))
 	})

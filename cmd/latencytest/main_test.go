@@ -97,6 +97,8 @@ func TestBadFlagsExit2WritingNothing(t *testing.T) {
 		{[]string{"--disk-size", "5Q", "--tests", "disk-write"}, "--disk-size"},
 		{[]string{"--hackbench-groups", "0", "--tests", "hackbench"}, "--hackbench-groups"},
 		{[]string{"--period", "8"}, "--period"},
+		{[]string{"--repeat", "0"}, "--repeat"},
+		{[]string{"--repeat", "1001"}, "--repeat"},
 		{[]string{"--periods", "1"}, "--periods"},
 		{[]string{"--cpu-load", "101"}, "--cpu-load"},
 		{[]string{"--cpu-load", "-1"}, "--cpu-load"},

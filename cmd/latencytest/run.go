@@ -40,6 +40,7 @@ type runFlags struct {
 	affinity                              string
 	noMlock, noDMALatency                 bool
 	tests                                 string
+	repeat                                int
 	duration                              time.Duration
 	out, histfile                         string
 	tone                                  float64
@@ -72,6 +73,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.noDMALatency, "no-dma-latency", false, "do not hold /dev/cpu_dma_latency at 0")
 	fs.StringVar(&f.tests, "tests", classicSuite, "phases to run in order, comma-separated: idle and stressor names")
 	fs.DurationVar(&f.duration, "duration", 30*time.Second, "length of each phase")
+	fs.IntVar(&f.repeat, "repeat", 1, "run the phases that many times over, into one results directory (1-1000)")
 	fs.StringVar(&f.out, "out", "", "results directory (default results/HOST-KERNEL-YYYYMMDD-HHMMSS)")
 	fs.StringVar(&f.histfile, "histfile", "", "also write the histograms in cyclictest's --histfile format, one column per phase")
 	fs.Float64Var(&f.tone, "tone", 0, "play a sine of this frequency, Hz (default: silence)")
@@ -190,6 +192,9 @@ func (f *runFlags) config(loads loadSet) (runner.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
+	if f.repeat < 1 || f.repeat > 1000 {
+		return cfg, badFlag("--repeat %d: allowed 1 to 1000", f.repeat)
+	}
 	above, err := f.traceThreshold(int64(period) * 1e9 / int64(rate))
 	if err != nil {
 		return cfg, err
@@ -224,6 +229,7 @@ func (f *runFlags) config(loads loadSet) (runner.Config, error) {
 		CPULoad:    f.cpuLoad,
 		RT:         rundata.RTParams{Policy: policy, Priority: f.prio, Mlockall: !f.noMlock, Affinity: affinity, DMALatency: !f.noDMALatency},
 		Tests:      tests,
+		Repeat:     f.repeat,
 		Duration:   f.duration,
 		Out:        out,
 		HistFile:   f.histfile,

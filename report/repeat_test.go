@@ -1,0 +1,83 @@
+package report
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/net/html"
+
+	"latencytest/report/synth"
+	"latencytest/rundata"
+)
+
+// repeatedRun writes a synthetic run of idle and hackbench, twice over,
+// marked as run --repeat 2 writes it.
+func repeatedRun(t *testing.T) (string, *rundata.Run) {
+	t.Helper()
+	c := synth.Default()
+	c.Phases = append(c.Phases, c.Phases...)
+	dir, r := writeRun(t, c)
+	r.Repeat = 2
+	for i := range r.Phases {
+		r.Phases[i].Repeat = i/2 + 1
+	}
+	if err := rundata.WriteRun(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	return dir, r
+}
+
+// The report of a repeated run has a run-to-run table per phase: a row
+// per repetition with its own figures, and the pooled ones.
+func TestRenderRepeated(t *testing.T) {
+	dir, r := repeatedRun(t)
+	_, doc := renderDoc(t, dir)
+	for _, name := range []string{"idle", "hackbench"} {
+		tab := byID(doc, "spread-"+name)
+		if tab == nil {
+			t.Fatalf("no run-to-run table for %s", name)
+		}
+		rows := findAll(tab, func(n *html.Node) bool { return n.Data == "tr" && attr(n, "data-phase") != "" })
+		var got []string
+		for _, row := range rows {
+			got = append(got, attr(row, "data-phase"))
+		}
+		if want := []string{name + " #1", name + " #2", "pooled"}; strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("%s rows %q, want %q", name, got, want)
+		}
+	}
+	// The pooled max is the larger of the two repetitions'.
+	pooled := pool([]*phaseData{{Phase: r.Phases[0]}, {Phase: r.Phases[2]}})
+	if want := max(r.Phases[0].Latency.Max, r.Phases[2].Latency.Max); pooled.Latency.Max != want || len(pooled.runMaxUS) != 2 {
+		t.Errorf("pooled max %v (runs %v), want %v", pooled.Latency.Max, pooled.runMaxUS, want)
+	}
+}
+
+// compare takes a repeated run as one source with as many runs as it has
+// repetitions: each one's max in the ranking, the histograms pooled.
+func TestCompareRepeated(t *testing.T) {
+	dir, r := repeatedRun(t)
+	js := filepath.Join(t.TempDir(), "c.json")
+	if err := CompareTo([]Input{{Path: dir, Label: "rep"}, {Path: dir, Label: "again"}}, filepath.Join(t.TempDir(), "c.html"), js); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(js)
+	var rk Ranking
+	if err := json.Unmarshal(b, &rk); err != nil {
+		t.Fatal(err)
+	}
+	if len(rk.Phases) != 2 || rk.Phases[0].Phase != "idle" {
+		t.Fatalf("phases %+v", rk.Phases)
+	}
+	s := rk.Phases[0].Sources[0]
+	want := []float64{r.Phases[0].Latency.Max, r.Phases[2].Latency.Max}
+	if s.Runs != 2 || s.MaxUS[0] != want[0] || s.MaxUS[1] != want[1] || s.P99US == nil || s.Xruns == nil {
+		t.Errorf("idle: %+v, want two runs with maxima %v, a pooled p99 and xruns", s, want)
+	}
+	if *s.Xruns != r.Phases[0].Xruns+r.Phases[2].Xruns {
+		t.Errorf("xruns %d, want the sum of the repetitions'", *s.Xruns)
+	}
+}

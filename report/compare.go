@@ -276,6 +276,7 @@ func renderCompare(cs []*compared) ([]byte, error) {
 			}
 			sv.Rows = append(sv.Rows, cr)
 		}
+		sv.Rows = append(sv.Rows, loadRows(ps)...)
 		sv.Culprits = compareCulprits(cs, name)
 		if len(hs) == 0 {
 			continue // the phase was skipped in every run

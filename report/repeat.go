@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"latencytest/rundata"
 )
@@ -68,6 +69,7 @@ func pool(ps []*phaseData) *phaseData {
 		out.WithinUS100, out.WithinMS1 = nan, nan
 	}
 	out.HeadroomMinUS = headroom
+	out.StressorStats = poolStats(ran)
 	if out.Periods > 0 {
 		out.CPULoop.Within100USPct = loopWithin / float64(out.Periods)
 	}
@@ -137,4 +139,39 @@ func (c *compared) poolRepeats() {
 		}
 	}
 	c.phases, c.spikes = phases, spikes
+}
+
+// poolStats pools the repetitions' load figures: the work done and the
+// time it took summed (so the rate is the pooled one), the per-round
+// times put together. nil when the phases had no load.
+func poolStats(ps []*phaseData) map[string]any {
+	first := ps[0].StressorStats
+	if first == nil {
+		return nil
+	}
+	unit, _ := first["unit"].(string)
+	rk := rateKey(first)
+	out := map[string]any{"unit": unit, "repetitions": float64(len(ps))}
+	var units, secs float64
+	var rounds []any
+	for _, p := range ps {
+		m := p.StressorStats
+		units += asNum(m[strings.TrimSuffix(rk, "_per_s")])
+		secs += asNum(m["seconds"])
+		if ts, ok := numbers(m["round_time_s"]); ok {
+			for _, t := range ts {
+				rounds = append(rounds, t)
+			}
+		}
+	}
+	if rk != "" {
+		out[strings.TrimSuffix(rk, "_per_s")], out["seconds"] = units, secs
+		if secs > 0 {
+			out[rk] = units / secs
+		}
+	}
+	if rounds != nil {
+		out["round_time_s"] = rounds
+	}
+	return out
 }

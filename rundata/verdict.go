@@ -71,6 +71,12 @@ func (m *LateMeter) Verdicts(periodNS int64, pct int) (measured, nominal *Safe) 
 	return &a, &b
 }
 
+// Held reports whether the phase held in a buffer of periods: it ran, had
+// no xrun, and its verdict fits that buffer.
+func (ph *Phase) Held(periods int) bool {
+	return ph.Skipped == "" && ph.Safe != nil && ph.Safe.Periods <= periods && ph.Xruns == 0
+}
+
 // VerdictText says which loads the run's buffer held and what the others
 // would have needed, e.g. "64 frames × 2 (2.7 ms) held under idle, proc;
 // hackbench needs × 3 (4.0 ms)". It is "" for a run without verdicts.

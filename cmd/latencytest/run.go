@@ -40,6 +40,7 @@ type runFlags struct {
 	affinity                              string
 	noMlock, noDMALatency                 bool
 	tests                                 string
+	sizes                                 periodList // --period, one size or a list
 	repeat                                int
 	duration                              time.Duration
 	out, histfile                         string
@@ -63,7 +64,8 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.stream, "stream", "playback", "playback, capture or duplex")
 	fs.IntVar(&f.rate, "rate", 48000, "sample rate, Hz")
 	fs.IntVar(&f.channels, "channels", 2, "channels")
-	fs.IntVar(&f.period, "period", 64, "period size, frames")
+	f.sizes = periodList{sizes: []int{64}}
+	fs.Var(&f.sizes, "period", "period size, frames; a list such as 32,64,128 runs the phases once per size (default 64)")
 	fs.IntVar(&f.periods, "periods", 2, "periods in the buffer")
 	fs.IntVar(&f.rtcRate, "rtc-rate", 2048, "with --driver rtc: periodic interrupts per second, a power of two from 2 to 8192 (one period each)")
 	fs.IntVar(&f.cpuLoad, "cpu-load", 80, "simulated DSP load after each wakeup, percent of the period (0-100)")
@@ -90,6 +92,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args, stdout, stderr, "Usage: latencytest run [flags]\n\nMeasures the wakeup latency of an audio thread, phase by phase under the --tests loads,\nwrites a results directory and renders its report.\n"); !ok {
 		return code
 	}
+	f.period = f.sizes.sizes[0]
 	if err := aplay.apply(fs, &f); err != nil {
 		fmt.Fprintf(stderr, "latencytest run: %v\n", err)
 		return 2
@@ -125,7 +128,14 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 
 	ctx, stop := interruptible(cfg.Children, stderr)
 	defer stop()
-	_, err = runner.Run(ctx, cfg)
+	if sizes := f.sizes.sizes; len(sizes) > 1 {
+		err = runSizes(ctx, cfg, sizes, func(n int) int64 {
+			above, _ := f.traceThreshold(int64(n) * 1e9 / int64(cfg.Audio.Rate))
+			return above
+		}, stdout)
+	} else {
+		_, err = runner.Run(ctx, cfg)
+	}
 	switch {
 	case badinput.Is(err):
 		fmt.Fprintf(stderr, "latencytest run: %v\n", err)
@@ -148,6 +158,9 @@ func (f *runFlags) config(loads loadSet) (runner.Config, error) {
 		return cfg, badFlag("--rate %d: allowed 8000 to 768000 Hz", f.rate)
 	case f.channels < 1 || f.channels > 64:
 		return cfg, badFlag("--channels %d: allowed 1 to 64", f.channels)
+	case slices.ContainsFunc(f.sizes.sizes, func(n int) bool { return n < 16 || n > 65536 }):
+		i := slices.IndexFunc(f.sizes.sizes, func(n int) bool { return n < 16 || n > 65536 })
+		return cfg, badFlag("--period %d: allowed 16 to 65536 frames", f.sizes.sizes[i])
 	case f.period < 16 || f.period > 65536:
 		return cfg, badFlag("--period %d: allowed 16 to 65536 frames", f.period)
 	case f.periods < 2 || f.periods > 64:
@@ -161,7 +174,7 @@ func (f *runFlags) config(loads loadSet) (runner.Config, error) {
 	case f.tone < 0 || f.tone > float64(f.rate)/2:
 		return cfg, badFlag("--tone %g: allowed 0 (silence) to %d Hz (half the rate)", f.tone, f.rate/2)
 	}
-	periodNS := int64(f.period) * 1e9 / int64(f.rate)
+	periodNS := int64(max(f.period, slices.Max(f.sizes.sizes))) * 1e9 / int64(f.rate)
 	if int64(f.duration) < periodNS {
 		return cfg, badFlag("--duration %v: shorter than one period (%v)", f.duration, time.Duration(periodNS))
 	}
@@ -212,6 +225,17 @@ func (f *runFlags) config(loads loadSet) (runner.Config, error) {
 	}
 	if f.histfile != "" {
 		if err := checkWritable("--histfile", filepath.Dir(f.histfile)); err != nil {
+			return cfg, err
+		}
+	}
+	if len(f.sizes.sizes) > 1 {
+		switch {
+		case f.histfile != "":
+			return cfg, badFlag("--histfile with a --period list: one histogram file per run; give one period size")
+		case drv == "rtc":
+			return cfg, badFlag("--period %s with --driver rtc: its period is one interrupt (--rtc-rate)", f.sizes.String())
+		}
+		if err := checkListOut(out); err != nil {
 			return cfg, err
 		}
 	}

@@ -106,7 +106,9 @@ func runSizes(ctx context.Context, cfg runner.Config, sizes []int, above func(pe
 			}
 			return fmt.Errorf("--period %d: %w", n, err)
 		}
-		runs = append(runs, r)
+		if r != nil && len(r.Phases) > 0 {
+			runs = append(runs, r)
+		}
 	}
 	if len(runs) == 0 {
 		return nil

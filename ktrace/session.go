@@ -257,13 +257,14 @@ func (l *cpuLog) prune(t int64) {
 }
 
 // Explain shares out the time from due to woke (CLOCK_MONOTONIC ns) on
-// the CPU the audio thread ran on. It waits, up to a second, for the trace
-// to reach woke.
+// the CPU the audio thread ran on. It waits for the trace to reach woke,
+// until a second after woke at most: a CPU that falls quiet (idle, no
+// tick) writes no event past woke, and a backlog of spikes explained
+// after the phase must not wait a second each.
 func (s *Session) Explain(audio Thread, due, woke int64) rundata.Spike {
-	deadline := time.Now().Add(time.Second)
 	for {
 		s.mu.Lock()
-		if s.latest >= woke || time.Now().After(deadline) || s.err != nil {
+		if s.latest >= woke || monoNow() > woke+traceWait || s.err != nil {
 			break
 		}
 		s.mu.Unlock()
@@ -343,4 +344,13 @@ func procPolicy(tid int) string {
 		return "SCHED_RR"
 	}
 	return ""
+}
+
+// traceWait is how long after a wakeup its trace may still arrive, ns.
+const traceWait = int64(time.Second)
+
+func monoNow() int64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
 }

@@ -248,3 +248,23 @@ func TestStaleInstanceRemoved(t *testing.T) {
 func inBurst(b [2]int64, l late) bool {
 	return b[0]-5e5 <= l.due && l.due < b[1] && l.woke <= b[1]+1e6
 }
+
+// A trace that falls quiet delays an explanation by at most a second after
+// the wakeup: one from long ago is explained at once, so a backlog of
+// spikes at the end of a phase does not wait a second each.
+func TestExplainDoesNotWaitForAQuietTrace(t *testing.T) {
+	s := &Session{cpus: map[int]*cpuLog{}, policies: map[int]string{}}
+	now := monoNow()
+	start := time.Now()
+	for range 50 {
+		s.Explain(Thread{TID: 1}, now-3e9, now-2e9)
+	}
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Errorf("50 old spikes took %v to explain on a quiet trace, want at once", d)
+	}
+	start = time.Now()
+	s.Explain(Thread{TID: 1}, now-1e6, monoNow())
+	if d := time.Since(start); d < 900*time.Millisecond {
+		t.Errorf("a fresh spike on a quiet trace waited %v, want a second for its events", d)
+	}
+}

@@ -94,6 +94,9 @@ type attribution struct {
 	// [waitFrom, waitTo): the real-time audio thread was runnable on
 	// this CPU (woken, not yet run); empty when not known.
 	waitFrom, waitTo int64
+	// idleThrottled: the CPU idled through the whole wait, long enough
+	// that only RT throttling explains it (idleThroughWait).
+	idleThrottled bool
 }
 
 // charge gives [a, b), clipped to the window, to what st was doing.
@@ -144,8 +147,44 @@ func (at *attribution) charge(st *cpuState, a, b int64) {
 // throttled. A task already running when the audio thread woke is not
 // (it may be held in kernel code instead: CauseHeld).
 func (at *attribution) throttled(st *cpuState, a, b int64) bool {
-	return at.waitFrom <= a && b <= at.waitTo && st.known && st.since >= at.waitFrom &&
-		(st.cur.pid == 0 || st.cur.prio >= 100) && !at.audio.is(st.cur.pid, st.cur.comm)
+	if at.waitFrom > a || b > at.waitTo || !st.known || at.audio.is(st.cur.pid, st.cur.comm) {
+		return false
+	}
+	if st.cur.pid == 0 && at.idleThrottled {
+		return true
+	}
+	return st.since >= at.waitFrom && (st.cur.pid == 0 || st.cur.prio >= 100)
+}
+
+// throttleIdle is how long an idle CPU must leave the woken real-time
+// audio thread waiting before idleThroughWait calls it throttling: leaving
+// idle takes microseconds on bare metal and under a millisecond on an
+// emulated CPU, while throttling lasts the rest of an rt period (up to
+// sched_rt_period_us − sched_rt_runtime_us, 50 ms by default).
+const throttleIdle = 10e6
+
+// idleThroughWait reports whether the CPU was idle from the audio thread's
+// wakeup on it until at least throttleIdle later: the scheduler picked
+// idle over the runnable real-time thread, which it does only while
+// real-time threads are throttled. (No sched_switch marks it: idle was
+// running already, and schedule() keeps it.) A hypervisor that stops the
+// virtual CPU for as long would look the same; budget is false when the
+// kernel has no real-time budget, and then it is never throttling.
+func idleThroughWait(base cpuState, evs []Event, wait [2]int64, budget bool) bool {
+	if !budget || wait[1]-wait[0] < throttleIdle {
+		return false
+	}
+	st := base.clone()
+	for i := range evs {
+		if evs[i].TS > wait[0] {
+			if evs[i].Kind == evSwitch {
+				return st.known && st.cur.pid == 0 && evs[i].TS-wait[0] >= throttleIdle
+			}
+			continue
+		}
+		st.apply(&evs[i])
+	}
+	return false
 }
 
 func (at *attribution) slice(kind, name string, a, b int64) {
@@ -162,8 +201,9 @@ func (at *attribution) slice(kind, name string, a, b int64) {
 // explainCPU shares out [from, to) on one CPU: base is the CPU's state
 // before evs (sorted by time), which run past to. The real-time audio
 // thread was runnable on the CPU during wait (empty: not known).
-func explainCPU(base cpuState, evs []Event, from, to int64, wait [2]int64, audio Thread, resolve func(int) string) (causes []rundata.Cause, unexplained int64, strip []rundata.Slice) {
-	at := &attribution{from: from, to: to, audio: audio, resolve: resolve, causes: map[rundata.Cause]int64{}, waitFrom: wait[0], waitTo: wait[1]}
+func explainCPU(base cpuState, evs []Event, from, to int64, wait [2]int64, budget bool, audio Thread, resolve func(int) string) (causes []rundata.Cause, unexplained int64, strip []rundata.Slice) {
+	at := &attribution{from: from, to: to, audio: audio, resolve: resolve, causes: map[rundata.Cause]int64{}, waitFrom: wait[0], waitTo: wait[1],
+		idleThrottled: idleThroughWait(base, evs, wait, budget)}
 	st := base.clone()
 	last := int64(-1 << 62)
 	for i := range evs {
@@ -188,7 +228,7 @@ func explainCPU(base cpuState, evs []Event, from, to int64, wait [2]int64, audio
 // switch-in before then), and shares out [due, woke) on that CPU. The
 // thread's wakeup (the last sched_wakeup in the window) splits the window
 // into the wakeup itself and the wait to run.
-func explain(cpus map[int]*cpuLog, audio Thread, due, woke int64, resolve func(int) string) rundata.Spike {
+func explain(cpus map[int]*cpuLog, audio Thread, due, woke int64, budget bool, resolve func(int) string) rundata.Spike {
 	sp := rundata.Spike{LatencyNS: woke - due, CPU: -1, WakeupNS: -1, RunDelayNS: -1}
 	runTS, wakeTS := int64(-1), int64(-1)
 	runPrio := -1
@@ -238,7 +278,7 @@ func explain(cpus map[int]*cpuLog, audio Thread, due, woke int64, resolve func(i
 	if p := preemptedAt(l, audio, runTS); p > wait[0] && runPrio >= 0 && runPrio < 100 {
 		wait = [2]int64{p, runTS}
 	}
-	sp.Causes, sp.UnexplainedNS, sp.Strip = explainCPU(l.base, l.evs, due, woke, wait, audio, resolve)
+	sp.Causes, sp.UnexplainedNS, sp.Strip = explainCPU(l.base, l.evs, due, woke, wait, budget, audio, resolve)
 	return sp
 }
 

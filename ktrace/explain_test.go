@@ -30,10 +30,10 @@ func TestExplainWindow(t *testing.T) {
 	}
 	other := []Event{sw(100*us, 1, "lt-audio", 42, 19), sw(200*us, 1, "swapper/1", 0, 120)}
 	cpus := map[int]*cpuLog{0: {evs: evs}, 1: {evs: other}}
-	sp := explain(cpus, audio, 1000*us, 2510*us, nil)
+	sp := explain(cpus, audio, 1000*us, 2510*us, true, nil)
 	// Woken for another CPU (or a SCHED_OTHER audio thread): no holding.
 	evs[5].TargetCPU = 1
-	if sp := explain(cpus, audio, 1000*us, 2510*us, nil); sp.Causes[0].Kind != rundata.CauseThread || sp.Causes[0].NS != 1000*us {
+	if sp := explain(cpus, audio, 1000*us, 2510*us, true, nil); sp.Causes[0].Kind != rundata.CauseThread || sp.Causes[0].NS != 1000*us {
 		t.Errorf("woken elsewhere: %+v", sp.Causes)
 	}
 	evs[5].TargetCPU = 0
@@ -68,7 +68,7 @@ func TestExplainWindow(t *testing.T) {
 	if len(l.evs) != len(evs)-1 || l.base.cur.comm != "hog" {
 		t.Fatalf("prune: %d events left, base %+v", len(l.evs), l.base)
 	}
-	sp2 := explain(map[int]*cpuLog{0: l, 1: {evs: other}}, audio, 1000*us, 2510*us, nil)
+	sp2 := explain(map[int]*cpuLog{0: l, 1: {evs: other}}, audio, 1000*us, 2510*us, true, nil)
 	if !reflect.DeepEqual(sp2.Causes, want) {
 		t.Errorf("after prune: %+v", sp2.Causes)
 	}
@@ -83,7 +83,7 @@ func TestExplainUnknownAndIdle(t *testing.T) {
 		sw(1400*us, 0, "rtjob", 9, 9),
 		sw(1900*us, 0, "lt-audio", 42, 19),
 	}
-	sp := explain(map[int]*cpuLog{0: {evs: evs}}, audio, 1000*us, 2000*us, func(int) string { return "SCHED_FIFO" })
+	sp := explain(map[int]*cpuLog{0: {evs: evs}}, audio, 1000*us, 2000*us, true, func(int) string { return "SCHED_FIFO" })
 	want := []rundata.Cause{
 		{Kind: rundata.CauseThread, Name: "rtjob", PID: 9, Policy: "SCHED_FIFO 90", NS: 500 * us},
 		{Kind: rundata.CauseIdle, Name: "idle", NS: 100 * us}, // ties keep the order of the window
@@ -93,7 +93,7 @@ func TestExplainUnknownAndIdle(t *testing.T) {
 		t.Errorf("spike %+v", sp)
 	}
 	// No trace of the audio thread at all: everything unexplained.
-	sp = explain(map[int]*cpuLog{0: {evs: evs[:2]}}, audio, 1000*us, 2000*us, nil)
+	sp = explain(map[int]*cpuLog{0: {evs: evs[:2]}}, audio, 1000*us, 2000*us, true, nil)
 	if sp.CPU != -1 || sp.UnexplainedNS != 1000*us || len(sp.Causes) != 0 {
 		t.Errorf("no audio thread: %+v", sp)
 	}
@@ -114,7 +114,7 @@ func TestExplainThrottled(t *testing.T) {
 		sw(51000*us, 0, "lt-audio", 42, 19),
 	}
 	cpus := map[int]*cpuLog{0: {evs: evs}}
-	sp := explain(cpus, audio, 900*us, 51010*us, nil)
+	sp := explain(cpus, audio, 900*us, 51010*us, true, nil)
 	want := []rundata.Cause{
 		{Kind: rundata.CauseThrottled, Name: "RT throttling", NS: 49900 * us},
 		{Kind: rundata.CauseThread, Name: "hog", PID: 7, Policy: "SCHED_OTHER", NS: 100 * us},
@@ -130,7 +130,7 @@ func TestExplainThrottled(t *testing.T) {
 	// The same switches with the audio thread not waiting on this CPU
 	// (woken for another) are ordinary threads and idle.
 	evs[1].TargetCPU = 1
-	sp = explain(cpus, audio, 900*us, 51010*us, nil)
+	sp = explain(cpus, audio, 900*us, 51010*us, true, nil)
 	for _, c := range sp.Causes {
 		if c.Kind == rundata.CauseThrottled || c.Kind == rundata.CauseHeld {
 			t.Errorf("woken elsewhere: %+v", sp.Causes)
@@ -148,7 +148,7 @@ func TestExplainThrottledWhileRunning(t *testing.T) {
 		{TS: 800 * us, CPU: 0, Kind: evSwitch, PID: 7, Comm: "hog", Prio: 120, PrevPID: 42, PrevComm: "lt-audio", PrevPrio: 19, PrevRunnable: true},
 		sw(50800*us, 0, "lt-audio", 42, 19),
 	}
-	sp := explain(map[int]*cpuLog{0: {evs: evs}}, audio, 1000*us, 50900*us, nil)
+	sp := explain(map[int]*cpuLog{0: {evs: evs}}, audio, 1000*us, 50900*us, true, nil)
 	want := []rundata.Cause{
 		{Kind: rundata.CauseThrottled, Name: "RT throttling", NS: 49800 * us},
 		{Kind: rundata.CauseAudio, Name: "lt-audio", PID: 42, NS: 100 * us},
@@ -159,8 +159,38 @@ func TestExplainThrottledWhileRunning(t *testing.T) {
 	// Preempted by a higher real-time thread instead: that thread is
 	// the cause, by name.
 	evs[1].Comm, evs[1].Prio = "irq/24-ahci", 49
-	sp = explain(map[int]*cpuLog{0: {evs: evs}}, audio, 1000*us, 50900*us, nil)
+	sp = explain(map[int]*cpuLog{0: {evs: evs}}, audio, 1000*us, 50900*us, true, nil)
 	if sp.Causes[0].Kind != rundata.CauseThread || sp.Causes[0].Name != "irq/24-ahci" {
 		t.Errorf("preempted by a real-time thread: %+v", sp.Causes)
+	}
+}
+
+// RT throttling with nothing else to run: the audio thread is woken on an
+// idle CPU and the CPU stays idle for 300 ms (schedule() keeps idle, so no
+// switch marks it). That is throttling where the kernel has a real-time
+// budget; a short idle exit is not; without a budget it never is.
+func TestExplainThrottledIdle(t *testing.T) {
+	audio := Thread{TID: 42}
+	evs := []Event{
+		sw(100*us, 0, "swapper/0", 0, 120),
+		{TS: 1000 * us, CPU: 0, Kind: evWakeup, PID: 42, Comm: "lt-audio", Prio: 19},
+		sw(301000*us, 0, "lt-audio", 42, 19),
+	}
+	cpus := map[int]*cpuLog{0: {evs: evs}}
+	sp := explain(cpus, audio, 900*us, 301010*us, true, nil)
+	want := []rundata.Cause{
+		{Kind: rundata.CauseThrottled, Name: "RT throttling", NS: 300000 * us},
+		{Kind: rundata.CauseIdle, Name: "idle", NS: 100 * us},
+		{Kind: rundata.CauseAudio, Name: "lt-audio", PID: 42, NS: 10 * us},
+	}
+	if !reflect.DeepEqual(sp.Causes, want) {
+		t.Errorf("causes\n %+v\nwant %+v", sp.Causes, want)
+	}
+	if sp := explain(cpus, audio, 900*us, 301010*us, false, nil); sp.Causes[0].Kind != rundata.CauseIdle {
+		t.Errorf("no budget: %+v, want idle", sp.Causes)
+	}
+	evs[2].TS = 1500 * us // an idle exit of 500 µs
+	if sp := explain(cpus, audio, 900*us, 1510*us, true, nil); sp.Causes[0].Kind != rundata.CauseIdle {
+		t.Errorf("short idle exit: %+v, want idle", sp.Causes)
 	}
 }

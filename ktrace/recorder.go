@@ -79,7 +79,15 @@ func (r *Recorder) drop() {
 func (r *Recorder) run() {
 	defer close(r.done)
 	for it := range r.in {
-		sp := r.s.Explain(it.audio, it.s.Due, it.s.Woke)
+		// An xrun can come after an on-time wakeup, from what held the
+		// thread during its period's work (RT throttling stops it there
+		// too): its window runs until the work was done.
+		end := it.s.Woke
+		if it.s.Xrun != 0 {
+			end += max(it.s.DSP, 0)
+		}
+		sp := r.s.Explain(it.audio, it.s.Due, end)
+		sp.LatencyNS = it.s.Latency()
 		sp.Phase, sp.Period, sp.DueNS, sp.XrunNS = it.phase, it.s.Index, it.s.Due, it.s.Xrun
 		r.mu.Lock()
 		r.spikes = append(r.spikes, sp)

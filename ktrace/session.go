@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -44,6 +45,9 @@ type Session struct {
 	latest int64 // the newest event's time
 	lost   int64 // events the kernel dropped (its buffer was full)
 	keepNS int64
+	// budget: the kernel limits real-time threads' time
+	// (sched_rt_runtime_us is not -1), so they can be throttled.
+	budget bool
 	// policies names the real-time threads' policies (SCHED_FIFO or
 	// SCHED_RR), read from /proc when a thread is first seen running,
 	// while it is still there to be asked.
@@ -86,7 +90,7 @@ func Start(o Options) (*Session, error) {
 	if keep <= 0 {
 		keep = defaultKeepNS
 	}
-	s := &Session{fs: fs, inst: inst, fd: -1, keepNS: keep, cpus: map[int]*cpuLog{}, policies: map[int]string{}, stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Session{fs: fs, inst: inst, fd: -1, keepNS: keep, budget: rtBudget(), cpus: map[int]*cpuLog{}, policies: map[int]string{}, stop: make(chan struct{}), done: make(chan struct{})}
 	if err := s.setup(o); err != nil {
 		s.teardown()
 		return nil, err
@@ -271,7 +275,7 @@ func (s *Session) Explain(audio Thread, due, woke int64) rundata.Spike {
 		time.Sleep(20 * time.Millisecond)
 	}
 	defer s.mu.Unlock()
-	return explain(s.cpus, audio, due, woke, func(tid int) string { return s.policies[tid] })
+	return explain(s.cpus, audio, due, woke, s.budget, func(tid int) string { return s.policies[tid] })
 }
 
 // notePolicy remembers a real-time thread's policy; the map is bounded
@@ -353,4 +357,12 @@ func monoNow() int64 {
 	var ts unix.Timespec
 	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
 	return ts.Nano()
+}
+
+// rtBudget reports whether real-time threads have a budget they can be
+// throttled at (sched_rt_runtime_us other than -1; the kernel's default
+// is 950000 of every 1000000 µs). Unreadable counts as yes, as the default.
+func rtBudget() bool {
+	b, err := os.ReadFile("/proc/sys/kernel/sched_rt_runtime_us")
+	return err != nil || strings.TrimSpace(string(b)) != "-1"
 }

@@ -115,7 +115,7 @@ func (w swatch) Thumbnail(c *draw.Canvas) {
 // worstSpikes returns the n latest spikes, worst first.
 func worstSpikes(ss []rundata.Spike, n int) []rundata.Spike {
 	w := append([]rundata.Spike(nil), ss...)
-	sort.SliceStable(w, func(i, j int) bool { return w[i].LatencyNS > w[j].LatencyNS })
+	sort.SliceStable(w, func(i, j int) bool { return w[i].WindowNS() > w[j].WindowNS() })
 	return w[:min(n, len(w))]
 }
 
@@ -134,7 +134,7 @@ func spikeFigure(ss []rundata.Spike, n int) (template.HTML, error) {
 		s := w[i]
 		row := s.Strip
 		if len(row) == 0 {
-			row = []rundata.Slice{{Kind: "", NS: s.LatencyNS}}
+			row = []rundata.Slice{{Kind: "", NS: s.WindowNS()}}
 		}
 		ticks = append(ticks, plot.Tick{Value: float64(len(st.Rows)) + 0.5, Label: fmt.Sprintf("period %d, CPU %d", s.Period, s.CPU)})
 		st.Rows = append(st.Rows, row)

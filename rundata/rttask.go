@@ -27,7 +27,7 @@ type Spike struct {
 	Phase     int   `json:"phase"`  // index into Run.Phases
 	Period    int64 `json:"period"` // the sample's index in the phase
 	DueNS     int64 `json:"due_ns"` // when the period became due (CLOCK_MONOTONIC)
-	LatencyNS int64 `json:"latency_ns"`
+	LatencyNS int64 `json:"latency_ns"` // woke − due; for an xrun the causes run on to the end of its work (WindowNS)
 	XrunNS    int64 `json:"xrun_ns,omitempty"`
 	CPU       int   `json:"cpu"` // the CPU the audio thread ran on
 	// WakeupNS is from due until the kernel made the audio thread

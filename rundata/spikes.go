@@ -101,7 +101,7 @@ func Culprits(ss []Spike) (cs []Cause, total int64) {
 		sum[k] += ns
 	}
 	for _, s := range ss {
-		total += s.LatencyNS
+		total += s.WindowNS()
 		for _, c := range s.Causes {
 			add(key{c.Kind, c.Name, c.Policy}, c.NS)
 		}
@@ -114,6 +114,16 @@ func Culprits(ss []Spike) (cs []Cause, total int64) {
 	}
 	sort.SliceStable(cs, func(i, j int) bool { return cs[i].NS > cs[j].NS })
 	return cs, total
+}
+
+// WindowNS is the time the spike's causes share out: from due to the
+// wakeup, or for an xrun to the end of the period's work.
+func (s Spike) WindowNS() int64 {
+	ns := s.UnexplainedNS
+	for _, c := range s.Causes {
+		ns += c.NS
+	}
+	return max(ns, s.LatencyNS)
 }
 
 // String names a cause in a few words: "kworker/1:2 (SCHED_OTHER)",

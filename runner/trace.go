@@ -96,7 +96,11 @@ func (s *session) startTrace() *spikeTrace {
 		if sp.Phase < len(s.names) {
 			name = s.names[sp.Phase]
 		}
-		s.pr.linef("[%s] xrun at period %d, %.2f ms late: %s", name, sp.Period, float64(sp.LatencyNS)/1e6, mainCulprits(sp))
+		late := fmt.Sprintf("%.2f ms late", float64(sp.LatencyNS)/1e6)
+		if w := sp.WindowNS(); w > sp.LatencyNS+sp.LatencyNS/2+1e6 {
+			late = fmt.Sprintf("woke %.2f ms late, its work done %.2f ms after due", float64(sp.LatencyNS)/1e6, float64(w)/1e6)
+		}
+		s.pr.linef("[%s] xrun at period %d, %s: %s", name, sp.Period, late, mainCulprits(sp))
 	})
 	if !t.info.Enabled {
 		s.pr.linef("trace: causes not recorded: %s", t.info.Note)

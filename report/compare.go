@@ -226,7 +226,10 @@ func renderCompare(cs []*compared) ([]byte, error) {
 		pg.Inputs = append(pg.Inputs, iv)
 	}
 
-	pg.Ranking = rankViews(rank(cs))
+	var err error
+	if pg.Ranking, err = rankViews(rank(cs)); err != nil {
+		return nil, err
+	}
 	// One section per phase name, in order of first appearance.
 	names := phaseNames(cs)
 	periodUS, bufferUS := commonPeriod(cs)

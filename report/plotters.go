@@ -3,6 +3,7 @@ package report
 import (
 	"image/color"
 	"math"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
@@ -276,4 +277,53 @@ func (h *Hist) Plot(c draw.Canvas, p *plot.Plot) {
 func (h *Hist) Thumbnail(c *draw.Canvas) {
 	y := c.Center().Y
 	c.StrokeLine2(draw.LineStyle{Color: h.Color, Width: 2.5}, c.Min.X, y, c.Max.X, y)
+}
+
+// RunMaxima draws the largest latency of each run of a repeated phase as a
+// dot in the phase's column, and their median as a short bar: the
+// run-to-run spread people compare kernels by.
+type RunMaxima struct {
+	Columns [][]float64 // per column, each run's max
+	Color   color.Color
+}
+
+// Plot implements plot.Plotter.
+func (r *RunMaxima) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, trY := p.Transforms(&c)
+	dot := draw.GlyphStyle{Color: r.Color, Radius: vg.Points(2.5), Shape: draw.CircleGlyph{}}
+	bar := draw.LineStyle{Color: r.Color, Width: vg.Points(1.5)}
+	for i, col := range r.Columns {
+		x := trX(float64(i))
+		for _, v := range col {
+			c.DrawGlyph(dot, vg.Point{X: x, Y: trY(v)})
+		}
+		if len(col) > 0 {
+			y := trY(median(col))
+			c.StrokeLine2(bar, x-vg.Points(9), y, x+vg.Points(9), y)
+		}
+	}
+}
+
+// DataRange implements plot.DataRanger.
+func (r *RunMaxima) DataRange() (xmin, xmax, ymin, ymax float64) {
+	ymin, ymax = math.Inf(1), math.Inf(-1)
+	for _, col := range r.Columns {
+		for _, v := range col {
+			ymin, ymax = math.Min(ymin, v), math.Max(ymax, v)
+		}
+	}
+	if math.IsInf(ymin, 1) {
+		ymin, ymax = 0, 1
+	}
+	return -0.5, float64(len(r.Columns)) - 0.5, math.Min(0, ymin), ymax
+}
+
+// median is the middle of vs (the mean of the two middle ones).
+func median(vs []float64) float64 {
+	s := slices.Sorted(slices.Values(vs))
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
 }

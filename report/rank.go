@@ -3,10 +3,13 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"html/template"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
+
+	"gonum.org/v1/plot"
 
 	"latencytest/rundata"
 )
@@ -188,6 +191,7 @@ func logPhase(name string, runs []rundata.CycRun) *phaseData {
 type rankView struct {
 	Phase, Verdict string
 	Rows           []rankRow
+	Fig            template.HTML // the sources' per-run maxima, when some have several runs
 }
 
 type rankRow struct {
@@ -196,7 +200,7 @@ type rankRow struct {
 }
 
 // rankViews formats r for the page, marking the best of each column.
-func rankViews(r Ranking) []rankView {
+func rankViews(r Ranking) ([]rankView, error) {
 	var vs []rankView
 	for _, rp := range r.Phases {
 		v := rankView{Phase: rp.Phase}
@@ -243,9 +247,34 @@ func rankViews(r Ranking) []rankView {
 				}
 			}
 		}
+		fig, err := rankFigure(rp)
+		if err != nil {
+			return nil, err
+		}
+		v.Fig = fig
 		vs = append(vs, v)
 	}
-	return vs
+	return vs, nil
+}
+
+// rankFigure draws each source's per-run maxima in a column of its own,
+// when any source has more than one run.
+func rankFigure(rp RankedPhase) (template.HTML, error) {
+	rm := &RunMaxima{Color: colLatency}
+	var ticks []plot.Tick
+	several := false
+	for _, s := range rp.Sources {
+		ticks = append(ticks, plot.Tick{Value: float64(len(rm.Columns)), Label: s.Label})
+		rm.Columns = append(rm.Columns, s.MaxUS)
+		several = several || s.Runs > 1
+	}
+	if !several {
+		return "", nil
+	}
+	p := newPlot("", "", "max latency per run, µs")
+	p.Add(rm)
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	return svgOf(p, figW, figHCPU+30)
 }
 
 var rankKeys = []string{"median_max_us", "worst_max_us", "worst_vs_best", "p99_us", "xruns"}

@@ -97,6 +97,9 @@ func TestCompareRanksCyclictestLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	txt := text(doc)
+	if figs := findAll(doc, func(n *html.Node) bool { return n.Data == "figure" && attr(n, "class") == "fig-runmax" }); len(figs) != 1 || !strings.Contains(text(figs[0]), "6.6-rt") {
+		t.Errorf("%d figures of the per-run maxima, want 1 naming every source", len(figs))
+	}
 	for _, want := range []string{"Best: 6.6-rt; worst: 6.12", "119.0 · 17800.0 · 140.0", "395.56×", "cyclictest terminal log: 3 runs"} {
 		if !strings.Contains(txt, want) {
 			t.Errorf("the page lacks %q", want)

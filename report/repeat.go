@@ -2,8 +2,11 @@ package report
 
 import (
 	"fmt"
+	"html/template"
 	"math"
 	"strings"
+
+	"gonum.org/v1/plot"
 
 	"latencytest/rundata"
 )
@@ -174,4 +177,32 @@ func poolStats(ps []*phaseData) map[string]any {
 		out["round_time_s"] = rounds
 	}
 	return out
+}
+
+// spreadFigure draws each repeated phase's per-run maxima side by side
+// (RunMaxima); "" when no phase ran more than once.
+func spreadFigure(ps []*phaseData) (template.HTML, error) {
+	names, groups := byName(ps)
+	rm := &RunMaxima{Color: colLatency}
+	var ticks []plot.Tick
+	for _, name := range names {
+		var maxima []float64
+		for _, p := range groups[name] {
+			if p.Skipped == "" {
+				maxima = append(maxima, p.Latency.Max)
+			}
+		}
+		if len(groups[name]) < 2 {
+			continue
+		}
+		ticks = append(ticks, plot.Tick{Value: float64(len(rm.Columns)), Label: name})
+		rm.Columns = append(rm.Columns, maxima)
+	}
+	if len(rm.Columns) == 0 {
+		return "", nil
+	}
+	p := newPlot("", "", "max latency per run, µs")
+	p.Add(rm)
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	return svgOf(p, figW, figHCPU+30)
 }

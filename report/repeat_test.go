@@ -49,6 +49,11 @@ func TestRenderRepeated(t *testing.T) {
 			t.Errorf("%s rows %q, want %q", name, got, want)
 		}
 	}
+	// A figure of each run's max per phase, one column per phase.
+	fig := byID(doc, "fig-spread")
+	if fig == nil || !strings.Contains(text(fig), "idle") || !strings.Contains(text(fig), "hackbench") {
+		t.Error("no figure of the per-run maxima with a column per phase")
+	}
 	// The pooled max is the larger of the two repetitions'.
 	pooled := pool([]*phaseData{{Phase: r.Phases[0]}, {Phase: r.Phases[2]}})
 	if want := max(r.Phases[0].Latency.Max, r.Phases[2].Latency.Max); pooled.Latency.Max != want || len(pooled.runMaxUS) != 2 {

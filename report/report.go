@@ -98,7 +98,8 @@ type indexPage struct {
 	Run                      *rundata.Run
 	Banners                  []string
 	Overview                 statsTable
-	Spread                   []statsTable // a repeated run's run-to-run tables
+	Spread                   []statsTable  // a repeated run's run-to-run tables
+	SpreadFig                template.HTML // and their maxima per run
 	Overlay                  template.HTML
 	Config, System           []kv
 	RT                       []rtRow
@@ -134,6 +135,11 @@ func renderIndex(rd *runData) ([]byte, error) {
 	}
 	pg.Overview = statsTable{ID: "overview-table", First: "phase", Extra: "stressor throughput", Head: metricHeads()}
 	pg.Spread = spreadTables(rd.phases)
+	spreadFig, err := spreadFigure(rd.phases)
+	if err != nil {
+		return nil, err
+	}
+	pg.SpreadFig = spreadFig
 	var overlay []histSeries
 	pg.Phases = make([]phaseView, len(rd.phases))
 	wg := newGroup()

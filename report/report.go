@@ -246,6 +246,13 @@ func configKV(r *rundata.Run) []kv {
 		kv{K: "CPU load", V: fmt.Sprintf("%d %% of each period", r.CPULoad)},
 		kv{K: "xruns simulated", V: yes[r.Simulated]},
 	)
+	if b := r.RTBudget; b != nil {
+		v := "lifted for the run (sched_rt_runtime_us was " + b.Was + ")"
+		if !b.Lifted {
+			v = "not lifted: " + b.Note
+		}
+		kvs = append(kvs, kv{K: "real-time budget", V: v})
+	}
 	for _, n := range r.DriverNotes {
 		kvs = append(kvs, kv{K: "driver note", V: n})
 	}

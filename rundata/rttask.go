@@ -24,9 +24,9 @@ type RTTask struct {
 // the audio thread's CPU did between the instant the period became due and
 // the instant the thread ran.
 type Spike struct {
-	Phase     int   `json:"phase"`  // index into Run.Phases
-	Period    int64 `json:"period"` // the sample's index in the phase
-	DueNS     int64 `json:"due_ns"` // when the period became due (CLOCK_MONOTONIC)
+	Phase     int   `json:"phase"`      // index into Run.Phases
+	Period    int64 `json:"period"`     // the sample's index in the phase
+	DueNS     int64 `json:"due_ns"`     // when the period became due (CLOCK_MONOTONIC)
 	LatencyNS int64 `json:"latency_ns"` // woke − due; for an xrun the causes run on to the end of its work (WindowNS)
 	XrunNS    int64 `json:"xrun_ns,omitempty"`
 	CPU       int   `json:"cpu"` // the CPU the audio thread ran on

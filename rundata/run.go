@@ -60,6 +60,9 @@ type Run struct {
 	// thread was not pinned, or no other CPU was allowed. The stressors
 	// ran anywhere (the load is what is measured against).
 	OwnCPUs []int `json:"own_cpus,omitempty"`
+	// RTBudget says whether run --lift-rt-budget lifted the kernel's
+	// real-time budget for the run, and what it was.
+	RTBudget *RTBudget `json:"rt_budget,omitempty"`
 
 	Phases []Phase `json:"phases"`
 
@@ -92,6 +95,13 @@ type RTSetup struct {
 	Obtained RTParams `json:"obtained"`
 	// Refused lists, one line each, the steps that were not obtained and why.
 	Refused []string `json:"refused,omitempty"`
+}
+
+// RTBudget is run --lift-rt-budget's record.
+type RTBudget struct {
+	Lifted bool   `json:"lifted"`
+	Was    string `json:"was,omitempty"`  // sched_rt_runtime_us before the run, put back after it
+	Note   string `json:"note,omitempty"` // why it was not lifted
 }
 
 // RTParams is one side of RTSetup.

@@ -17,6 +17,10 @@ import (
 // EngineCommand is the hidden subcommand that runs the engine process.
 const EngineCommand = "__engine"
 
+// RTBudgetCommand is the hidden subcommand of the guard that holds the
+// real-time budget lifted for a run (internal/rtbudget).
+const RTBudgetCommand = "__rt-budget"
+
 // The engine's events on its report pipe (internal/child), after
 // child.EventError for why it cannot run.
 const (

@@ -45,6 +45,9 @@ type Config struct {
 	RT      rundata.RTParams
 
 	Tests []string // phases in order
+	// LiftRTBudget lifts the kernel's real-time budget for the run
+	// (internal/rtbudget).
+	LiftRTBudget bool
 	// Repeat runs the whole list of phases that many times (0 or 1:
 	// once), each phase recording its repetition.
 	Repeat   int
@@ -102,6 +105,7 @@ func Run(ctx context.Context, cfg Config) (*rundata.Run, error) {
 	s := &session{cfg: cfg, pr: newPrinter(cfg.Stderr, cfg.Progress), run: run, res: res, acts: map[int]float64{},
 		names: repeated(cfg.Tests, cfg.Repeat)}
 	defer s.separate()()
+	defer s.liftBudget(ctx)()
 	if cfg.Trace {
 		s.trace = s.startTrace()
 		defer s.trace.stop()

@@ -44,6 +44,8 @@ func commands() map[string]command {
 		// engineCommand is how `run` starts the period loop in a process of
 		// its own; it is not for users.
 		engineCommand: {main: engineMain, hidden: true},
+		// rtBudgetCommand holds the real-time budget lifted for a run.
+		rtBudgetCommand: {main: rtBudgetMain, hidden: true},
 	}
 }
 

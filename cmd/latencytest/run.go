@@ -38,7 +38,7 @@ type runFlags struct {
 	rtcRate                               int
 	cpuLoad, prio                         int
 	affinity                              string
-	noMlock, noDMALatency                 bool
+	noMlock, noDMALatency, liftRTBudget   bool
 	tests                                 string
 	sizes                                 periodList // --period, one size or a list
 	repeat                                int
@@ -73,6 +73,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.affinity, "affinity", "", "CPUs the audio thread may run on, e.g. 1 or 0,2-3 (default: all)")
 	fs.BoolVar(&f.noMlock, "no-mlock", false, "do not lock the engine's memory")
 	fs.BoolVar(&f.noDMALatency, "no-dma-latency", false, "do not hold /dev/cpu_dma_latency at 0")
+	fs.BoolVar(&f.liftRTBudget, "lift-rt-budget", false, "lift the kernel's real-time budget (sched_rt_runtime_us) for the run, as root; put back at its end, also if killed")
 	fs.StringVar(&f.tests, "tests", classicSuite, "phases to run in order, comma-separated: idle and stressor names")
 	fs.DurationVar(&f.duration, "duration", 30*time.Second, "length of each phase")
 	fs.IntVar(&f.repeat, "repeat", 1, "run the phases that many times over, into one results directory (1-1000)")
@@ -250,20 +251,21 @@ func (f *runFlags) config(loads loadSet) (runner.Config, error) {
 			Rate: rate, Channels: f.channels, PeriodFrames: period, Periods: f.periods,
 			ToneHz: f.tone, File: f.file, Verbose: f.verbose,
 		},
-		CPULoad:    f.cpuLoad,
-		RT:         rundata.RTParams{Policy: policy, Priority: f.prio, Mlockall: !f.noMlock, Affinity: affinity, DMALatency: !f.noDMALatency},
-		Tests:      tests,
-		Repeat:     f.repeat,
-		Duration:   f.duration,
-		Out:        out,
-		HistFile:   f.histfile,
-		NoSamples:  f.noSamples,
-		StallAt:    stallAt,
-		StallFor:   stallFor,
-		StartLoad:  loads.start,
-		Children:   loads.children,
-		Trace:      f.trace,
-		TraceAbove: above,
+		CPULoad:      f.cpuLoad,
+		RT:           rundata.RTParams{Policy: policy, Priority: f.prio, Mlockall: !f.noMlock, Affinity: affinity, DMALatency: !f.noDMALatency},
+		Tests:        tests,
+		Repeat:       f.repeat,
+		LiftRTBudget: f.liftRTBudget,
+		Duration:     f.duration,
+		Out:          out,
+		HistFile:     f.histfile,
+		NoSamples:    f.noSamples,
+		StallAt:      stallAt,
+		StallFor:     stallFor,
+		StartLoad:    loads.start,
+		Children:     loads.children,
+		Trace:        f.trace,
+		TraceAbove:   above,
 	}, nil
 }
 

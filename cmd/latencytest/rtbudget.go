@@ -1,0 +1,36 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os/signal"
+	"syscall"
+
+	"latencytest/internal/child"
+	"latencytest/internal/rtbudget"
+	"latencytest/runner"
+)
+
+const rtBudgetCommand = runner.RTBudgetCommand
+
+// rtBudgetMain is the guard `run --lift-rt-budget` starts: it lifts the
+// real-time budget and puts it back when told to stop, when its parent
+// dies, or when the parent is no longer the one that started it.
+func rtBudgetMain(args []string, stdout, stderr io.Writer) int {
+	conn, err := child.Attach()
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", rtBudgetCommand, err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer stop()
+	conn.WatchParent(ctx, stop)
+	err = rtbudget.Guard(ctx, rtbudget.Path, func(r rtbudget.Ready) error { return conn.Send("ready", r) })
+	if err != nil {
+		conn.Fail(err)
+		fmt.Fprintf(stderr, "%s: %v\n", rtBudgetCommand, err)
+		return 1
+	}
+	return 0
+}

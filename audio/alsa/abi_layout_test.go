@@ -1,4 +1,4 @@
-//go:build linux && (amd64 || arm64) && !vm
+//go:build linux && (amd64 || arm64 || arm || 386) && !vm
 
 package alsa
 

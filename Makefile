@@ -62,6 +62,12 @@ vet:
 	@out=$$(gofmt -l .) && { test -z "$$out" || { echo "$$out"; echo "gofmt: files above need formatting"; exit 1; }; }
 	$(GO) vet ./...
 	$(GO) vet -tags portaudio ./...
+	@# The other architectures the tool builds for (docs/arm.md): vet
+	@# compiles every package and its tests for each.
+	@set -e; for a in arm64 arm 386; do \
+		echo "GOARCH=$$a go vet ./..."; \
+		GOARCH=$$a GOARM=7 CGO_ENABLED=0 $(GO) vet ./...; \
+	done
 
 # -p 1: packages one at a time, so that the stressors' own tests (fork
 # storms, hackbench) never run beside the tests that measure latency.

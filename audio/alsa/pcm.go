@@ -126,13 +126,13 @@ func (p *pcm) setup(h *hwParams, s shape) error {
 	}
 	p.mapStatus()
 	if g.access == accessMmapInterleaved {
-		// The control page only where the status page may be mapped too
-		// (see mapPages); the ring buffer itself maps everywhere.
 		b, err := unix.Mmap(p.fd, 0, p.bufferFrames*p.frameBytes, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 		if err != nil {
 			return fmt.Errorf("%s: mmap the buffer: %w", p.path, err)
 		}
 		p.mmap, p.data = true, b
+		// The control page only where the status page may be mapped too
+		// (see mapPages); the ring buffer itself maps everywhere.
 		if mapPages {
 			if c, err := unix.Mmap(p.fd, mmapOffsetControl, os.Getpagesize(), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err == nil {
 				p.controlMap = c

@@ -17,7 +17,7 @@ LDFLAGS := -X main.version=$(VERSION)
 # Arguments for `make run`, e.g. make run ARGS="--tests idle,hackbench --duration 10s"
 ARGS ?=
 
-.PHONY: run test build build-static build-portaudio setup setup-test vet unit race fuzz fuzz-short portaudio-test vmtest bench clean
+.PHONY: run test build build-static build-portaudio dist setup setup-test vet unit race fuzz fuzz-short portaudio-test vmtest bench clean
 
 run: setup build
 	$(BIN) run $(ARGS)
@@ -38,6 +38,18 @@ build-static:
 build-portaudio:
 	$(GO) build -tags portaudio -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/latencytest
 
+# Static release binaries, pure Go (no PortAudio: cgo would tie each to
+# the build machine's libc), one per architecture the ALSA driver knows
+# (docs/arm.md). -trimpath keeps the build machine's paths out of them.
+DIST_ARCHS := amd64 arm64 arm
+dist:
+	@mkdir -p dist
+	@set -e; for a in $(DIST_ARCHS); do \
+		out=dist/latencytest-$(VERSION)-linux-$$a; \
+		echo "building $$out"; \
+		GOOS=linux GOARCH=$$a GOARM=7 CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $$out ./cmd/latencytest; \
+	done
+
 setup:
 	scripts/setup run
 
@@ -50,6 +62,12 @@ vet:
 	@out=$$(gofmt -l .) && { test -z "$$out" || { echo "$$out"; echo "gofmt: files above need formatting"; exit 1; }; }
 	$(GO) vet ./...
 	$(GO) vet -tags portaudio ./...
+	@# The other architectures the tool builds for (docs/arm.md): vet
+	@# compiles every package and its tests for each.
+	@set -e; for a in arm64 arm 386; do \
+		echo "GOARCH=$$a go vet ./..."; \
+		GOARCH=$$a GOARM=7 CGO_ENABLED=0 $(GO) vet ./...; \
+	done
 
 # -p 1: packages one at a time, so that the stressors' own tests (fork
 # storms, hackbench) never run beside the tests that measure latency.
@@ -102,3 +120,4 @@ bench:
 
 clean:
 	rm -f $(BIN)
+	rm -rf dist

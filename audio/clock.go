@@ -40,8 +40,10 @@ type Sleeper struct{ ts unix.Timespec }
 // call is raw: the runtime is not told, so the thread keeps its P and
 // wakes straight back into the loop (see pin).
 func (s *Sleeper) Until(t int64) {
-	s.ts.Sec = t / 1e9
-	s.ts.Nsec = t % 1e9
+	// NsecToTimespec, not Sec/Nsec by hand: the fields are int32 on
+	// 32-bit Linux (the old clock_nanosleep takes a 32-bit timespec there,
+	// enough for monotonic instants for 68 years of uptime).
+	s.ts = unix.NsecToTimespec(t)
 	for {
 		_, _, e := unix.RawSyscall6(unix.SYS_CLOCK_NANOSLEEP, unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME,
 			uintptr(unsafe.Pointer(&s.ts)), 0, 0, 0)

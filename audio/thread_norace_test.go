@@ -18,7 +18,7 @@ import (
 // major), by a raw system call that neither allocates nor loses the P.
 func threadFaults(ru *unix.Rusage) int64 {
 	unix.RawSyscall(unix.SYS_GETRUSAGE, unix.RUSAGE_THREAD, uintptr(unsafe.Pointer(ru)), 0)
-	return ru.Minflt + ru.Majflt
+	return int64(ru.Minflt) + int64(ru.Majflt) // long: int32 on 32-bit
 }
 
 // deep uses about depth KB of stack, as a rare, deep path of a driver

@@ -88,10 +88,11 @@ func parseCyclictestJSON(b []byte) (*ctRun, error) {
 	// The JSON omits empty bins and does not say where the histogram
 	// ended; the command line does (-h N / --histogram=N), and the largest
 	// bin present is a lower bound.
-	rangeUS := histRange(cmd)
-	if rangeUS > rundata.MaxHistUS {
-		return nil, fmt.Errorf("cyclictest JSON: its command line asks for a %d µs histogram; latencytest reads up to %d", rangeUS, rundata.MaxHistUS)
+	asked := histRange(cmd)
+	if asked > rundata.MaxHistUS {
+		return nil, fmt.Errorf("cyclictest JSON: its command line asks for a %d µs histogram; latencytest reads up to %d", asked, rundata.MaxHistUS)
 	}
+	rangeUS := int(asked)
 	for _, t := range j.Thread {
 		for k := range t.Histogram {
 			bin, err := strconv.Atoi(k)
@@ -173,13 +174,15 @@ const maxCTLatencyUS = 1e12
 
 // histRange finds cyclictest's histogram size on its command line, 0 when
 // it is not there.
-func histRange(cmd string) int {
+func histRange(cmd string) int64 {
 	return cmdlineInt(cmd, []string{"-h", "-H"}, []string{"--histogram", "--histofall"})
 }
 
 // cmdlineInt finds the value of an integer option of cyclictest's command
 // line, given as "-x N", "-xN", "--long N" or "--long=N"; 0 when absent.
-func cmdlineInt(cmd string, short, long []string) int {
+// It is an int64 whatever int is, and a value past it reads as the
+// largest: on 32-bit, Atoi's range error made "-h 9e18" read as absent.
+func cmdlineInt(cmd string, short, long []string) int64 {
 	fs := strings.Fields(cmd)
 	for i, f := range fs {
 		var v string
@@ -195,7 +198,7 @@ func cmdlineInt(cmd string, short, long []string) int {
 				v = f[len(o):]
 			}
 		}
-		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+		if n, err := strconv.ParseInt(v, 10, 64); (err == nil || errors.Is(err, strconv.ErrRange)) && n > 0 {
 			return n
 		}
 	}

@@ -75,7 +75,7 @@ func (d *disk) Check() error {
 	if err := unix.Statfs(d.dir, &st); err != nil {
 		return badinput.Errorf("--dir %s: %v", d.dir, err)
 	}
-	free := int64(st.Bavail) * st.Bsize
+	free := int64(st.Bavail) * int64(st.Bsize) // Bsize is int32 on 32-bit Linux
 	// All the files together stay within half the free space, so the
 	// stressor can never fill the filesystem (its files never grow past
 	// --size: passes overwrite them).

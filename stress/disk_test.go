@@ -15,7 +15,7 @@ func freeBytes(t *testing.T, dir string) int64 {
 	if err := unix.Statfs(dir, &st); err != nil {
 		t.Fatal(err)
 	}
-	return int64(st.Bavail) * st.Bsize
+	return int64(st.Bavail) * int64(st.Bsize) // Bsize is int32 on 32-bit
 }
 
 // diskLoad parses a disk stressor's flags and checks them, as Main does.

@@ -115,7 +115,7 @@ func rawFork(a *forkArgs) (int, error) {
 	a.ppid = uintptr(unix.Getpid())
 	var all, old unix.Sigset_t
 	for i := range all.Val {
-		all.Val[i] = ^uint64(0)
+		all.Val[i] = ^all.Val[i] // all ones whatever the word size (uint32 on 32-bit)
 	}
 	if err := unix.PthreadSigmask(unix.SIG_SETMASK, &all, &old); err != nil {
 		return 0, err

@@ -275,7 +275,8 @@ func (s *scroller) frame(n int) {
 	} else {
 		xproto.PutImage(s.conn, xproto.ImageFormatZPixmap, d, s.gc, uint16(a), uint16(s.stripH), 0, y, 0, s.depth, s.images[n%2])
 	}
-	xproto.ChangeGC(s.conn, s.gc, xproto.GcForeground, []uint32{uint32(n * 2654435761)})
+	// Multiplied in uint32: the constant overflows int on 32-bit targets.
+	xproto.ChangeGC(s.conn, s.gc, xproto.GcForeground, []uint32{uint32(n) * 2654435761})
 	side := a / 8
 	for i := range s.rects {
 		s.rects[i] = xproto.Rectangle{X: int16((n*7 + i*side) % (a - side + 1)), Y: int16((n*3 + i*side) % (a - side + 1)), Width: uint16(side), Height: uint16(side)}

@@ -1,15 +1,15 @@
-//go:build linux && (amd64 || arm64)
+//go:build linux && (amd64 || arm64 || arm || 386)
 
 package alsa
 
 // The kernel ABI of the ALSA PCM and control devices, transcribed from the
-// uapi header <sound/asound.h>. The structs are laid out for 64-bit
-// little-endian Linux, where long and pointers are 8 bytes and time_t is
-// 64-bit: amd64 and arm64 share this layout (both are LP64 with natural
-// alignment, and asound.h's explicit pads make the same holes on both), so
-// one file serves both. Every hole is an explicit field so that the layout
-// is visible here and not left to the compiler; abi_layout_test.go checks
-// every size and offset against the C header compiled by gcc.
+// uapi header <sound/asound.h>, for little-endian Linux. What is the same
+// on every architecture is here; what depends on the size of long
+// (snd_pcm_uframes_t) and on the time64 ABI is in abi_64.go (amd64, arm64)
+// and abi_32.go (arm, 386): uframes and sframes, sw_params and the
+// mmap_status/mmap_control/sync_ptr records. abi_layout_test.go checks
+// every size and offset against the C header compiled by gcc for each of
+// the four architectures.
 
 import "unsafe"
 
@@ -89,14 +89,6 @@ const (
 	syncPtrAvailMin = 1 << 2
 )
 
-// mmap offsets of the status and control pages. On 64-bit the header maps
-// SNDRV_PCM_MMAP_OFFSET_STATUS to the _OLD value (0x80000000): the old and
-// the y2038 layouts are the same there, and that is what alsa-lib asks for.
-const (
-	mmapOffsetStatus  = 0x80000000
-	mmapOffsetControl = 0x81000000
-)
-
 // snd_interval. The C bitfield "openmin:1, openmax:1, integer:1, empty:1"
 // packs into one unsigned int from the least significant bit on both
 // little-endian ABIs.
@@ -130,64 +122,20 @@ type hwParams struct {
 	Msbits    uint32
 	RateNum   uint32
 	RateDen   uint32
-	FifoSize  uint64
+	FifoSize  uframes // 8-aligned on 64-bit: the compiler's hole after RateDen is C's
 	Reserved  [64]byte
 }
 
-// snd_pcm_sw_params.
-type swParams struct {
-	TstampMode       int32
-	PeriodStep       uint32
-	SleepMin         uint32
-	_                uint32 // pad: avail_min is 8-aligned
-	AvailMin         uint64
-	XferAlign        uint64
-	StartThreshold   uint64
-	StopThreshold    uint64
-	SilenceThreshold uint64
-	SilenceSize      uint64
-	Boundary         uint64
-	Proto            uint32
-	TstampType       uint32
-	Reserved         [56]byte
-}
-
-// timespec with 64-bit fields (struct timespec on LP64, and
-// __snd_timespec64).
+// timespec with 64-bit fields: struct timespec on LP64 and with
+// _TIME_BITS=64 on 32-bit (tv_nsec is a long there, padded to 8 bytes
+// after it on little-endian, which the kernel fills as an s64), and
+// __snd_timespec64.
 type timespec struct {
 	Sec  int64
 	Nsec int64
 }
 
 func (t timespec) ns() int64 { return t.Sec*1e9 + t.Nsec }
-
-// snd_pcm_mmap_status (the 64-bit layout, which is also what the status
-// page holds).
-type mmapStatus struct {
-	State          int32
-	Pad1           int32
-	HWPtr          uint64
-	Tstamp         timespec
-	SuspendedState int32
-	Pad3           int32 // implicit in the C struct: audio_tstamp is 8-aligned
-	AudioTstamp    timespec
-}
-
-// snd_pcm_mmap_control.
-type mmapControl struct {
-	ApplPtr  uint64
-	AvailMin uint64
-}
-
-// snd_pcm_sync_ptr: the two unions are 64 bytes each.
-type syncPtr struct {
-	Flags   uint32
-	Pad1    uint32 // implicit in the C struct: the unions hold 8-aligned members
-	Status  mmapStatus
-	_       [64 - unsafe.Sizeof(mmapStatus{})]byte
-	Control mmapControl
-	_       [64 - unsafe.Sizeof(mmapControl{})]byte
-}
 
 // snd_pcm_status (the STATUS ioctl): trigger_tstamp is the only place the
 // instant an xrun stopped the stream can be read.
@@ -196,12 +144,12 @@ type pcmStatus struct {
 	Pad1             [4]byte // __time_pad
 	TriggerTstamp    timespec
 	Tstamp           timespec
-	ApplPtr          uint64
-	HWPtr            uint64
-	Delay            int64
-	Avail            uint64
-	AvailMax         uint64
-	Overrange        uint64
+	ApplPtr          uframes
+	HWPtr            uframes
+	Delay            sframes
+	Avail            uframes
+	AvailMax         uframes
+	Overrange        uframes
 	SuspendedState   int32
 	AudioTstampData  uint32
 	AudioTstamp      timespec
@@ -213,9 +161,9 @@ type pcmStatus struct {
 // snd_xferi: one READI/WRITEI call. Buf holds the address of a buffer the
 // driver keeps alive; Go's heap does not move, so a uintptr is safe here.
 type xferi struct {
-	Result int64
+	Result sframes
 	Buf    uintptr
-	Frames uint64
+	Frames uframes
 }
 
 // snd_pcm_info.
@@ -249,7 +197,7 @@ type ctlCardInfo struct {
 }
 
 // ioctl request numbers, built as <asm-generic/ioctl.h>'s _IOC does
-// (amd64 and arm64 both use the generic encoding): direction in bits 30-31,
+// (amd64, arm64, arm and 386 all use the generic encoding): direction in bits 30-31,
 // argument size in bits 16-29, type in 8-15, number in 0-7.
 const (
 	iocWrite = 1 << 30

@@ -9,6 +9,8 @@
 // difference is the interrupt-to-thread latency, the figure cyclictest
 // cannot see because its timer fires in hard-IRQ context. See docs/alsa.md.
 //
-// The kernel structures are transcribed for 64-bit little-endian Linux
-// (amd64 and arm64); on other platforms the package is empty.
+// The kernel structures are transcribed for little-endian Linux on amd64,
+// arm64, arm and 386 (abi_64.go, abi_32.go; on 32-bit the time64 ABI, and
+// SYNC_PTR instead of the mapped status page); on other platforms the
+// package is empty.
 package alsa

@@ -1,4 +1,4 @@
-//go:build linux && (amd64 || arm64)
+//go:build linux && (amd64 || arm64 || arm || 386)
 
 package alsa
 
@@ -601,7 +601,9 @@ func (d *Driver) Transfer(p *rundata.Sample) error {
 // poll waits for the first n of d.pfds, with a raw ppoll like every call
 // of the period loop.
 func (d *Driver) poll(n int) (int, unix.Errno) {
-	d.ts.Sec, d.ts.Nsec = d.timeoutNS/1e9, d.timeoutNS%1e9
+	// unix.Timespec is 32-bit on 32-bit Linux, as SYS_PPOLL (not ppoll_time64)
+	// expects there; a timeout fits.
+	d.ts = unix.NsecToTimespec(d.timeoutNS)
 	k, _, e := unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&d.pfds[0])), uintptr(n),
 		uintptr(unsafe.Pointer(&d.ts)), 0, 0, 0)
 	return int(k), e

@@ -1,4 +1,4 @@
-//go:build linux && (amd64 || arm64)
+//go:build linux && (amd64 || arm64 || arm || 386)
 
 package alsa
 
@@ -101,9 +101,10 @@ func (p *pcm) setup(h *hwParams, s shape) error {
 	p.periodFrames = g.periodFrames
 	p.bufferFrames = int(h.interval(paramBufferSize).lo())
 	// The kernel's boundary: the largest buffer_size × 2^n that leaves
-	// room for one more buffer below LONG_MAX (snd_pcm_hw_params).
+	// room for one more buffer below LONG_MAX (snd_pcm_hw_params); LONG_MAX
+	// is 2^31-1 on 32-bit, where the pointers are 32-bit.
 	p.boundary = uint64(p.bufferFrames)
-	for p.boundary*2 <= math64Max-uint64(p.bufferFrames) {
+	for p.boundary*2 <= maxLong-uint64(p.bufferFrames) {
 		p.boundary *= 2
 	}
 	tt := int32(tstampTypeMonotonic)
@@ -113,10 +114,10 @@ func (p *pcm) setup(h *hwParams, s shape) error {
 	sw := swParams{
 		TstampMode:     tstampEnable,
 		PeriodStep:     1,
-		AvailMin:       uint64(p.periodFrames),
-		StartThreshold: p.boundary, // we start explicitly
-		StopThreshold:  uint64(p.bufferFrames),
-		Boundary:       p.boundary,
+		AvailMin:       uframes(p.periodFrames),
+		StartThreshold: uframes(p.boundary), // we start explicitly
+		StopThreshold:  uframes(p.bufferFrames),
+		Boundary:       uframes(p.boundary),
 		Proto:          pcmVersion,
 		TstampType:     tstampTypeMonotonic,
 	}
@@ -130,9 +131,13 @@ func (p *pcm) setup(h *hwParams, s shape) error {
 			return fmt.Errorf("%s: mmap the buffer: %w", p.path, err)
 		}
 		p.mmap, p.data = true, b
-		if c, err := unix.Mmap(p.fd, mmapOffsetControl, os.Getpagesize(), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err == nil {
-			p.controlMap = c
-			p.control = (*mmapControl)(unsafe.Pointer(&c[0]))
+		// The control page only where the status page may be mapped too
+		// (see mapPages); the ring buffer itself maps everywhere.
+		if mapPages {
+			if c, err := unix.Mmap(p.fd, mmapOffsetControl, os.Getpagesize(), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err == nil {
+				p.controlMap = c
+				p.control = (*mmapControl)(unsafe.Pointer(&c[0]))
+			}
 		}
 	}
 	return nil
@@ -143,26 +148,25 @@ func (p *pcm) setup(h *hwParams, s shape) error {
 // the mapped buffer, and returns the stream state.
 func (p *pcm) commit(appl uint64) (int32, unix.Errno) {
 	if p.control != nil && p.status != nil {
-		atomic.StoreUint64(&p.control.ApplPtr, appl)
+		storeUframes(&p.control.ApplPtr, uframes(appl))
 		return atomic.LoadInt32(&p.status.State), 0
 	}
 	// Without the flags the kernel takes appl_ptr and avail_min from us.
 	p.sync.Flags = 0
-	p.sync.Control.ApplPtr = appl
-	p.sync.Control.AvailMin = uint64(p.periodFrames)
+	p.sync.Control.ApplPtr = uframes(appl)
+	p.sync.Control.AvailMin = uframes(p.periodFrames)
 	if e := ioctl(p.fd, ioctlSyncPtr, unsafe.Pointer(&p.sync)); e != 0 {
 		return 0, e
 	}
 	return p.sync.Status.State, 0
 }
 
-const math64Max = 1<<63 - 1
-
 // mapStatus maps the kernel's status page read-only. Only cache-coherent
 // architectures allow it (x86, powerpc, alpha); elsewhere mmap fails with
-// ENXIO and readStatus uses SYNC_PTR instead.
+// ENXIO and readStatus uses SYNC_PTR instead, as it does on every 32-bit
+// architecture (mapPages).
 func (p *pcm) mapStatus() {
-	if p.statusMap != nil {
+	if p.statusMap != nil || !mapPages {
 		return
 	}
 	b, err := unix.Mmap(p.fd, mmapOffsetStatus, os.Getpagesize(), unix.PROT_READ, unix.MAP_SHARED)
@@ -182,11 +186,11 @@ func (p *pcm) readStatus() (state int32, hw uint64, tstamp int64, err unix.Errno
 		// The kernel updates the page under its stream lock, which we
 		// cannot take: read until two reads agree.
 		for {
-			hw = atomic.LoadUint64(&s.HWPtr)
+			hw = uint64(loadUframes(&s.HWPtr))
 			sec := atomic.LoadInt64(&s.Tstamp.Sec)
 			nsec := atomic.LoadInt64(&s.Tstamp.Nsec)
 			state = atomic.LoadInt32(&s.State)
-			if atomic.LoadUint64(&s.HWPtr) == hw && atomic.LoadInt64(&s.Tstamp.Sec) == sec && atomic.LoadInt64(&s.Tstamp.Nsec) == nsec {
+			if uint64(loadUframes(&s.HWPtr)) == hw && atomic.LoadInt64(&s.Tstamp.Sec) == sec && atomic.LoadInt64(&s.Tstamp.Nsec) == nsec {
 				return state, hw, sec*1e9 + nsec, 0
 			}
 		}
@@ -197,7 +201,7 @@ func (p *pcm) readStatus() (state int32, hw uint64, tstamp int64, err unix.Errno
 	if e := ioctl(p.fd, ioctlSyncPtr, unsafe.Pointer(&p.sync)); e != 0 {
 		return 0, 0, 0, e
 	}
-	return p.sync.Status.State, p.sync.Status.HWPtr, p.sync.Status.Tstamp.ns(), 0
+	return p.sync.Status.State, uint64(p.sync.Status.HWPtr), p.sync.Status.Tstamp.ns(), 0
 }
 
 // applPtr asks the kernel for the application pointer.
@@ -206,7 +210,7 @@ func (p *pcm) applPtr() (uint64, error) {
 	if e := ioctl(p.fd, ioctlSyncPtr, unsafe.Pointer(&p.sync)); e != 0 {
 		return 0, fmt.Errorf("%s: SYNC_PTR: %w", p.path, e)
 	}
-	return p.sync.Control.ApplPtr, nil
+	return uint64(p.sync.Control.ApplPtr), nil
 }
 
 // triggerTstamp is when the stream last changed state (started, or
@@ -224,7 +228,7 @@ func (p *pcm) drop() unix.Errno    { return ioctl(p.fd, ioctlDrop, nil) }
 func (p *pcm) xferi(buf []byte, frames int) (int, unix.Errno) {
 	p.xfer.Result = 0
 	p.xfer.Buf = uintptr(unsafe.Pointer(&buf[0]))
-	p.xfer.Frames = uint64(frames)
+	p.xfer.Frames = uframes(frames)
 	req := uintptr(ioctlWriteiFrames)
 	if p.stream == streamCapture {
 		req = ioctlReadiFrames

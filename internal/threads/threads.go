@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -67,7 +68,7 @@ func Set(cpus []int) unix.CPUSet {
 // List is the CPUs in set, ascending.
 func List(set *unix.CPUSet) []int {
 	var cpus []int
-	for c := 0; c < len(set)*64; c++ {
+	for c := 0; c < 8*int(unsafe.Sizeof(*set)); c++ {
 		if set.IsSet(c) {
 			cpus = append(cpus, c)
 		}

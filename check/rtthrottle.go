@@ -17,7 +17,7 @@ import (
 func checkRTThrottle(e *env) []rundata.Finding {
 	const name = "RT throttling"
 	const why = "once real-time threads have used the runtime of a period, the kernel stops them for the rest of it: a busy audio thread then wakes up to period − runtime late, which is the budget, not the kernel's latency"
-	const fix = "lift the budget for the measurement: sysctl -w kernel.sched_rt_runtime_us=-1 (restore it afterwards)"
+	const fix = "lift the budget for the measurement: latencytest run --lift-rt-budget (as root; put back when the run ends), or sysctl -w kernel.sched_rt_runtime_us=-1 and restore it afterwards"
 	rt, err1 := e.read("/proc/sys/kernel/sched_rt_runtime_us")
 	per, err2 := e.read("/proc/sys/kernel/sched_rt_period_us")
 	if err1 != nil || err2 != nil {

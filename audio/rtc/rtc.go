@@ -44,6 +44,7 @@ type Driver struct {
 	origin   int64  // the interrupt grid's origin (just before RTC_PIE_ON)
 	k        uint64 // interrupts accounted for: the next due is interrupt k+1
 	owed     uint64 // interrupts that came and are still to be replayed
+	fired    uint64 // interrupts the kernel has counted so far (the reads' sum)
 	resync   bool   // an xrun: the next period is the last interrupt before the wakeup
 	word     uint64 // what read(2) fills in
 	wordSize uintptr
@@ -135,7 +136,7 @@ func (d *Driver) Start() (int64, error) {
 	if err := d.ioctl(d.fd, unix.RTC_PIE_ON, 0); err != nil {
 		return 0, fmt.Errorf("rtc: periodic interrupt on: %w", err)
 	}
-	d.k, d.owed, d.resync = 0, 0, false
+	d.k, d.owed, d.fired, d.resync = 0, 0, 0, false
 	return d.origin, nil
 }
 
@@ -163,9 +164,15 @@ func (d *Driver) Wait(p *rundata.Sample) error {
 	if d.wordSize == 4 {
 		n = uint64(uint32(d.word)) >> 8
 	}
+	d.fired += max(n, 1)
 	if d.resync {
-		// The interrupts that came since the xrun belong to no period.
-		d.k = max(d.k+1, uint64((p.Woke-d.origin)/d.periodNS))
+		// The interrupts that came since the xrun belong to no period:
+		// the period is the last one the kernel counted. (Not the last
+		// grid instant before the wakeup: the kernel's timer starts a
+		// little after the origin, so a wakeup can fall between a grid
+		// instant and its interrupt, and the periods after it would be
+		// due before they came.)
+		d.k = max(d.k+1, d.fired)
 		d.owed, d.resync = 0, false
 	} else {
 		d.k++

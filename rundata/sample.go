@@ -25,10 +25,29 @@ type Sample struct {
 	// Woke − Grid is the lateness against that grid. 0 when the driver
 	// has no hardware pointer (timer) or no fit yet.
 	Grid int64
+	// CaptureDue is, in duplex mode, the instant the capture side's
+	// period became due (its own hardware-pointer timestamp); Due is then
+	// the later of the two sides. A card may raise separate capture and
+	// playback interrupts, and the wakeup after each is a different
+	// distribution. 0 when the stream is not duplex.
+	CaptureDue int64
+	// PollNS is how long the driver waited in poll for this period (the
+	// time jackd spends in poll, as jack-test measured it). 0 for drivers
+	// without a poll (timer, RTC) and when the period was already there.
+	PollNS int64
 }
 
 // Latency is the wakeup latency of the period: woke − due.
 func (s *Sample) Latency() int64 { return s.Woke - s.Due }
+
+// CaptureLatency is the wakeup latency against the capture side's due
+// instant (woke − capture due), and false when the sample is not duplex.
+func (s *Sample) CaptureLatency() (int64, bool) {
+	if s.CaptureDue == 0 {
+		return 0, false
+	}
+	return s.Woke - s.CaptureDue, true
+}
 
 // Sample flags.
 const (
@@ -47,7 +66,7 @@ const (
 
 // WireSize is the size of one Sample on the pipe from the engine process to
 // its parent. The wire form is exact; the file form (see Writer) is compact.
-const WireSize = 56
+const WireSize = 72
 
 // PutWire encodes s into b, which must hold WireSize bytes. It does not
 // allocate, so the engine can call it on its real-time path.
@@ -61,6 +80,8 @@ func PutWire(b []byte, s *Sample) {
 	le.PutUint32(b[40:], uint32(s.Avail))
 	le.PutUint32(b[44:], s.Flags)
 	le.PutUint64(b[48:], uint64(s.Grid))
+	le.PutUint64(b[56:], uint64(s.CaptureDue))
+	le.PutUint64(b[64:], uint64(s.PollNS))
 }
 
 // GetWire decodes a Sample encoded by PutWire.
@@ -74,4 +95,6 @@ func GetWire(b []byte, s *Sample) {
 	s.Avail = int32(le.Uint32(b[40:]))
 	s.Flags = le.Uint32(b[44:])
 	s.Grid = int64(le.Uint64(b[48:]))
+	s.CaptureDue = int64(le.Uint64(b[56:]))
+	s.PollNS = int64(le.Uint64(b[64:]))
 }

@@ -34,8 +34,11 @@ const (
 	// written before they existed) stays as it is: timer and RTC runs
 	// pay nothing, and only a driver that polls (ALSA) or a duplex
 	// stream pays 16 bytes a period for each.
-	ctlCapDue = 6 // payload: the next period's capture-side due minus its due, ns (duplex only)
-	ctlPoll   = 7 // payload: how long the next period waited in poll, ns (> 0)
+	// A duplex period's due is the later side's, so one signed
+	// difference (capture due − playback due) gives both sides' dues:
+	// the earlier side's is the period's due minus its size.
+	ctlApart = 6 // payload: the next period's capture-side due minus its playback-side due, ns (duplex only)
+	ctlPoll  = 7 // payload: how long the next period waited in poll, ns (> 0)
 )
 
 // maxPollNS bounds the poll wait a reader accepts: a poll longer than this
@@ -151,11 +154,13 @@ func (sw *SampleWriter) Write(s *Sample) error {
 	return nil
 }
 
-// sides writes the control records of a duplex stream's capture due and
-// of the poll wait, each only when there is one.
+// sides writes the control records of a duplex stream's two dues and of
+// the poll wait, each only when there is one. A duplex sample's Due must
+// be the later of its two sides' (as the ALSA driver's is): the file
+// stores only their difference.
 func (sw *SampleWriter) sides(s *Sample) error {
-	if s.CaptureDue != 0 {
-		if err := sw.control(ctlCapDue, s.CaptureDue-s.Due); err != nil {
+	if s.Duplex() {
+		if err := sw.control(ctlApart, s.CaptureDue-s.PlaybackDue); err != nil {
 			return err
 		}
 	}
@@ -262,7 +267,7 @@ func NewSampleReader(r io.Reader) (*SampleReader, error) {
 func (sr *SampleReader) Next(s *Sample) error {
 	*s = Sample{}
 	le := binary.LittleEndian
-	var lat, capOff int64
+	var lat, apart int64
 	exact, duplex := false, false
 	for {
 		if _, err := io.ReadFull(sr.r, sr.rec[:]); err != nil {
@@ -280,7 +285,7 @@ func (sr *SampleReader) Next(s *Sample) error {
 				s.Woke = s.Due + lat
 			}
 			if duplex {
-				s.CaptureDue = s.Due + capOff
+				s.PlaybackDue, s.CaptureDue = s.Due+min(0, -apart), s.Due+min(0, apart)
 			}
 			s.DSP = int64(le.Uint16(sr.rec[4:])) * int64(sr.Header.DSPUnitNS)
 			s.Avail = int32(le.Uint16(sr.rec[6:]))
@@ -302,8 +307,8 @@ func (sr *SampleReader) Next(s *Sample) error {
 		switch kind {
 		case ctlLat:
 			lat, exact = payload, true
-		case ctlCapDue:
-			capOff, duplex = payload, true
+		case ctlApart:
+			apart, duplex = payload, true
 		}
 	}
 }
@@ -335,11 +340,11 @@ func (sr *SampleReader) control(s *Sample, kind uint16, payload int64) error {
 		if payload >= 0 && payload <= maxLatencyNS {
 			return fmt.Errorf("samples file: exact latency %d ns the record itself holds", payload)
 		}
-	case ctlCapDue:
+	case ctlApart:
 		// The two sides of one stream are due within a buffer of each
-		// other; an hour apart is a damaged file.
+		// other; twenty minutes apart is a damaged file.
 		if payload < -1<<40 || payload > 1<<40 {
-			return fmt.Errorf("samples file: capture due %d ns from the period's", payload)
+			return fmt.Errorf("samples file: capture due %d ns from playback's", payload)
 		}
 	case ctlPoll:
 		if payload <= 0 || payload > maxPollNS {

@@ -153,10 +153,12 @@ func TestSampleDuplexRoundTrip(t *testing.T) {
 	hdr := NewSampleHeader(48000, 256, 2)
 	p := hdr.PeriodNS
 	in := []Sample{
-		{Index: 0, Due: 1e9, Woke: 1e9 + 40_000, CaptureDue: 1e9 - 1_500, PollNS: p - 30_000, Avail: 256},
-		{Index: 1, Due: 1e9 + p, Woke: 1e9 + p + 9_000, CaptureDue: 1e9 + p + 700, PollNS: 0, Avail: 256},
-		{Index: 2, Due: 1e9 + 2*p, Woke: 1e9 + 2*p + 9_000, Avail: 256},
-		{Index: 3, Due: 1e9 + 3*p, Woke: 1e9 + 3*p + 2_000, PollNS: 5_000_000_000, Avail: 256},
+		// capture first, then playback first, then both at once
+		{Index: 0, Due: 1e9, Woke: 1e9 + 40_000, PlaybackDue: 1e9, CaptureDue: 1e9 - 1_500, PollNS: p - 30_000, Avail: 256},
+		{Index: 1, Due: 1e9 + p, Woke: 1e9 + p + 9_000, PlaybackDue: 1e9 + p - 700, CaptureDue: 1e9 + p, PollNS: 0, Avail: 256},
+		{Index: 2, Due: 1e9 + 2*p, Woke: 1e9 + 2*p + 9_000, PlaybackDue: 1e9 + 2*p, CaptureDue: 1e9 + 2*p, PollNS: 3, Avail: 256},
+		{Index: 3, Due: 1e9 + 3*p, Woke: 1e9 + 3*p + 9_000, Avail: 256},
+		{Index: 4, Due: 1e9 + 4*p, Woke: 1e9 + 3*p + 2_000, PollNS: 5_000_000_000, Avail: 256},
 	}
 	var buf bytes.Buffer
 	w := NewSampleWriter(&buf, hdr)
@@ -184,13 +186,13 @@ func TestSampleDuplexRoundTrip(t *testing.T) {
 		if err := r.Next(&got); err != nil {
 			t.Fatalf("record %d: %v", i, err)
 		}
-		if got.Due != want.Due || got.Woke != want.Woke || got.CaptureDue != want.CaptureDue || got.PollNS != want.PollNS {
+		if got.Due != want.Due || got.Woke != want.Woke || got.PlaybackDue != want.PlaybackDue || got.CaptureDue != want.CaptureDue || got.PollNS != want.PollNS {
 			t.Fatalf("record %d: got %+v, want %+v", i, got, want)
 		}
-		gl, gok := got.CaptureLatency()
-		wl, wok := want.CaptureLatency()
-		if gl != wl || gok != wok {
-			t.Fatalf("record %d: capture latency %d %v, want %d %v", i, gl, gok, wl, wok)
+		gp, gc, gok := got.SideLatencies()
+		wp, wc, wok := want.SideLatencies()
+		if gp != wp || gc != wc || gok != wok || gok != (i < 3) {
+			t.Fatalf("record %d: side latencies %d %d %v, want %d %d %v", i, gp, gc, gok, wp, wc, wok)
 		}
 	}
 }
@@ -206,8 +208,8 @@ func TestSampleFileOldStillReads(t *testing.T) {
 		t.Fatal("no periods in the old file")
 	}
 	for i, s := range old {
-		if s.CaptureDue != 0 || s.PollNS != 0 {
-			t.Fatalf("period %d: capture due %d, poll %d from a file without them", i, s.CaptureDue, s.PollNS)
+		if s.PlaybackDue != 0 || s.CaptureDue != 0 || s.PollNS != 0 {
+			t.Fatalf("period %d: side dues %d %d, poll %d from a file without them", i, s.PlaybackDue, s.CaptureDue, s.PollNS)
 		}
 	}
 }

@@ -608,7 +608,32 @@ func TestVMCaptureRun(t *testing.T) {
 		}
 		// As in TestVMDummyPlayback: the periods match the stream time
 		// less what xruns and pointer jumps lost.
-		lost, restarts := streamLost(readSamples(t, out, ph), r.Rate, r.PeriodFrames)
+		ss := readSamples(t, out, ph)
+		lost, restarts := streamLost(ss, r.Rate, r.PeriodFrames)
 		checkPeriods(t, ph.Periods, 3e9, lost, restarts, r.Rate, r.PeriodFrames)
+		checkSides(t, ph, ss, args[1] == "duplex")
+	}
+}
+
+// checkSides: every ALSA phase has its poll wait in run.json, and a duplex
+// one both sides' dues in every period of its samples file (through the
+// engine's wire form and the file's control records) and their figures in
+// run.json; any other phase has none of them.
+func checkSides(t *testing.T, ph rundata.Phase, ss []rundata.Sample, duplex bool) {
+	t.Helper()
+	if ph.PollWait == nil || ph.PollWait.Max <= 0 {
+		t.Errorf("%s: poll wait %+v", ph.Name, ph.PollWait)
+	}
+	figures := ph.PlaybackLatency != nil && ph.CaptureLatency != nil && ph.CapturePlaybackApart != nil
+	if figures != duplex || (!duplex && (ph.PlaybackLatency != nil || ph.CaptureLatency != nil)) {
+		t.Errorf("duplex %v, but run.json has playback %v, capture %v, apart %v", duplex, ph.PlaybackLatency, ph.CaptureLatency, ph.CapturePlaybackApart)
+	}
+	for _, s := range ss {
+		if s.Duplex() != duplex {
+			t.Fatalf("period %d: playback due %d, capture due %d in a stream with duplex %v", s.Index, s.PlaybackDue, s.CaptureDue, duplex)
+		}
+	}
+	if duplex {
+		t.Logf("playback side %+v; capture side %+v; apart %+v; poll %+v", *ph.PlaybackLatency, *ph.CaptureLatency, *ph.CapturePlaybackApart, *ph.PollWait)
 	}
 }

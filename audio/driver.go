@@ -52,7 +52,10 @@ type Granted struct {
 // Wait blocks until the next period is due and fills p.Due (the instant the
 // period became due: the timer deadline, or the timestamp of the
 // hardware-pointer update that completed the period), p.Woke (when the
-// thread ran again) and p.Avail (frames available at wakeup).
+// thread ran again) and p.Avail (frames available at wakeup). A driver
+// that polls also fills p.PollNS (the time spent in poll); a duplex one
+// fills p.PlaybackDue and p.CaptureDue, each side's due, with p.Due the
+// later of the two.
 //
 // Transfer moves the period's audio after the engine's DSP work. When it
 // finds that the buffer ran dry (or over) it recovers the stream, sets

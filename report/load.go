@@ -15,7 +15,10 @@ import (
 type phaseData struct {
 	rundata.Phase
 	hist *rundata.Histogram // nil when there are no samples to read
-	env  *envelope          // nil for inputs without a time series (cyclictest)
+	// sides holds a duplex phase's per-side distributions and the poll
+	// wait's; nil when there are no samples to read.
+	sides *rundata.SideStats
+	env   *envelope // nil for inputs without a time series (cyclictest)
 	// note says why the graphs of a phase that ran are missing.
 	note string
 	// noLoop marks inputs that measure no CPU loop and no xruns (cyclictest).
@@ -80,7 +83,7 @@ func load(dir string) (*runData, error) {
 				pd.note = "the samples file holds no period (the run ended before this phase measured one)"
 				return
 			}
-			pd.hist, pd.env = rec.Hist, e
+			pd.hist, pd.env, pd.sides = rec.Hist, e, rec.Sides
 		})
 	}
 	wg.Wait()

@@ -77,12 +77,17 @@ type phaseView struct {
 	ID, Name, Stressor, Skipped, Note string
 	Table                             statsTable
 	Time, CPU, Hist                   template.HTML
-	TimeCaption, PerColumn, Nominal   string
-	Xruns, PointerJumps, RTThrottled  int
-	RTThrottledMS                     string
-	Overflow                          uint64
-	Lost                              int64
-	Grid                              string
+	// Sides is a duplex phase's playback- and capture-side latency
+	// histograms, overlaid; Apart and Poll the lines of figures under the
+	// table (empty when not duplex; for a driver without a poll).
+	Sides                            template.HTML
+	Apart, Poll                      string
+	TimeCaption, PerColumn, Nominal  string
+	Xruns, PointerJumps, RTThrottled int
+	RTThrottledMS                    string
+	Overflow                         uint64
+	Lost                             int64
+	Grid                             string
 	// What made it late (run --trace): the culprits across the phase's
 	// spikes and a timeline of the worst.
 	Series   []string // the load's per-round figures, listed on demand
@@ -167,6 +172,7 @@ func renderIndex(rd *runData) ([]byte, error) {
 			pv.Grid = fmt.Sprintf("min %s, p50 %s, p99 %s, p99.9 %s, p99.99 %s, max %s µs",
 				fmtUS(g.Min), fmtPercentile(*g, g.P50), fmtPercentile(*g, g.P99), fmtPercentile(*g, g.P999), fmtPercentile(*g, g.P9999), fmtUS(g.Max))
 		}
+		pv.Apart, pv.Poll = sidesLines(&pd.Phase)
 		sr.Link = ""
 		pv.Table = statsTable{First: "phase", Extra: "stressor throughput", Head: metricHeads(), Rows: []statsRow{sr}}
 		if pd.Skipped != "" {
@@ -224,7 +230,33 @@ func drawPhase(pv *phaseView, pd *phaseData, r *rundata.Run) error {
 	}
 	pv.PerColumn = fmt.Sprintf("at least %d periods each", pd.env.per)
 	pv.Hist, err = histFigure("latency histogram", []histSeries{{label: pd.Name, h: pd.hist}}, r.PeriodUS, r.BufferUS, colLatency)
+	if err != nil || pd.sides == nil || pd.sides.Capture.Count == 0 {
+		return err
+	}
+	pv.Sides, err = histFigure("wakeup latency by side", []histSeries{
+		{label: "after the playback side's due", h: pd.sides.Playback},
+		{label: "after the capture side's due", h: pd.sides.Capture},
+	}, r.PeriodUS, r.BufferUS, colLatency)
 	return err
+}
+
+// sidesLines says, under a phase's table, how far apart a duplex stream's
+// two sides became due and each side's wakeup latency, and how long the
+// periods waited in poll; each empty when the phase has no such figures.
+func sidesLines(p *rundata.Phase) (apart, poll string) {
+	if a, pl, cl := p.CapturePlaybackApart, p.PlaybackLatency, p.CaptureLatency; a != nil && pl != nil && cl != nil {
+		apart = fmt.Sprintf("capture due − playback due: min %s, avg %s, p99 %s, max %s µs; wakeup after the playback side's due: %s; after the capture side's: %s",
+			fmtUS(a.Min), fmtUS(a.Avg), fmtPercentile(*a, a.P99), fmtUS(a.Max), brief(*pl), brief(*cl))
+	}
+	if w := p.PollWait; w != nil {
+		poll = fmt.Sprintf("min %s, avg %s, p99 %s, max %s µs", fmtUS(w.Min), fmtUS(w.Avg), fmtPercentile(*w, w.P99), fmtUS(w.Max))
+	}
+	return apart, poll
+}
+
+// brief is a latency distribution in a few figures, in µs.
+func brief(s rundata.LatencyStats) string {
+	return fmt.Sprintf("min %s, p50 %s, p99 %s, max %s µs", fmtUS(s.Min), fmtPercentile(s, s.P50), fmtPercentile(s, s.P99), fmtUS(s.Max))
 }
 
 func configKV(r *rundata.Run) []kv {

@@ -385,3 +385,54 @@ func TestRenderEmpty(t *testing.T) {
 		t.Error("a run without phases should render its overview and no phase section")
 	}
 }
+
+// A duplex phase shows the wakeups against each side's due as two
+// histograms, and the time apart and the poll wait under its table; a
+// playback-only phase shows none of it.
+func TestRenderDuplex(t *testing.T) {
+	c := synth.Default()
+	c.PhaseLength = 2 * time.Second
+	c.Phases[0].ApartUS = 300
+	c.Phases[0].Poll = true
+	dir, r := writeRun(t, c)
+	dp := r.Phases[0]
+	if dp.CaptureLatency == nil || dp.PlaybackLatency == nil || dp.CapturePlaybackApart == nil || dp.PollWait == nil {
+		t.Fatalf("synthetic duplex phase lacks its figures: %+v", dp)
+	}
+	_, doc := renderDoc(t, dir)
+	phase := func(i int) *html.Node { return byID(doc, "phase-"+strconv.Itoa(i)) }
+	for i, duplex := range []bool{true, false} {
+		sec := phase(i + 1)
+		if sec == nil {
+			t.Fatalf("no section for phase %d", i+1)
+		}
+		figs := findAll(sec, func(n *html.Node) bool { return n.Data == "figure" && hasClass(n, "fig-sides") })
+		lines := findAll(sec, func(n *html.Node) bool { return n.Data == "p" && (hasClass(n, "sides") || hasClass(n, "poll")) })
+		if !duplex {
+			if len(figs)+len(lines) != 0 {
+				t.Errorf("playback-only phase shows %d side figures and %d side lines", len(figs), len(lines))
+			}
+			continue
+		}
+		if len(figs) != 1 {
+			t.Fatalf("duplex phase has %d side figures, want 1", len(figs))
+		}
+		svg := text(figs[0])
+		for _, want := range []string{"after the playback side's due", "after the capture side's due"} {
+			if !strings.Contains(svg, want) {
+				t.Errorf("the side figure has no series %q", want)
+			}
+		}
+		if len(lines) != 2 {
+			t.Fatalf("duplex phase has %d lines under its table, want 2 (apart, poll)", len(lines))
+		}
+		a := dp.CapturePlaybackApart
+		if got, want := text(lines[0]), "capture due − playback due: min "+fmtUS(a.Min); !strings.Contains(got, want) {
+			t.Errorf("apart line %q lacks %q", got, want)
+		}
+		w := dp.PollWait
+		if got, want := text(lines[1]), "max "+fmtUS(w.Max)+" µs"; !strings.Contains(got, want) {
+			t.Errorf("poll line %q lacks %q", got, want)
+		}
+	}
+}

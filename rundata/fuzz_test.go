@@ -70,6 +70,9 @@ func FuzzSampleReader(f *testing.F) {
 			if s.Xrun < 0 {
 				t.Fatalf("negative xrun %d accepted", s.Xrun)
 			}
+			if s.PollNS < 0 {
+				t.Fatalf("negative poll wait %d accepted", s.PollNS)
+			}
 		}
 	})
 }

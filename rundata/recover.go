@@ -7,7 +7,9 @@ package rundata
 // the stressor's figures.
 type Recovery struct {
 	// Hist is the latency histogram of the periods added so far.
-	Hist      *Histogram
+	Hist *Histogram
+	// Sides holds the duplex sides' and the poll wait's distributions.
+	Sides     *SideStats
 	periods   int64
 	xruns     int
 	xrunNS    int64
@@ -28,6 +30,7 @@ type Recovery struct {
 func NewRecovery(h SampleHeader, nominalDSP int64) *Recovery {
 	return &Recovery{
 		Hist:      NewHistogram(DefaultHistUS),
+		Sides:     NewSideStats(),
 		nominal:   nominalDSP,
 		headroom:  -1,
 		bufFrames: int64(h.Frames) * int64(h.Periods),
@@ -39,6 +42,7 @@ func NewRecovery(h SampleHeader, nominalDSP int64) *Recovery {
 // Add counts one period read from the samples file.
 func (r *Recovery) Add(s *Sample) {
 	r.Hist.Add(s.Latency())
+	r.Sides.Add(s)
 	if r.periods == 0 {
 		r.firstDue = s.Due
 	}
@@ -64,6 +68,7 @@ func (r *Recovery) Add(s *Sample) {
 func (r *Recovery) Fill(p *Phase, lost int64) {
 	p.Periods = r.periods
 	FillPhase(p, r.Hist)
+	r.Sides.Fill(p)
 	p.Xruns = r.xruns
 	if r.periodNS > 0 {
 		p.Safe, p.SafeAtDefaultLoad = r.late.Verdicts(r.periodNS, DefaultCPULoad)

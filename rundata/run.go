@@ -142,6 +142,19 @@ type Phase struct {
 	// that have one; it separates the thread's lateness from the jitter
 	// of the interrupt itself.
 	GridLateness *LatencyStats `json:"grid_lateness_us,omitempty"`
+	// For a duplex stream (SideStats): the wakeup latency against each
+	// side's own due instant (Latency is against the later side's, since
+	// the period is there only when both are), and the distribution of
+	// capture due − playback due (negative: capture first). A card may
+	// raise separate capture and playback interrupts, and the wakeup
+	// after each is its own distribution. Absent when not duplex.
+	PlaybackLatency      *LatencyStats `json:"playback_latency_us,omitempty"`
+	CaptureLatency       *LatencyStats `json:"capture_latency_us,omitempty"`
+	CapturePlaybackApart *LatencyStats `json:"capture_playback_apart_us,omitempty"`
+	// PollWait is how long each period waited in poll (the time jackd
+	// spends in poll, as jack-test measured it), for drivers that poll
+	// (ALSA); absent for the others.
+	PollWait *LatencyStats `json:"poll_wait_us,omitempty"`
 	// HeadroomMinUS is the least audio still queued at any wakeup: how
 	// close the phase came to an xrun without having one.
 	HeadroomMinUS float64 `json:"headroom_min_us"`

@@ -25,10 +25,35 @@ type Sample struct {
 	// Woke − Grid is the lateness against that grid. 0 when the driver
 	// has no hardware pointer (timer) or no fit yet.
 	Grid int64
+	// PlaybackDue and CaptureDue are, in duplex mode, the instants each
+	// side's period became due (each side has its own hardware-pointer
+	// timestamp); Due is then the later of the two, since the period is
+	// there only when both sides are. A card may raise separate capture
+	// and playback interrupts, and the wakeup after each is a different
+	// distribution. Both 0 when the stream is not duplex.
+	PlaybackDue int64
+	CaptureDue  int64
+	// PollNS is how long the driver waited in poll for this period (the
+	// time jackd spends in poll, as jack-test measured it). 0 for drivers
+	// without a poll (timer, RTC) and when the period was already there.
+	PollNS int64
 }
 
 // Latency is the wakeup latency of the period: woke − due.
 func (s *Sample) Latency() int64 { return s.Woke - s.Due }
+
+// Duplex reports whether the sample holds both sides' due instants.
+func (s *Sample) Duplex() bool { return s.CaptureDue != 0 && s.PlaybackDue != 0 }
+
+// SideLatencies returns the wakeup latency against each side's due
+// instant (woke − playback due, woke − capture due); ok is false when the
+// sample is not duplex.
+func (s *Sample) SideLatencies() (play, capt int64, ok bool) {
+	if !s.Duplex() {
+		return 0, 0, false
+	}
+	return s.Woke - s.PlaybackDue, s.Woke - s.CaptureDue, true
+}
 
 // Sample flags.
 const (
@@ -47,7 +72,7 @@ const (
 
 // WireSize is the size of one Sample on the pipe from the engine process to
 // its parent. The wire form is exact; the file form (see Writer) is compact.
-const WireSize = 56
+const WireSize = 80
 
 // PutWire encodes s into b, which must hold WireSize bytes. It does not
 // allocate, so the engine can call it on its real-time path.
@@ -61,6 +86,9 @@ func PutWire(b []byte, s *Sample) {
 	le.PutUint32(b[40:], uint32(s.Avail))
 	le.PutUint32(b[44:], s.Flags)
 	le.PutUint64(b[48:], uint64(s.Grid))
+	le.PutUint64(b[56:], uint64(s.PlaybackDue))
+	le.PutUint64(b[64:], uint64(s.CaptureDue))
+	le.PutUint64(b[72:], uint64(s.PollNS))
 }
 
 // GetWire decodes a Sample encoded by PutWire.
@@ -74,4 +102,7 @@ func GetWire(b []byte, s *Sample) {
 	s.Avail = int32(le.Uint32(b[40:]))
 	s.Flags = le.Uint32(b[44:])
 	s.Grid = int64(le.Uint64(b[48:]))
+	s.PlaybackDue = int64(le.Uint64(b[56:]))
+	s.CaptureDue = int64(le.Uint64(b[64:]))
+	s.PollNS = int64(le.Uint64(b[72:]))
 }

@@ -29,7 +29,21 @@ const (
 	ctlLost = 3 // payload: periods lost (engine ring full) before the next one
 	ctlFlag = 4 // payload: flags of the next period
 	ctlLat  = 5 // payload: the next period's latency, ns, when the record's 32 bits cannot hold it (negative, or ≥ 4.29 s)
+	// The next two are control records rather than fields of the period
+	// record so that the common 8-byte record (and with it every file
+	// written before they existed) stays as it is: timer and RTC runs
+	// pay nothing, and only a driver that polls (ALSA) or a duplex
+	// stream pays 16 bytes a period for each.
+	// A duplex period's due is the later side's, so one signed
+	// difference (capture due − playback due) gives both sides' dues:
+	// the earlier side's is the period's due minus its size.
+	ctlApart = 6 // payload: the next period's capture-side due minus its playback-side due, ns (duplex only)
+	ctlPoll  = 7 // payload: how long the next period waited in poll, ns (> 0)
 )
+
+// maxPollNS bounds the poll wait a reader accepts: a poll longer than this
+// is a damaged file, not a wait (the engine gives up long before).
+const maxPollNS = 1 << 40
 
 // DueTolerance is how far a reconstructed due instant may drift from the
 // measured one before the writer stores the exact value again. Latencies are
@@ -114,6 +128,9 @@ func (sw *SampleWriter) Write(s *Sample) error {
 			return err
 		}
 	}
+	if err := sw.sides(s); err != nil {
+		return err
+	}
 	lat := s.Woke - s.Due
 	if lat < 0 || lat > maxLatencyNS {
 		if err := sw.control(ctlLat, lat); err != nil {
@@ -134,6 +151,22 @@ func (sw *SampleWriter) Write(s *Sample) error {
 	sw.Records++
 	sw.nextDue += sw.hdr.PeriodNS
 	sw.nextIdx = s.Index + 1
+	return nil
+}
+
+// sides writes the control records of a duplex stream's two dues and of
+// the poll wait, each only when there is one. A duplex sample's Due must
+// be the later of its two sides' (as the ALSA driver's is): the file
+// stores only their difference.
+func (sw *SampleWriter) sides(s *Sample) error {
+	if s.Duplex() {
+		if err := sw.control(ctlApart, s.CaptureDue-s.PlaybackDue); err != nil {
+			return err
+		}
+	}
+	if s.PollNS > 0 {
+		return sw.control(ctlPoll, s.PollNS)
+	}
 	return nil
 }
 
@@ -234,8 +267,8 @@ func NewSampleReader(r io.Reader) (*SampleReader, error) {
 func (sr *SampleReader) Next(s *Sample) error {
 	*s = Sample{}
 	le := binary.LittleEndian
-	var lat int64
-	exact := false
+	var lat, apart int64
+	exact, duplex := false, false
 	for {
 		if _, err := io.ReadFull(sr.r, sr.rec[:]); err != nil {
 			if err == io.ErrUnexpectedEOF {
@@ -250,6 +283,9 @@ func (sr *SampleReader) Next(s *Sample) error {
 			s.Woke = s.Due + int64(word)
 			if exact {
 				s.Woke = s.Due + lat
+			}
+			if duplex {
+				s.PlaybackDue, s.CaptureDue = s.Due+min(0, -apart), s.Due+min(0, apart)
 			}
 			s.DSP = int64(le.Uint16(sr.rec[4:])) * int64(sr.Header.DSPUnitNS)
 			s.Avail = int32(le.Uint16(sr.rec[6:]))
@@ -268,8 +304,11 @@ func (sr *SampleReader) Next(s *Sample) error {
 		if err := sr.control(s, kind, payload); err != nil {
 			return err
 		}
-		if kind == ctlLat {
+		switch kind {
+		case ctlLat:
 			lat, exact = payload, true
+		case ctlApart:
+			apart, duplex = payload, true
 		}
 	}
 }
@@ -301,6 +340,17 @@ func (sr *SampleReader) control(s *Sample, kind uint16, payload int64) error {
 		if payload >= 0 && payload <= maxLatencyNS {
 			return fmt.Errorf("samples file: exact latency %d ns the record itself holds", payload)
 		}
+	case ctlApart:
+		// The two sides of one stream are due within a buffer of each
+		// other; twenty minutes apart is a damaged file.
+		if payload < -1<<40 || payload > 1<<40 {
+			return fmt.Errorf("samples file: capture due %d ns from playback's", payload)
+		}
+	case ctlPoll:
+		if payload <= 0 || payload > maxPollNS {
+			return fmt.Errorf("samples file: poll wait of %d ns", payload)
+		}
+		s.PollNS = payload
 	default:
 		return fmt.Errorf("samples file: unknown control record %d", kind)
 	}

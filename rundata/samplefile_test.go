@@ -146,3 +146,98 @@ func readAll(r io.Reader) ([]Sample, error) {
 		out = append(out, s)
 	}
 }
+
+// A duplex period carries its capture side's due and its poll wait through
+// the wire form and the file; a period without them reads back without.
+func TestSampleDuplexRoundTrip(t *testing.T) {
+	hdr := NewSampleHeader(48000, 256, 2)
+	p := hdr.PeriodNS
+	in := []Sample{
+		// capture first, then playback first, then both at once
+		{Index: 0, Due: 1e9, Woke: 1e9 + 40_000, PlaybackDue: 1e9, CaptureDue: 1e9 - 1_500, PollNS: p - 30_000, Avail: 256},
+		{Index: 1, Due: 1e9 + p, Woke: 1e9 + p + 9_000, PlaybackDue: 1e9 + p - 700, CaptureDue: 1e9 + p, PollNS: 0, Avail: 256},
+		{Index: 2, Due: 1e9 + 2*p, Woke: 1e9 + 2*p + 9_000, PlaybackDue: 1e9 + 2*p, CaptureDue: 1e9 + 2*p, PollNS: 3, Avail: 256},
+		{Index: 3, Due: 1e9 + 3*p, Woke: 1e9 + 3*p + 9_000, Avail: 256},
+		{Index: 4, Due: 1e9 + 4*p, Woke: 1e9 + 3*p + 2_000, PollNS: 5_000_000_000, Avail: 256},
+	}
+	var buf bytes.Buffer
+	w := NewSampleWriter(&buf, hdr)
+	for i := range in {
+		var wire [WireSize]byte
+		var s Sample
+		PutWire(wire[:], &in[i])
+		GetWire(wire[:], &s)
+		if s != in[i] {
+			t.Fatalf("wire: got %+v, want %+v", s, in[i])
+		}
+		if err := w.Write(&s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewSampleReader(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range in {
+		var got Sample
+		if err := r.Next(&got); err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+		if got.Due != want.Due || got.Woke != want.Woke || got.PlaybackDue != want.PlaybackDue || got.CaptureDue != want.CaptureDue || got.PollNS != want.PollNS {
+			t.Fatalf("record %d: got %+v, want %+v", i, got, want)
+		}
+		gp, gc, gok := got.SideLatencies()
+		wp, wc, wok := want.SideLatencies()
+		if gp != wp || gc != wc || gok != wok || gok != (i < 3) {
+			t.Fatalf("record %d: side latencies %d %d %v, want %d %d %v", i, gp, gc, gok, wp, wc, wok)
+		}
+	}
+}
+
+// A file written before the capture-due and poll records existed (only
+// kinds 1–5) still reads, with neither set.
+func TestSampleFileOldStillReads(t *testing.T) {
+	old, err := ReadSamples("testdata/run/samples/01-idle.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(old) == 0 {
+		t.Fatal("no periods in the old file")
+	}
+	for i, s := range old {
+		if s.PlaybackDue != 0 || s.CaptureDue != 0 || s.PollNS != 0 {
+			t.Fatalf("period %d: side dues %d %d, poll %d from a file without them", i, s.PlaybackDue, s.CaptureDue, s.PollNS)
+		}
+	}
+}
+
+// Poll waits no writer makes are refused.
+func TestSampleFileRefusesBadPoll(t *testing.T) {
+	for _, payload := range []int64{0, -5, maxPollNS + 1} {
+		var buf bytes.Buffer
+		w := NewSampleWriter(&buf, NewSampleHeader(48000, 64, 2))
+		s := Sample{Due: 1e9, Woke: 1e9 + 1000}
+		if err := w.Write(&s); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.control(ctlPoll, payload); err != nil {
+			t.Fatal(err)
+		}
+		s.Index, s.Due, s.Woke = 1, s.Due+w.hdr.PeriodNS, s.Woke+w.hdr.PeriodNS
+		if err := w.Write(&s); err != nil {
+			t.Fatal(err)
+		}
+		w.Flush()
+		r, err := NewSampleReader(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Next(&s)
+		if err := r.Next(&s); err == nil {
+			t.Errorf("poll wait %d accepted", payload)
+		}
+	}
+}

@@ -147,6 +147,7 @@ type accumulator struct {
 	mu         sync.Mutex
 	hist       *rundata.Histogram
 	grid       *rundata.Histogram // lateness against the fitted grid, when the driver has one
+	sides      *rundata.SideStats // duplex sides and poll wait
 	bufFrames  int64              // frames in the whole buffer
 	periodNS   int64              // the period, for the buffer verdict
 	rate       int64
@@ -176,6 +177,7 @@ func newAccumulator(w *rundata.SampleWriter, g audioShape, onXrun func(*rundata.
 		periodNS:  period,
 		hist:      rundata.NewHistogram(rundata.DefaultHistUS),
 		grid:      rundata.NewHistogram(rundata.DefaultHistUS),
+		sides:     rundata.NewSideStats(),
 		bufFrames: int64(g.PeriodFrames * g.Periods),
 		rate:      int64(g.Rate),
 		headroom:  -1,
@@ -198,6 +200,7 @@ func (a *accumulator) sample(s *rundata.Sample) {
 	if s.Grid != 0 {
 		a.grid.Add(s.Woke - s.Grid)
 	}
+	a.sides.Add(s)
 	if q := a.bufFrames - int64(s.Avail); s.Xrun == 0 && (a.headroom < 0 || q < a.headroom) {
 		a.headroom = max(q, 0)
 	}
@@ -257,6 +260,7 @@ func (a *accumulator) fill(ph *rundata.Phase) {
 		g := a.grid.Stats()
 		ph.GridLateness = &g
 	}
+	a.sides.Fill(ph)
 	if a.headroom >= 0 && a.rate > 0 {
 		ph.HeadroomMinUS = float64(a.headroom) * 1e6 / float64(a.rate)
 	}

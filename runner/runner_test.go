@@ -60,3 +60,47 @@ func TestSummaryPercentileBeyondRange(t *testing.T) {
 		t.Errorf("summary %q lacks %q", b.String(), want)
 	}
 }
+
+// A duplex phase gets each side's wakeup latency, the time between the
+// two sides' dues and the poll wait; a phase of a driver that neither
+// polls nor runs duplex gets none of them.
+func TestAccumulatorDuplex(t *testing.T) {
+	a := newAccumulator(nil, audioShape{Rate: 48000, PeriodFrames: 48, Periods: 2}, nil)
+	// capture 100 µs, 300 µs before playback, then playback 200 µs before capture
+	apart := []int64{-100_000, -300_000, 200_000, -100_000}
+	poll := []int64{900_000, 700_000, 0, 800_000}
+	for i := range apart {
+		due := int64(i+1) * 1e6
+		s := rundata.Sample{Index: int64(i), Due: due, Woke: due + 50_000, PlaybackDue: due, CaptureDue: due + apart[i], PollNS: poll[i]}
+		if apart[i] > 0 {
+			s.PlaybackDue, s.CaptureDue = due-apart[i], due
+		}
+		a.sample(&s)
+	}
+	var ph rundata.Phase
+	a.fill(&ph)
+	if ph.CaptureLatency == nil || ph.PlaybackLatency == nil || ph.CapturePlaybackApart == nil || ph.PollWait == nil {
+		t.Fatalf("capture %v playback %v apart %v poll %v", ph.CaptureLatency, ph.PlaybackLatency, ph.CapturePlaybackApart, ph.PollWait)
+	}
+	// woke − capture due: 150, 350, 50, 150 µs; woke − playback due: 50, 50, 250, 50.
+	if c := ph.CaptureLatency; c.Min != 50 || c.Max != 350 || c.Avg != 175 {
+		t.Errorf("capture latency %+v", c)
+	}
+	if p := ph.PlaybackLatency; p.Min != 50 || p.Max != 250 || p.Avg != 100 {
+		t.Errorf("playback latency %+v", p)
+	}
+	if ap := ph.CapturePlaybackApart; ap.Min != -300 || ap.Max != 200 || ap.Avg != -75 {
+		t.Errorf("apart %+v", ap)
+	}
+	if pw := ph.PollWait; pw.Min != 0 || pw.Max != 900 || pw.Avg != 600 || pw.P99 != 900 {
+		t.Errorf("poll wait %+v", pw)
+	}
+
+	b := newAccumulator(nil, audioShape{Rate: 48000, PeriodFrames: 48, Periods: 2}, nil)
+	b.sample(&rundata.Sample{Due: 1e6, Woke: 1e6 + 10_000})
+	var plain rundata.Phase
+	b.fill(&plain)
+	if plain.CaptureLatency != nil || plain.PlaybackLatency != nil || plain.CapturePlaybackApart != nil || plain.PollWait != nil {
+		t.Errorf("a timer phase got duplex or poll figures: %+v", plain)
+	}
+}

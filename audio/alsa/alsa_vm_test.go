@@ -324,6 +324,62 @@ func duplexClick(t *testing.T, rw bool) {
 	}
 }
 
+// TestVMDuplexApart: a duplex stream records both sides' due instants (the
+// later one is the period's due) and
+// its time in poll every period: each period has a capture due, so the
+// playback-side and capture-side latency distributions hold a wakeup per
+// period each, and with no DSP load the loop spends most of the run asleep
+// in poll (what jack-test measured as jackd's time in poll).
+func TestVMDuplexApart(t *testing.T) {
+	d, _ := open(t, audio.Config{Device: "hw:Loopback,0", CaptureDevice: "hw:Loopback,1", Stream: "duplex", Rate: 48000, Channels: 2, PeriodFrames: 256, Periods: 4}, false)
+	n := 3 * 48000 / 256 // 3 s
+	play, capt := rundata.NewHistogram(100_000), rundata.NewHistogram(100_000)
+	var polled, first, last int64
+	var apart []int64
+	runtime.LockOSThread()
+	start, err := d.Start()
+	if err != nil {
+		runtime.UnlockOSThread()
+		t.Fatal(err)
+	}
+	var s rundata.Sample
+	for i := 0; i < n; i++ {
+		s = rundata.Sample{}
+		if err = d.Wait(&s); err == nil {
+			err = d.Transfer(&s)
+		}
+		if err != nil {
+			break
+		}
+		pl, cl, ok := s.SideLatencies()
+		if !ok || s.PollNS < 0 || max(s.PlaybackDue, s.CaptureDue) != s.Due {
+			err = fmt.Errorf("period %d: due %d, playback due %d, capture due %d, poll wait %d", i, s.Due, s.PlaybackDue, s.CaptureDue, s.PollNS)
+			break
+		}
+		if i == 0 {
+			first = s.Due
+		}
+		last = s.Woke
+		play.Add(pl)
+		capt.Add(cl)
+		polled += s.PollNS
+		apart = append(apart, s.CaptureDue-s.PlaybackDue)
+	}
+	runtime.UnlockOSThread()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if play.Count != uint64(n) || capt.Count != uint64(n) {
+		t.Errorf("%d playback and %d capture wakeups for %d periods", play.Count, capt.Count, n)
+	}
+	slices.Sort(apart)
+	t.Logf("started %d, first due %d; playback %+v; capture %+v; apart min %d median %d max %d ns; in poll %d of %d ns",
+		start, first, play.Stats(), capt.Stats(), apart[0], apart[len(apart)/2], apart[len(apart)-1], polled, last-start)
+	if span := last - start; polled < span/2 {
+		t.Errorf("in poll %d ns of a %d ns run: the idle loop should sleep in poll most of the time", polled, span)
+	}
+}
+
 // TestVMNoAllocs: Wait and Transfer allocate nothing, with content on the
 // playback side and a capture side (duplex through the loopback).
 func TestVMNoAllocs(t *testing.T) {
@@ -552,7 +608,32 @@ func TestVMCaptureRun(t *testing.T) {
 		}
 		// As in TestVMDummyPlayback: the periods match the stream time
 		// less what xruns and pointer jumps lost.
-		lost, restarts := streamLost(readSamples(t, out, ph), r.Rate, r.PeriodFrames)
+		ss := readSamples(t, out, ph)
+		lost, restarts := streamLost(ss, r.Rate, r.PeriodFrames)
 		checkPeriods(t, ph.Periods, 3e9, lost, restarts, r.Rate, r.PeriodFrames)
+		checkSides(t, ph, ss, args[1] == "duplex")
+	}
+}
+
+// checkSides: every ALSA phase has its poll wait in run.json, and a duplex
+// one both sides' dues in every period of its samples file (through the
+// engine's wire form and the file's control records) and their figures in
+// run.json; any other phase has none of them.
+func checkSides(t *testing.T, ph rundata.Phase, ss []rundata.Sample, duplex bool) {
+	t.Helper()
+	if ph.PollWait == nil || ph.PollWait.Max <= 0 {
+		t.Errorf("%s: poll wait %+v", ph.Name, ph.PollWait)
+	}
+	figures := ph.PlaybackLatency != nil && ph.CaptureLatency != nil && ph.CapturePlaybackApart != nil
+	if figures != duplex || (!duplex && (ph.PlaybackLatency != nil || ph.CaptureLatency != nil)) {
+		t.Errorf("duplex %v, but run.json has playback %v, capture %v, apart %v", duplex, ph.PlaybackLatency, ph.CaptureLatency, ph.CapturePlaybackApart)
+	}
+	for _, s := range ss {
+		if s.Duplex() != duplex {
+			t.Fatalf("period %d: playback due %d, capture due %d in a stream with duplex %v", s.Index, s.PlaybackDue, s.CaptureDue, duplex)
+		}
+	}
+	if duplex {
+		t.Logf("playback side %+v; capture side %+v; apart %+v; poll %+v", *ph.PlaybackLatency, *ph.CaptureLatency, *ph.CapturePlaybackApart, *ph.PollWait)
 	}
 }

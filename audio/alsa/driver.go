@@ -504,8 +504,12 @@ func (d *Driver) back(s *side, excess uint64, ts int64, fallback uint64) (int64,
 }
 
 // Wait blocks in poll until every side has its next period, then fills
-// p.Due (the later side's pointer timestamp), p.Woke, p.Avail (of the
-// first side) and p.Grid.
+// p.Due (the later side's pointer timestamp), p.PlaybackDue and
+// p.CaptureDue (in duplex, each side's: a card may raise separate
+// interrupts for the two, and the wakeup after each is its own
+// distribution), p.Woke, p.Avail (of the
+// first side), p.Grid and p.PollNS (the time spent in ppoll, summed over
+// the calls this period took, as jack-test measured jackd's).
 //
 // Woke is read right after the status that shows the period complete,
 // not before it: an update of the pointer between the two would otherwise
@@ -534,7 +538,9 @@ func (d *Driver) Wait(p *rundata.Sample) error {
 		if n == 0 {
 			break
 		}
+		t0 := audio.Now()
 		k, err := d.poll(n)
+		p.PollNS += audio.Now() - t0
 		if err == unix.EINTR {
 			continue
 		}
@@ -548,6 +554,9 @@ func (d *Driver) Wait(p *rundata.Sample) error {
 	p.Woke = audio.Now()
 	for _, s := range d.sides {
 		p.Due = max(p.Due, s.due)
+	}
+	if d.play != nil && d.capt != nil {
+		p.PlaybackDue, p.CaptureDue = d.play.due, d.capt.due
 	}
 	first := d.sides[0]
 	avail := int64(first.pos) - int64(first.appl)

@@ -27,6 +27,12 @@ type Phase struct {
 	SpikeUS   float64 // mean extra latency of a spike
 	StallProb float64 // probability of a stall per period
 	StallUS   float64 // maximum extra latency of a stall (uniform in [StallUS/4, StallUS])
+	// ApartUS makes the phase a duplex stream (0: playback only) whose
+	// capture side becomes due about this long (exponentially) before
+	// the playback side, so the two sides' wakeups are two humps.
+	ApartUS float64
+	// Poll makes every period record a poll wait (an ALSA driver's).
+	Poll bool
 
 	StressorStats map[string]any
 }
@@ -142,6 +148,7 @@ func writePhase(path string, p *rundata.Phase, ps Phase, c Config, rng *rand.Ran
 	}()
 	w := rundata.NewSampleWriter(f, rundata.NewSampleHeader(c.Rate, c.Frames, c.Periods))
 	h := rundata.NewHistogram(rundata.DefaultHistUS)
+	sides := rundata.NewSideStats()
 	nominal := periodNS * int64(c.CPULoad) / 100
 	// An xrun happens when the thread wakes too late to refill the buffer
 	// before the hardware drains what is left of it.
@@ -166,6 +173,14 @@ func writePhase(path string, p *rundata.Phase, ps Phase, c Config, rng *rand.Ran
 		dsp = max(dsp, 0)
 		s = rundata.Sample{Index: i, Due: mono + i*periodNS, DSP: dsp, Avail: int32(c.Frames)}
 		s.Woke = s.Due + latNS
+		if ps.ApartUS > 0 {
+			s.PlaybackDue = s.Due
+			s.CaptureDue = s.Due - int64(rng.ExpFloat64()*ps.ApartUS*1000)
+		}
+		if ps.Poll {
+			// The previous period's work done, the loop sleeps until this one.
+			s.PollNS = max(periodNS-nominal, 1)
+		}
 		if latNS <= slack {
 			headroom = min(headroom, slack-latNS)
 		}
@@ -179,6 +194,7 @@ func writePhase(path string, p *rundata.Phase, ps Phase, c Config, rng *rand.Ran
 			return err
 		}
 		h.Add(latNS)
+		sides.Add(&s)
 		if d := dsp - nominal; d <= 100_000 && d >= -100_000 {
 			cpuOK++
 		}
@@ -189,6 +205,7 @@ func writePhase(path string, p *rundata.Phase, ps Phase, c Config, rng *rand.Ran
 	}
 	p.Periods = n
 	rundata.FillPhase(p, h)
+	sides.Fill(p)
 	p.HeadroomMinUS = float64(headroom) / 1000
 	p.CPULoop = rundata.CPULoop{NominalUS: float64(nominal) / 1000, MaxUS: float64(dspMax) / 1000}
 	if n > 0 {

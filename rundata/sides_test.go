@@ -1,0 +1,59 @@
+package rundata
+
+import (
+	"bytes"
+	"io"
+	"testing"
+)
+
+// A phase recovered from its samples file gets the same duplex and poll
+// figures as the run computes from the wire: the file holds them exactly.
+func TestRecoverySides(t *testing.T) {
+	hdr := NewSampleHeader(48000, 48, 2)
+	var buf bytes.Buffer
+	w := NewSampleWriter(&buf, hdr)
+	live := NewSideStats()
+	for i := int64(0); i < 100; i++ {
+		due := 1e9 + i*hdr.PeriodNS
+		s := Sample{Index: i, Due: due, Woke: due + 20_000 + i*100, PlaybackDue: due, CaptureDue: due - i*1_000, PollNS: 500_000 + i}
+		if i%3 == 0 {
+			s.PlaybackDue, s.CaptureDue = due-7_000, due
+		}
+		live.Add(&s)
+		if err := w.Write(&s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	sr, err := NewSampleReader(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := NewRecovery(sr.Header, 0)
+	for {
+		var s Sample
+		if err := sr.Next(&s); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		rec.Add(&s)
+	}
+	var want, got Phase
+	live.Fill(&want)
+	rec.Fill(&got, 0)
+	for _, c := range []struct {
+		name string
+		w, g *LatencyStats
+	}{{"playback", want.PlaybackLatency, got.PlaybackLatency}, {"capture", want.CaptureLatency, got.CaptureLatency},
+		{"apart", want.CapturePlaybackApart, got.CapturePlaybackApart}, {"poll", want.PollWait, got.PollWait}} {
+		if c.w == nil || c.g == nil || *c.w != *c.g {
+			t.Errorf("%s: recovered %+v, live %+v", c.name, c.g, c.w)
+		}
+	}
+	if got.CaptureLatency.Max != 127.8 { // period 98: 20 + 9.8 + 98 µs
+		t.Errorf("capture latency max %g µs", got.CaptureLatency.Max)
+	}
+}

@@ -154,18 +154,16 @@ func (sw *SampleWriter) Write(s *Sample) error {
 	return nil
 }
 
-// sides writes the control records of a duplex stream's two dues and of
-// the poll wait, each only when there is one. A duplex sample's Due must
-// be the later of its two sides' (as the ALSA driver's is): the file
-// stores only their difference.
+// sides writes the control record of a duplex stream's two dues. A duplex
+// sample's Due must be the later of its two sides' (as the ALSA driver's
+// is): the file stores only their difference. The poll wait is not
+// written: a record for it in every period would triple an ALSA run's file
+// (16 bytes beside the period's 8), and run.json keeps its distribution
+// (poll_wait_us), made from the samples as they arrive. Readers still
+// take ctlPoll records (files written while they were written).
 func (sw *SampleWriter) sides(s *Sample) error {
 	if s.Duplex() {
-		if err := sw.control(ctlApart, s.CaptureDue-s.PlaybackDue); err != nil {
-			return err
-		}
-	}
-	if s.PollNS > 0 {
-		return sw.control(ctlPoll, s.PollNS)
+		return sw.control(ctlApart, s.CaptureDue-s.PlaybackDue)
 	}
 	return nil
 }

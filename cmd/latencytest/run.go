@@ -65,7 +65,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.rate, "rate", 48000, "sample rate, Hz")
 	fs.IntVar(&f.channels, "channels", 2, "channels")
 	f.sizes = periodList{sizes: []int{64}}
-	fs.Var(&f.sizes, "period", "period size, frames; a list such as 32,64,128 runs the phases once per size (default 64)")
+	fs.Var(&f.sizes, "period", "period size, frames; a list such as 32,64,128 runs the phases once per size")
 	fs.IntVar(&f.periods, "periods", 2, "periods in the buffer")
 	fs.IntVar(&f.rtcRate, "rtc-rate", 2048, "with --driver rtc: periodic interrupts per second, a power of two from 2 to 8192 (one period each)")
 	fs.IntVar(&f.cpuLoad, "cpu-load", 80, "simulated DSP load after each wakeup, percent of the period (0-100)")

@@ -39,12 +39,15 @@ func pool(ps []*phaseData) *phaseData {
 	}
 	out := &phaseData{noLoop: ran[0].noLoop}
 	out.Name, out.Stressor = ran[0].Name, ran[0].Stressor
-	hist := &rundata.Histogram{}
+	var hist *rundata.Histogram // nil unless every repetition has one, of one range
+	if h := ran[0].hist; h != nil {
+		hist = rundata.NewHistogram(h.RangeUS)
+	}
 	headroom, loopWithin := math.Inf(1), 0.0
 	for _, p := range ran {
-		if p.hist == nil {
+		if p.hist == nil || hist == nil || p.hist.RangeUS != hist.RangeUS {
 			hist = nil
-		} else if hist != nil {
+		} else {
 			hist.Merge(p.hist)
 		}
 		out.Periods += p.Periods

@@ -85,4 +85,9 @@ func TestCompareRepeated(t *testing.T) {
 	if *s.Xruns != r.Phases[0].Xruns+r.Phases[2].Xruns {
 		t.Errorf("xruns %d, want the sum of the repetitions'", *s.Xruns)
 	}
+	// The pooled p99 lies between the repetitions' own.
+	lo, hi := min(r.Phases[0].Latency.P99, r.Phases[2].Latency.P99), max(r.Phases[0].Latency.P99, r.Phases[2].Latency.P99)
+	if *s.P99US < lo-1 || *s.P99US > hi+1 {
+		t.Errorf("pooled p99 %g µs, want between the repetitions' %g and %g", *s.P99US, lo, hi)
+	}
 }

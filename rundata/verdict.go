@@ -2,6 +2,7 @@ package rundata
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -86,15 +87,19 @@ func VerdictText(r *Run) string {
 	}
 	var held, other []string
 	for _, ph := range r.Phases {
+		name := ph.Name // a repetition that did not hold is named with its number
+		if ph.Repeat > 0 {
+			name = fmt.Sprintf("%s #%d", ph.Name, ph.Repeat)
+		}
 		switch {
 		case ph.Skipped != "" || ph.Safe == nil:
 		case ph.Safe.Periods > MaxSafePeriods:
-			other = append(other, fmt.Sprintf("%s needs more than × %d", ph.Name, MaxSafePeriods))
+			other = append(other, fmt.Sprintf("%s needs more than × %d", name, MaxSafePeriods))
 		case ph.Safe.Periods > r.Periods:
-			other = append(other, fmt.Sprintf("%s needs %s", ph.Name, size(ph.Safe.Periods)))
+			other = append(other, fmt.Sprintf("%s needs %s", name, size(ph.Safe.Periods)))
 		case ph.Xruns > 0:
-			other = append(other, fmt.Sprintf("%s had %d xruns its wakeups do not explain", ph.Name, ph.Xruns))
-		default:
+			other = append(other, fmt.Sprintf("%s had %d xruns its wakeups do not explain", name, ph.Xruns))
+		case !slices.Contains(held, ph.Name):
 			held = append(held, ph.Name)
 		}
 	}

@@ -62,6 +62,15 @@ func TestVerdictText(t *testing.T) {
 	if got := VerdictText(r); got != want {
 		t.Errorf("VerdictText\n = %q\nwant %q", got, want)
 	}
+	// A repeated run names a phase once where it held, each repetition
+	// where it did not.
+	rep := &Run{PeriodFrames: 64, Periods: 2, PeriodUS: 1333.333, Repeat: 2, Phases: []Phase{
+		{Name: "idle", Repeat: 1, Safe: &Safe{Periods: 2}}, {Name: "hackbench", Repeat: 1, Safe: &Safe{Periods: 2}},
+		{Name: "idle", Repeat: 2, Safe: &Safe{Periods: 2}}, {Name: "hackbench", Repeat: 2, Safe: &Safe{Periods: 3}},
+	}}
+	if got, want := VerdictText(rep), "64 frames × 2 (2.7 ms) held under idle, hackbench; hackbench #2 needs × 3 (4.0 ms)"; got != want {
+		t.Errorf("repeated\n = %q\nwant %q", got, want)
+	}
 	if got := VerdictText(&Run{Phases: []Phase{{Name: "idle"}}}); got != "" {
 		t.Errorf("without verdicts: %q", got)
 	}

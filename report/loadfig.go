@@ -17,13 +17,19 @@ type loadFigure struct {
 	value      func(m map[string]any) (float64, bool)
 }
 
-// rateKey is the key of a stressor's rate in its figures, from its unit.
-func rateKey(m map[string]any) string {
+// unitKey is the key of a stressor's total in its figures, from its unit
+// ("MB/s" work counts as "mb_s"); "" without a unit.
+func unitKey(m map[string]any) string {
 	unit, _ := m["unit"].(string)
-	if unit == "" {
-		return ""
+	return strings.ToLower(strings.ReplaceAll(unit, "/", "_"))
+}
+
+// rateKey is the key of a stressor's rate in its figures.
+func rateKey(m map[string]any) string {
+	if k := unitKey(m); k != "" {
+		return k + "_per_s"
 	}
-	return strings.ToLower(strings.ReplaceAll(unit, "/", "_")) + "_per_s"
+	return ""
 }
 
 var loadFigures = []loadFigure{

@@ -188,7 +188,7 @@ func stressorSummary(m map[string]any) string {
 	var parts []string
 	done := map[string]bool{"unit": true, "seconds": true}
 	if unit, ok := m["unit"].(string); ok {
-		key := strings.ToLower(strings.ReplaceAll(unit, "/", "_"))
+		key := unitKey(m)
 		done[key], done[key+"_per_s"] = true, true
 		if rate, ok := m[key+"_per_s"].(float64); ok {
 			p := fmt.Sprintf("%s %s/s", strconv.FormatFloat(rate, 'g', 4, 64), unit)

@@ -76,13 +76,7 @@ func rankedSource(label string, p *phaseData) RankedSource {
 		s.MaxUS = []float64{p.Latency.Max}
 	}
 	s.Runs = len(s.MaxUS)
-	sorted := slices.Sorted(slices.Values(s.MaxUS))
-	s.WorstMaxUS = sorted[len(sorted)-1]
-	if n := len(sorted); n%2 == 1 {
-		s.MedianMaxUS = sorted[n/2]
-	} else {
-		s.MedianMaxUS = (sorted[n/2-1] + sorted[n/2]) / 2
-	}
+	s.WorstMaxUS, s.MedianMaxUS = slices.Max(s.MaxUS), median(s.MaxUS)
 	if v := p.Latency.P99; !math.IsNaN(v) {
 		s.P99US = &v
 	}
@@ -260,19 +254,27 @@ func rankViews(r Ranking) ([]rankView, error) {
 // rankFigure draws each source's per-run maxima in a column of its own,
 // when any source has more than one run.
 func rankFigure(rp RankedPhase) (template.HTML, error) {
-	rm := &RunMaxima{Color: colLatency}
-	var ticks []plot.Tick
+	var labels []string
+	var columns [][]float64
 	several := false
 	for _, s := range rp.Sources {
-		ticks = append(ticks, plot.Tick{Value: float64(len(rm.Columns)), Label: s.Label})
-		rm.Columns = append(rm.Columns, s.MaxUS)
+		labels, columns = append(labels, s.Label), append(columns, s.MaxUS)
 		several = several || s.Runs > 1
 	}
 	if !several {
 		return "", nil
 	}
+	return maximaFigure(labels, columns)
+}
+
+// maximaFigure draws columns of per-run maxima (RunMaxima), one per label.
+func maximaFigure(labels []string, columns [][]float64) (template.HTML, error) {
+	ticks := make([]plot.Tick, len(labels))
+	for i, l := range labels {
+		ticks[i] = plot.Tick{Value: float64(i), Label: l}
+	}
 	p := newPlot("", "", "max latency per run, µs")
-	p.Add(rm)
+	p.Add(&RunMaxima{Columns: columns, Color: colLatency})
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	return svgOf(p, figW, figHCPU+30)
 }

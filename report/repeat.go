@@ -1,24 +1,11 @@
 package report
 
 import (
-	"fmt"
 	"html/template"
 	"math"
-	"strings"
-
-	"gonum.org/v1/plot"
 
 	"latencytest/rundata"
 )
-
-// label is how a phase is named in tables: "idle", or "idle #2" for the
-// second repetition of a repeated run.
-func label(p *phaseData) string {
-	if p.Repeat > 0 {
-		return fmt.Sprintf("%s #%d", p.Name, p.Repeat)
-	}
-	return p.Name
-}
 
 // pool merges the repetitions of a phase that ran (skipped ones left
 // out) into one: the histograms merged and the statistics read from the
@@ -106,7 +93,7 @@ func spreadTables(ps []*phaseData) []statsTable {
 		}
 		t := statsTable{ID: "spread-" + name, First: name, Head: metricHeads()}
 		for _, p := range g {
-			r := statsRow{Name: label(p), Skipped: p.Skipped}
+			r := statsRow{Name: p.Label(), Skipped: p.Skipped}
 			if p.Skipped == "" {
 				r.Cells = row(p)
 			}
@@ -162,7 +149,7 @@ func poolStats(ps []*phaseData) map[string]any {
 	var rounds []any
 	for _, p := range ps {
 		m := p.StressorStats
-		units += asNum(m[strings.TrimSuffix(rk, "_per_s")])
+		units += asNum(m[unitKey(m)])
 		secs += asNum(m["seconds"])
 		if ts, ok := numbers(m["round_time_s"]); ok {
 			for _, t := range ts {
@@ -171,7 +158,7 @@ func poolStats(ps []*phaseData) map[string]any {
 		}
 	}
 	if rk != "" {
-		out[strings.TrimSuffix(rk, "_per_s")], out["seconds"] = units, secs
+		out[unitKey(first)], out["seconds"] = units, secs
 		if secs > 0 {
 			out[rk] = units / secs
 		}
@@ -186,26 +173,22 @@ func poolStats(ps []*phaseData) map[string]any {
 // (RunMaxima); "" when no phase ran more than once.
 func spreadFigure(ps []*phaseData) (template.HTML, error) {
 	names, groups := byName(ps)
-	rm := &RunMaxima{Color: colLatency}
-	var ticks []plot.Tick
+	var labels []string
+	var columns [][]float64
 	for _, name := range names {
+		if len(groups[name]) < 2 {
+			continue
+		}
 		var maxima []float64
 		for _, p := range groups[name] {
 			if p.Skipped == "" {
 				maxima = append(maxima, p.Latency.Max)
 			}
 		}
-		if len(groups[name]) < 2 {
-			continue
-		}
-		ticks = append(ticks, plot.Tick{Value: float64(len(rm.Columns)), Label: name})
-		rm.Columns = append(rm.Columns, maxima)
+		labels, columns = append(labels, name), append(columns, maxima)
 	}
-	if len(rm.Columns) == 0 {
+	if len(columns) == 0 {
 		return "", nil
 	}
-	p := newPlot("", "", "max latency per run, µs")
-	p.Add(rm)
-	p.X.Tick.Marker = plot.ConstantTicks(ticks)
-	return svgOf(p, figW, figHCPU+30)
+	return maximaFigure(labels, columns)
 }

@@ -152,7 +152,7 @@ func renderIndex(rd *runData) ([]byte, error) {
 	spikeErrs := make([]error, len(rd.phases))
 	for i, pd := range rd.phases {
 		id := "phase-" + strconv.Itoa(i+1)
-		sr := statsRow{Name: label(pd), Link: id, Skipped: pd.Skipped, Extra: stressorSummary(pd.StressorStats)}
+		sr := statsRow{Name: pd.Label(), Link: id, Skipped: pd.Skipped, Extra: stressorSummary(pd.StressorStats)}
 		if pd.Skipped != "" {
 			pg.Banners = append(pg.Banners, fmt.Sprintf("Phase %q was skipped: %s", pd.Name, pd.Skipped))
 		} else {
@@ -166,7 +166,7 @@ func renderIndex(rd *runData) ([]byte, error) {
 			overlay = append(overlay, histSeries{label: pd.Name, h: pd.hist})
 		}
 		pv := &pg.Phases[i]
-		*pv = phaseView{ID: id, Name: label(pd), Stressor: pd.Stressor, Skipped: pd.Skipped, Note: pd.note, Series: stressorSeries(pd.StressorStats),
+		*pv = phaseView{ID: id, Name: pd.Label(), Stressor: pd.Stressor, Skipped: pd.Skipped, Note: pd.note, Series: stressorSeries(pd.StressorStats),
 			Xruns: pd.Xruns, PointerJumps: pd.PointerJumps, RTThrottled: pd.RTThrottled, RTThrottledMS: fmtNum(float64(pd.RTThrottledNS) / 1e6), Overflow: pd.Overflow, Lost: pd.Lost, Nominal: fmtNum(pd.CPULoop.NominalUS / 1000)}
 		if g := pd.GridLateness; g != nil {
 			pv.Grid = fmt.Sprintf("min %s, p50 %s, p99 %s, p99.9 %s, p99.99 %s, max %s µs",

@@ -72,6 +72,15 @@ func (m *LateMeter) Verdicts(periodNS int64, pct int) (measured, nominal *Safe) 
 	return &a, &b
 }
 
+// Label names the phase in tables and lines: "idle", or "idle #2" for the
+// second repetition of a repeated run.
+func (ph *Phase) Label() string {
+	if ph.Repeat > 0 {
+		return fmt.Sprintf("%s #%d", ph.Name, ph.Repeat)
+	}
+	return ph.Name
+}
+
 // Held reports whether the phase held in a buffer of periods: it ran, had
 // no xrun, and its verdict fits that buffer.
 func (ph *Phase) Held(periods int) bool {
@@ -87,10 +96,7 @@ func VerdictText(r *Run) string {
 	}
 	var held, other []string
 	for _, ph := range r.Phases {
-		name := ph.Name // a repetition that did not hold is named with its number
-		if ph.Repeat > 0 {
-			name = fmt.Sprintf("%s #%d", ph.Name, ph.Repeat)
-		}
+		name := ph.Label() // a repetition that did not hold is named with its number
 		switch {
 		case ph.Skipped != "" || ph.Safe == nil:
 		case ph.Safe.Periods > MaxSafePeriods:

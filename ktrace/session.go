@@ -48,10 +48,12 @@ type Session struct {
 	// budget: the kernel limits real-time threads' time
 	// (sched_rt_runtime_us is not -1), so they can be throttled.
 	budget bool
-	// policies names the real-time threads' policies (SCHED_FIFO or
-	// SCHED_RR), read from /proc when a thread is first seen running,
-	// while it is still there to be asked.
-	policies map[int]string
+	// names is what /proc said about threads when each was first seen
+	// running, while it was still there to be asked.
+	names procNames
+	// ownComm is latencytest's command name: every one of its threads,
+	// in the parent, the engine and the stressors, shows it.
+	ownComm string
 
 	stop     chan struct{}
 	done     chan struct{}
@@ -90,13 +92,42 @@ func Start(o Options) (*Session, error) {
 	if keep <= 0 {
 		keep = defaultKeepNS
 	}
-	s := &Session{fs: fs, inst: inst, fd: -1, keepNS: keep, budget: rtBudget(), cpus: map[int]*cpuLog{}, policies: map[int]string{}, stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Session{fs: fs, inst: inst, fd: -1, keepNS: keep, budget: rtBudget(), cpus: map[int]*cpuLog{}, names: newProcNames(), ownComm: procComm("self"), stop: make(chan struct{}), done: make(chan struct{})}
 	if err := s.setup(o); err != nil {
 		s.teardown()
 		return nil, err
 	}
+	s.Own(os.Getpid(), "latencytest parent")
 	go s.read()
 	return s, nil
+}
+
+// Load names the current phase's stressor, whose processes run
+// latencytest's own binary: its threads, in no process named by Own, are
+// named after it ("" when the phase has no stressor).
+func (s *Session) Load(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.names.others = ""
+	if name != "" {
+		s.names.others = "latencytest stressor " + name
+	}
+}
+
+// OwnGroupOf names the process thread tid belongs to, as Own does.
+func (s *Session) OwnGroupOf(tid int, label string) {
+	if g := procTGID(tid); g > 0 {
+		s.Own(g, label)
+	}
+}
+
+// Own names the thread group tgid, one of latencytest's own processes, so
+// that its threads are told apart from the others with its command name
+// when they hold the audio thread's CPU (docs/spikes.md).
+func (s *Session) Own(tgid int, label string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.names.owners[tgid] = label
 }
 
 // setup configures the instance and opens its pipe.
@@ -225,8 +256,8 @@ func (s *Session) add(chunk []byte) {
 		}
 		l.evs = append(l.evs, ev)
 		s.latest = max(s.latest, ev.TS)
-		if ev.Kind == evSwitch && ev.Prio >= 0 && ev.Prio < 100 {
-			s.notePolicy(ev.PID)
+		if ev.Kind == evSwitch {
+			s.names.note(ev.PID, ev.Prio, ev.Comm == s.ownComm)
 		}
 	}
 	for _, l := range s.cpus {
@@ -275,19 +306,7 @@ func (s *Session) Explain(audio Thread, due, woke int64) rundata.Spike {
 		time.Sleep(20 * time.Millisecond)
 	}
 	defer s.mu.Unlock()
-	return explain(s.cpus, audio, due, woke, s.budget, func(tid int) string { return s.policies[tid] })
-}
-
-// notePolicy remembers a real-time thread's policy; the map is bounded
-// (thread ids are reused, and few threads are real-time).
-func (s *Session) notePolicy(tid int) {
-	if _, ok := s.policies[tid]; ok {
-		return
-	}
-	if len(s.policies) >= 4096 {
-		clear(s.policies)
-	}
-	s.policies[tid] = procPolicy(tid)
+	return explain(s.cpus, audio, due, woke, s.budget, &s.names)
 }
 
 // Lost is how many events the kernel dropped.

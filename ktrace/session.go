@@ -38,11 +38,15 @@ type cpuLog struct {
 type Session struct {
 	fs   *tracefs
 	inst string // the instance directory
-	fd   int    // its trace_pipe
+	fd   int    // its trace_pipe, when the binary records cannot be read
+	raw  *rawReader
 
 	mu     sync.Mutex
 	cpus   map[int]*cpuLog
 	latest int64 // the newest event's time
+	// upTo: every event before it has been read, on every traced CPU
+	// (trace_pipe merges the CPUs in time order: latest).
+	upTo   int64
 	lost   int64 // events the kernel dropped (its buffer was full)
 	keepNS int64
 	// budget: the kernel limits real-time threads' time
@@ -74,6 +78,10 @@ type Options struct {
 	BufferKB int
 	// KeepNS is how much history is kept to explain a spike with (0: 3 s).
 	KeepNS int64
+
+	// text reads trace_pipe's text even where the binary records can be
+	// read (the fallback, for its tests).
+	text bool
 }
 
 // Start creates a trace instance and starts recording. The error says in
@@ -156,11 +164,16 @@ func (s *Session) setup(o Options) error {
 	if n == 0 {
 		return errors.New("tracefs: no scheduler or interrupt event can be enabled")
 	}
-	fd, err := unix.Open(filepath.Join(s.inst, "trace_pipe"), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
-	if err != nil {
-		return fmt.Errorf("tracefs: open trace_pipe: %w", err)
+	if !o.text {
+		s.raw = openRaw(s.fs.root, s.inst, o.CPUs)
 	}
-	s.fd = fd
+	if s.raw == nil {
+		fd, err := unix.Open(filepath.Join(s.inst, "trace_pipe"), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			return fmt.Errorf("tracefs: open trace_pipe: %w", err)
+		}
+		s.fd = fd
+	}
 	return writeFile(s.inst, "tracing_on", "1")
 }
 
@@ -196,6 +209,10 @@ func cpuMask(cpus []int) string {
 // read parses the pipe until Stop.
 func (s *Session) read() {
 	defer close(s.done)
+	if s.raw != nil {
+		s.readRaw()
+		return
+	}
 	buf := make([]byte, 256<<10)
 	var partial []byte
 	pfd := []unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN}}
@@ -245,21 +262,30 @@ func (s *Session) add(chunk []byte) {
 			s.lost += n
 			continue
 		}
-		ev, ok := parseLine(string(line))
-		if !ok {
-			continue
-		}
-		l := s.cpus[ev.CPU]
-		if l == nil {
-			l = &cpuLog{}
-			s.cpus[ev.CPU] = l
-		}
-		l.evs = append(l.evs, ev)
-		s.latest = max(s.latest, ev.TS)
-		if ev.Kind == evSwitch {
-			s.names.note(ev.PID, ev.Prio, ev.Comm == s.ownComm)
+		if ev, ok := parseLine(string(line)); ok {
+			s.record(ev)
 		}
 	}
+	s.upTo = s.latest
+	s.prune()
+}
+
+// record adds an event to its CPU's log; s.mu is held.
+func (s *Session) record(ev Event) {
+	l := s.cpus[ev.CPU]
+	if l == nil {
+		l = &cpuLog{}
+		s.cpus[ev.CPU] = l
+	}
+	l.evs = append(l.evs, ev)
+	s.latest = max(s.latest, ev.TS)
+	if ev.Kind == evSwitch {
+		s.names.note(ev.PID, ev.Prio, ev.Comm == s.ownComm)
+	}
+}
+
+// prune drops the history older than keepNS; s.mu is held.
+func (s *Session) prune() {
 	for _, l := range s.cpus {
 		l.prune(s.latest - s.keepNS)
 	}
@@ -299,7 +325,7 @@ func (l *cpuLog) prune(t int64) {
 func (s *Session) Explain(audio Thread, due, woke int64) rundata.Spike {
 	for {
 		s.mu.Lock()
-		if s.latest >= woke || monoNow() > woke+traceWait || s.err != nil {
+		if s.upTo >= woke || monoNow() > woke+traceWait || s.err != nil {
 			break
 		}
 		s.mu.Unlock()
@@ -332,6 +358,7 @@ func (s *Session) teardown() error {
 		unix.Close(s.fd)
 		s.fd = -1
 	}
+	s.raw.close()
 	if s.fs == nil {
 		return nil
 	}

@@ -112,6 +112,9 @@ func TestKnownCulprit(t *testing.T) {
 	if err != nil {
 		t.Fatalf("tracing needs tracefs and root here: %v", err)
 	}
+	if s.raw == nil {
+		t.Fatal("the binary records could not be read here: the session reads trace_pipe's text")
+	}
 	inst := s.inst
 	defer s.Stop()
 
@@ -149,10 +152,10 @@ func TestKnownCulprit(t *testing.T) {
 	// lies within a burst is one it caused (see inBurst). Other late wakeups (this shared machine's own noise, such
 	// as a vCPU the host did not run) are only logged.
 	// A burst through which something else held CPU 0 for more than a
-	// fifth of it (a non-preemptible kernel path of another task, or the
+	// tenth of it (a non-preemptible kernel path of another task, or the
 	// host not running this vCPU: the culprit's CPU clock fell behind its
-	// wall clock) is not the culprit's alone: its spikes are logged, not
-	// counted.
+	// wall clock by more than interrupts take) is not the culprit's alone:
+	// its spikes are logged, not counted.
 	var bursts [][2]int64
 	disturbed := 0
 	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
@@ -161,7 +164,7 @@ func TestKnownCulprit(t *testing.T) {
 		if _, err := fmt.Sscan(line, &b[0], &b[1], &cpu); err != nil {
 			t.Fatalf("culprit said %q", line)
 		}
-		if stolen := b[1] - b[0] - cpu; stolen*5 > b[1]-b[0] {
+		if stolen := b[1] - b[0] - cpu; stolen*10 > b[1]-b[0] {
 			t.Logf("burst at %d: the culprit ran %.2f of its %.2f ms", b[0], float64(cpu)/1e6, float64(b[1]-b[0])/1e6)
 			disturbed++
 			continue
@@ -224,6 +227,55 @@ func TestKnownCulprit(t *testing.T) {
 	}
 	if _, err := os.Stat(inst); !os.IsNotExist(err) {
 		t.Errorf("instance %s left behind (%v)", inst, err)
+	}
+}
+
+// Where the binary records cannot be read, trace_pipe's text is: this
+// thread's own sleeps are recorded as switches on its CPU, and the
+// session's reading position passes them.
+func TestTextPipeFallback(t *testing.T) {
+	for _, text := range []bool{false, true} {
+		s, err := Start(Options{text: text})
+		if err != nil {
+			t.Fatalf("tracing needs tracefs and root here: %v", err)
+		}
+		if (s.raw == nil) != text {
+			t.Fatalf("binary records read: %v, want %v", s.raw != nil, !text)
+		}
+		runtime.LockOSThread()
+		tid := unix.Gettid()
+		t0 := monoNow()
+		for range 20 {
+			time.Sleep(time.Millisecond)
+		}
+		t1 := monoNow()
+		runtime.UnlockOSThread()
+		for s.Err() == nil && monoNow() < t1+2e9 {
+			s.mu.Lock()
+			up := s.upTo
+			s.mu.Unlock()
+			if up >= t1 {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		s.mu.Lock()
+		ins := 0
+		for _, l := range s.cpus {
+			for _, ev := range l.evs {
+				if ev.Kind == evSwitch && ev.PID == tid && t0 <= ev.TS && ev.TS < t1 {
+					ins++
+				}
+			}
+		}
+		up := s.upTo
+		s.mu.Unlock()
+		if err := s.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		if ins < 10 || up < t1 {
+			t.Errorf("text %v: %d switches to thread %d in 20 sleeps, read up to %d ns (want past %d)", text, ins, tid, up, t1)
+		}
 	}
 }
 

@@ -204,11 +204,11 @@ func (f *rawFormat) decodePage(page []byte, cpu int, emit func(Event)) (lost int
 		commit = uint64(ne.Uint32(page[8:]))
 	}
 	flags := commit & rbFlagsMask
-	size := int(commit &^ rbFlagsMask)
 	data := page[f.dataOff:]
-	if size > len(data) {
-		return 0, fmt.Errorf("trace_pipe_raw: a page claims %d bytes of data, has %d", size, len(data))
+	if commit&^rbFlagsMask > uint64(len(data)) {
+		return 0, fmt.Errorf("trace_pipe_raw: a page claims %d bytes of data, has %d", commit&^rbFlagsMask, len(data))
 	}
+	size := int(commit &^ rbFlagsMask)
 	if flags&rbMissedEvents != 0 {
 		lost = -1
 		if flags&rbMissedStored != 0 && size+f.commitSize <= len(data) {

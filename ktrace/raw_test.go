@@ -158,3 +158,70 @@ func TestDecodePageLayout(t *testing.T) {
 		t.Error("a page claiming 5000 bytes was decoded")
 	}
 }
+
+// rawTestdata is a capture of this machine's tracer (testdata/raw): the
+// layout files of the traced events, one CPU's records as pages read
+// from trace_pipe_raw, and the kernel's text of the same records.
+const rawTestdata = "testdata/raw"
+
+// The captured pages decode to the captured text, without a kernel.
+func TestDecodeCapturedPages(t *testing.T) {
+	f, err := loadRawFormat(rawTestdata, tracedEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages, err := os.ReadFile(filepath.Join(rawTestdata, "cpu0.pages"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := os.ReadFile(filepath.Join(rawTestdata, "cpu0.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want, got []Event
+	for _, line := range strings.Split(string(text), "\n") {
+		if ev, ok := parseLine(line); ok {
+			want = append(want, ev)
+		}
+	}
+	for p := 0; p+4096 <= len(pages); p += 4096 {
+		if _, err := f.decodePage(pages[p:p+4096], 0, func(ev Event) { got = append(got, ev) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(got) != len(want) || len(want) < 50 {
+		t.Fatalf("%d events decoded, the text has %d", len(got), len(want))
+	}
+	for i := range got {
+		g, w := got[i], want[i]
+		if (g.TS+500)/1000 != w.TS/1000 {
+			t.Fatalf("event %d: %d ns, the text says %d µs", i, g.TS, w.TS/1000)
+		}
+		g.TS, w.TS = 0, 0
+		if !reflect.DeepEqual(g, w) {
+			t.Fatalf("event %d:\n decoded %+v\n text    %+v", i, g, w)
+		}
+	}
+}
+
+// No page, however malformed, makes the decoder read past it or panic.
+func FuzzDecodePage(f *testing.F) {
+	rf, err := loadRawFormat(rawTestdata, tracedEvents)
+	if err != nil {
+		f.Fatal(err)
+	}
+	pages, err := os.ReadFile(filepath.Join(rawTestdata, "cpu0.pages"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for p := 0; p+4096 <= len(pages); p += 4096 {
+		f.Add(pages[p : p+4096])
+	}
+	f.Fuzz(func(t *testing.T, page []byte) {
+		rf.decodePage(page, 0, func(ev Event) {
+			if ev.Kind < evSwitch || ev.Kind > evVectorExit {
+				t.Errorf("event of kind %d", ev.Kind)
+			}
+		})
+	})
+}

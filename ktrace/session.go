@@ -53,6 +53,12 @@ type Session struct {
 	// while it is still there to be asked.
 	policies map[int]string
 
+	// noise: the osnoise tracer runs in the instance without its
+	// workload (osnoise.go), its settings to be put back; nil when not.
+	noise     *osnoiseSaved
+	noiseNote string // why it does not, when it does not
+	clk       clockMap
+
 	stop     chan struct{}
 	done     chan struct{}
 	stopOnce sync.Once
@@ -124,6 +130,13 @@ func (s *Session) setup(o Options) error {
 	}
 	if n == 0 {
 		return errors.New("tracefs: no scheduler or interrupt event can be enabled")
+	}
+	if why, ok := s.fs.osnoiseUsable(); !ok {
+		s.noiseNote = why
+	} else if sv, err := s.fs.startOsnoise(s.inst, o.CPUs); err != nil {
+		s.noiseNote = "the osnoise tracer could not be started: " + err.Error()
+	} else {
+		s.noise = sv
 	}
 	fd, err := unix.Open(filepath.Join(s.inst, "trace_pipe"), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {
@@ -223,6 +236,10 @@ func (s *Session) add(chunk []byte) {
 			l = &cpuLog{}
 			s.cpus[ev.CPU] = l
 		}
+		if ev.Kind == evNoise {
+			// Into the instance's clock (clockMap).
+			ev.NoiseStart += s.clk.note(ev.TS, ev.TS-ev.NoiseStart-ev.NoiseNS)
+		}
 		l.evs = append(l.evs, ev)
 		s.latest = max(s.latest, ev.TS)
 		if ev.Kind == evSwitch && ev.Prio >= 0 && ev.Prio < 100 {
@@ -275,8 +292,30 @@ func (s *Session) Explain(audio Thread, due, woke int64) rundata.Spike {
 		time.Sleep(20 * time.Millisecond)
 	}
 	defer s.mu.Unlock()
-	return explain(s.cpus, audio, due, woke, s.budget, func(tid int) string { return s.policies[tid] })
+	sp := explain(s.cpus, audio, due, woke, s.budget, func(tid int) string { return s.policies[tid] })
+	if s.noise != nil && sp.CPU >= 0 {
+		sp.KernelNoise, sp.KernelNoiseUnexplainedNS = explainNoise(s.cpus[sp.CPU].evs, due, woke, audio)
+		namePolicies(sp.KernelNoise, sp.Causes)
+	}
+	return sp
 }
+
+// namePolicies gives the threads of the osnoise account the policy the
+// sched account saw them run at (the osnoise events do not carry it).
+func namePolicies(noise, sched []rundata.Cause) {
+	for i := range noise {
+		for _, c := range sched {
+			if noise[i].PID != 0 && c.PID == noise[i].PID && c.Policy != "" {
+				noise[i].Policy = c.Policy
+				break
+			}
+		}
+	}
+}
+
+// Osnoise says whether the osnoise tracer's events are recorded, and if
+// not, why.
+func (s *Session) Osnoise() (bool, string) { return s.noise != nil, s.noiseNote }
 
 // notePolicy remembers a real-time thread's policy; the map is bounded
 // (thread ids are reused, and few threads are real-time).
@@ -316,7 +355,12 @@ func (s *Session) teardown() error {
 	if s.fs == nil {
 		return nil
 	}
-	return s.fs.removeInstance(s.inst)
+	var errs []error
+	if s.noise != nil {
+		writeFile(s.inst, "tracing_on", "0")
+		errs = append(errs, s.fs.stopOsnoise(s.inst, s.noise))
+	}
+	return errors.Join(append(errs, s.fs.removeInstance(s.inst))...)
 }
 
 // Err says why the reader stopped before Stop, if it did.

@@ -38,12 +38,12 @@ func startTrace(above int64, cpus []int, xrun func(rundata.Spike)) *spikeTrace {
 }
 
 // phase names the phase that starts (its index in run.json) and its
-// audio thread.
-func (t *spikeTrace) phase(i, tid int) { t.index, t.audio = i, ktrace.Thread{TID: tid} }
+// audio thread (by its id, or for a callback driver by its name).
+func (t *spikeTrace) phase(i int, audio ktrace.Thread) { t.index, t.audio = i, audio }
 
 // offer hands over a sample of the current phase.
 func (t *spikeTrace) offer(s *rundata.Sample) {
-	if t.rec != nil && t.audio.TID != 0 {
+	if t.rec != nil && t.audio != (ktrace.Thread{}) {
 		t.rec.Offer(t.index, t.audio, s)
 	}
 }

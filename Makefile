@@ -114,6 +114,7 @@ portaudio-test:
 
 vmtest:
 	scripts/vmtest
+	scripts/vmtest -rt -run 'TestVMKnownCulpritOsnoise|TestRawMatchesKernelText'
 
 bench:
 	scripts/bench-cyclictest

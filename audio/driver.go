@@ -91,6 +91,12 @@ type CallbackDriver interface {
 	Run(step func(p *rundata.Sample) bool, stop <-chan struct{}) error
 }
 
+// CallbackThreadName is the name a CallbackDriver gives the thread it calls
+// back from (prctl PR_SET_NAME, at its first period), so that the spike
+// tracer (ktrace), which cannot be told that thread's id before the stream
+// runs, knows the audio thread by its name.
+const CallbackThreadName = "lt-audio"
+
 // Devices is implemented by drivers that can list what they can open, for
 // `latencytest devices`.
 type Devices interface {

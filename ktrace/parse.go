@@ -15,6 +15,16 @@ const (
 	evSoftExit               //
 	evVectorEntry            // irq_vectors *_entry: Name is the vector ("local_timer")
 	evVectorExit             //
+	evNoise                  // osnoise:*_noise: the kernel's own measure of one interference (Noise)
+)
+
+// Kinds of noise (the osnoise tracer's events), innermost last: a context
+// of a later kind interrupts one of an earlier kind, never the reverse.
+const (
+	noiseThread  = iota + 1 // thread_noise: a thread ran (Name, PID)
+	noiseSoftIRQ            // softirq_noise: a softirq ran (Name, IRQ the vector)
+	noiseIRQ                // irq_noise: a hard IRQ handler or an x86 vector (Name, IRQ)
+	noiseNMI                // nmi_noise
 )
 
 // Event is one trace record that bears on a CPU's time.
@@ -39,6 +49,14 @@ type Event struct {
 
 	IRQ  int    // irq_handler_*: the line; softirq_*: the vector
 	Name string // the IRQ handler, softirq action or vector name
+
+	// evNoise: NoiseKind, and from the event's own fields the start (the
+	// kernel's trace_clock_local, not the instance's clock: see
+	// clockMap) and the duration net of what interrupted it. The event
+	// is written as the interference ends: TS is its end.
+	NoiseKind  int
+	NoiseStart int64
+	NoiseNS    int64
 }
 
 // parseLine parses one line of a tracefs trace (or trace_pipe) in the
@@ -109,6 +127,9 @@ func parseLine(line string) (ev Event, ok bool) {
 		ev.Name = field(body, "[action=", "]")
 		return ev, ok
 	}
+	if kind, ok := noiseKinds[name]; ok {
+		return parseNoise(ev, kind, body)
+	}
 	if v, found := strings.CutSuffix(name, "_entry"); found && strings.HasPrefix(body, "vector=") {
 		ev.Kind, ev.Name = evVectorEntry, v
 		return ev, true
@@ -118,6 +139,55 @@ func parseLine(line string) (ev Event, ok bool) {
 		return ev, true
 	}
 	return ev, false
+}
+
+var noiseKinds = map[string]int{"thread_noise": noiseThread, "softirq_noise": noiseSoftIRQ, "irq_noise": noiseIRQ, "nmi_noise": noiseNMI}
+
+// parseNoise reads an osnoise event's body:
+//
+//	irq_noise: local_timer:236 start 7.096353308 duration 70101 ns
+//	softirq_noise:    TIMER:1 start ... duration ... ns
+//	thread_noise: swapper/0:0 start ... duration ... ns
+//	nmi_noise: start ... duration ... ns
+//
+// The name may hold colons and spaces (a thread's comm): the number is
+// after the last colon before " start ".
+func parseNoise(ev Event, kind int, body string) (Event, bool) {
+	who, times, ok := strings.Cut(body, "start ")
+	if !ok {
+		return ev, false
+	}
+	start, dur, ok := strings.Cut(times, " duration ")
+	if !ok {
+		return ev, false
+	}
+	var err error
+	ev.Kind, ev.NoiseKind = evNoise, kind
+	if ev.NoiseStart, ok = parseTS(start); !ok {
+		return ev, false
+	}
+	if ev.NoiseNS, err = strconv.ParseInt(strings.TrimSuffix(dur, " ns"), 10, 64); err != nil || ev.NoiseNS < 0 {
+		return ev, false
+	}
+	if kind == noiseNMI {
+		return ev, true
+	}
+	who = strings.TrimSpace(who)
+	i := strings.LastIndexByte(who, ':')
+	if i < 0 {
+		return ev, false
+	}
+	n, err := strconv.Atoi(who[i+1:])
+	if err != nil {
+		return ev, false
+	}
+	name := strings.TrimSpace(who[:i])
+	if kind == noiseThread {
+		ev.PID, ev.Comm = n, name
+	} else {
+		ev.IRQ, ev.Name = n, name
+	}
+	return ev, name != ""
 }
 
 func parseSwitch(ev Event, body string) (Event, bool) {

@@ -27,6 +27,18 @@ func TestParseLine(t *testing.T) {
 			Event{TS: 782980000000, CPU: 0, Kind: evVectorEntry, Name: "local_timer"}},
 		{`          <idle>-0       [000] d.h1.   782.980003: call_function_single_exit: vector=251`,
 			Event{TS: 782980003000, CPU: 0, Kind: evVectorExit, Name: "call_function_single"}},
+		// The osnoise tracer's events, as Debian's 6.1 PREEMPT_RT kernel
+		// prints them (start: trace_clock_local; the stamp: mono).
+		{`          <idle>-0       [000] d..h2..     5.012274: irq_noise: local_timer:236 start 7.096353308 duration 70101 ns`,
+			Event{TS: 5012274000, CPU: 0, Kind: evNoise, NoiseKind: noiseIRQ, IRQ: 236, Name: "local_timer", NoiseStart: 7096353308, NoiseNS: 70101}},
+		{`          <idle>-0       [000] d...3..     5.012333: thread_noise: swapper/0:0 start 7.092442438 duration 3972345 ns`,
+			Event{TS: 5012333000, CPU: 0, Kind: evNoise, NoiseKind: noiseThread, Comm: "swapper/0", NoiseStart: 7092442438, NoiseNS: 3972345}},
+		{`       ktimers/0-15      [000] d...3..     5.044393: thread_noise:   lt-a:b:77 start 7.124503891 duration 3802456 ns`,
+			Event{TS: 5044393000, CPU: 0, Kind: evNoise, NoiseKind: noiseThread, PID: 77, Comm: "lt-a:b", NoiseStart: 7124503891, NoiseNS: 3802456}},
+		{`     ksoftirqd/1-22      [001] ..s..   9.000001: softirq_noise:    TIMER:1 start 11.000000001 duration 2000 ns`,
+			Event{TS: 9000001000, CPU: 1, Kind: evNoise, NoiseKind: noiseSoftIRQ, IRQ: 1, Name: "TIMER", NoiseStart: 11000000001, NoiseNS: 2000}},
+		{`          <idle>-0       [001] d.Z1.   9.000001: nmi_noise: start 11.000000001 duration 900 ns`,
+			Event{TS: 9000001000, CPU: 1, Kind: evNoise, NoiseKind: noiseNMI, NoiseStart: 11000000001, NoiseNS: 900}},
 		// With record-tgid: "(  123)" between the CPU and the flags.
 		{`            bash-16560   (  16560) [001] d..2.   782.982208: sched_wakeup: comm=x pid=5 prio=120 target_cpu=001`,
 			Event{TS: 782982208000, CPU: 1, Kind: evWakeup, PID: 5, Comm: "x", Prio: 120, TargetCPU: 1}},
@@ -44,6 +56,9 @@ func TestParseLine(t *testing.T) {
 		`     bash-1   [x] d..2.   1.000001: sched_switch: prev_comm=a`,
 		`     bash-1   [001] d..2.   1.0x: sched_wakeup: comm=a pid=1 prio=1`,
 		`     bash-1   [001] d..2.   1.000001: sched_switch: prev_comm=a prev_pid=1`,
+		`     bash-1   [001] d..2.   1.000001: irq_noise: local_timer start 7.096353308 duration 70101 ns`,
+		`     bash-1   [001] d..2.   1.000001: thread_noise: a:1 start 7.09 duration -5 ns`,
+		`     bash-1   [001] d..2.   1.000001: thread_noise: a:1 duration 5 ns`,
 	} {
 		if ev, ok := parseLine(bad); ok {
 			t.Errorf("parseLine(%q) = %+v, want not ok", bad, ev)
@@ -57,9 +72,10 @@ func TestParseLine(t *testing.T) {
 func FuzzParseLine(f *testing.F) {
 	f.Add(`            bash-16560   [001] d..2.   782.982208: sched_switch: prev_comm=bash prev_pid=16560 prev_prio=120 prev_state=R+ ==> next_comm=kworker/1:0 next_pid=20768 next_prio=120`)
 	f.Add(`     ksoftirqd/1-22      [001] ..s..   782.982230: softirq_entry: vec=3 [action=NET_RX]`)
+	f.Add(`          <idle>-0       [000] d..h2..     5.012274: irq_noise: local_timer:236 start 7.096353308 duration 70101 ns`)
 	f.Fuzz(func(t *testing.T, line string) {
 		ev, ok := parseLine(line)
-		if ok && (ev.Kind < evSwitch || ev.Kind > evVectorExit || ev.TS < 0) {
+		if ok && (ev.Kind < evSwitch || ev.Kind > evNoise || ev.TS < 0 || ev.NoiseNS < 0) {
 			t.Errorf("parseLine(%q) = %+v", line, ev)
 		}
 	})

@@ -105,6 +105,9 @@ func rawKind(name string) int {
 	case "softirq_exit":
 		return evSoftExit
 	}
+	if _, ok := noiseKinds[name]; ok {
+		return evNoise
+	}
 	switch {
 	case strings.HasSuffix(name, "_entry"):
 		return evVectorEntry
@@ -297,6 +300,18 @@ func (f *rawFormat) decodeRecord(rec []byte, ts int64, cpu int, emit func(Event)
 	case evSoftEntry, evSoftExit:
 		ev.IRQ = r.int("vec")
 		ev.Name = softirqName(ev.IRQ)
+	case evNoise:
+		ev.NoiseKind = noiseKinds[e.name]
+		ev.NoiseStart, ev.NoiseNS = int64(r.int("start")), int64(r.int("duration"))
+		switch ev.NoiseKind {
+		case noiseThread:
+			ev.PID, ev.Comm = r.int("pid"), r.str("comm")
+		case noiseSoftIRQ:
+			ev.IRQ = r.int("vector")
+			ev.Name = softirqName(ev.IRQ)
+		case noiseIRQ:
+			ev.IRQ, ev.Name = r.int("vector"), r.str("desc")
+		}
 	case evVectorEntry:
 		ev.Name = strings.TrimSuffix(e.name, "_entry")
 	case evVectorExit:

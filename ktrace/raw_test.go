@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -36,6 +37,16 @@ func TestRawMatchesKernelText(t *testing.T) {
 	for _, ev := range tracedEvents {
 		writeFile(inst, filepath.Join("events", ev, "enable"), "1")
 	}
+	events := tracedEvents
+	_, noise := fs.osnoiseUsable() // Debian's PREEMPT_RT kernel in the VM (scripts/vmtest -rt)
+	if noise {
+		sv, err := fs.startOsnoise(inst, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fs.stopOsnoise(inst, sv)
+		events = append(slices.Clone(events), osnoiseEvents...)
+	}
 	writeFile(inst, "tracing_on", "1")
 	deadline := time.Now().Add(300 * time.Millisecond)
 	for time.Now().Before(deadline) { // switches, wakeups and timer interrupts
@@ -44,7 +55,7 @@ func TestRawMatchesKernelText(t *testing.T) {
 	}
 	writeFile(inst, "tracing_on", "0")
 
-	f, err := loadRawFormat(fs.root, tracedEvents)
+	f, err := loadRawFormat(fs.root, events)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,8 +92,8 @@ func TestRawMatchesKernelText(t *testing.T) {
 		}
 		total += len(got)
 	}
-	if kinds[evSwitch] == 0 || kinds[evWakeup] == 0 {
-		t.Errorf("%d events, by kind %v: want switches and wakeups at least", total, kinds)
+	if kinds[evSwitch] == 0 || kinds[evWakeup] == 0 || (noise && kinds[evNoise] == 0) {
+		t.Errorf("%d events, by kind %v: want switches and wakeups at least (and noise: %v)", total, kinds, noise)
 	}
 	t.Logf("%d events, by kind %v", total, kinds)
 }
@@ -219,7 +230,7 @@ func FuzzDecodePage(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, page []byte) {
 		rf.decodePage(page, 0, func(ev Event) {
-			if ev.Kind < evSwitch || ev.Kind > evVectorExit {
+			if ev.Kind < evSwitch || ev.Kind > evNoise {
 				t.Errorf("event of kind %d", ev.Kind)
 			}
 		})

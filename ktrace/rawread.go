@@ -25,10 +25,10 @@ type rawCPU struct {
 }
 
 // openRaw opens the instance's per-CPU binary pipes of cpus (nil: every
-// CPU), or returns nil when the kernel's layout cannot be read: the
-// session then reads trace_pipe's text.
-func openRaw(root, inst string, cpus []int) *rawReader {
-	f, err := loadRawFormat(root, tracedEvents)
+// CPU) for events, or returns nil when the kernel's layout cannot be read:
+// the session then reads trace_pipe's text.
+func openRaw(root, inst string, cpus []int, events []string) *rawReader {
+	f, err := loadRawFormat(root, events)
 	if err != nil {
 		return nil
 	}

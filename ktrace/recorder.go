@@ -114,6 +114,7 @@ func (r *Recorder) Close() rundata.Trace {
 	close(r.in)
 	<-r.done
 	t := rundata.Trace{Enabled: true, AboveNS: r.above, Lost: r.s.Lost(), Dropped: r.dropped}
+	t.Osnoise, t.OsnoiseNote = r.s.Osnoise()
 	if err := r.s.Stop(); err != nil {
 		t.Note = err.Error()
 	} else if err := r.s.Err(); err != nil {

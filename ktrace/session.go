@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -58,6 +59,12 @@ type Session struct {
 	// ownComm is latencytest's command name: every one of its threads,
 	// in the parent, the engine and the stressors, shows it.
 	ownComm string
+
+	// noise: the osnoise tracer runs in the instance without its
+	// workload (osnoise.go), its settings to be put back; nil when not.
+	noise     *osnoiseSaved
+	noiseNote string // why it does not, when it does not
+	clk       clockMap
 
 	stop     chan struct{}
 	done     chan struct{}
@@ -164,8 +171,19 @@ func (s *Session) setup(o Options) error {
 	if n == 0 {
 		return errors.New("tracefs: no scheduler or interrupt event can be enabled")
 	}
+	if why, ok := s.fs.osnoiseUsable(); !ok {
+		s.noiseNote = why
+	} else if sv, err := s.fs.startOsnoise(s.inst, o.CPUs); err != nil {
+		s.noiseNote = "the osnoise tracer could not be started: " + err.Error()
+	} else {
+		s.noise = sv
+	}
 	if !o.text {
-		s.raw = openRaw(s.fs.root, s.inst, o.CPUs)
+		events := tracedEvents
+		if s.noise != nil {
+			events = append(slices.Clone(events), osnoiseEvents...)
+		}
+		s.raw = openRaw(s.fs.root, s.inst, o.CPUs, events)
 	}
 	if s.raw == nil {
 		fd, err := unix.Open(filepath.Join(s.inst, "trace_pipe"), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
@@ -277,6 +295,10 @@ func (s *Session) record(ev Event) {
 		l = &cpuLog{}
 		s.cpus[ev.CPU] = l
 	}
+	if ev.Kind == evNoise {
+		// Into the instance's clock (clockMap).
+		ev.NoiseStart += s.clk.note(ev.TS, ev.TS-ev.NoiseStart-ev.NoiseNS)
+	}
 	l.evs = append(l.evs, ev)
 	s.latest = max(s.latest, ev.TS)
 	if ev.Kind == evSwitch {
@@ -332,8 +354,33 @@ func (s *Session) Explain(audio Thread, due, woke int64) rundata.Spike {
 		time.Sleep(20 * time.Millisecond)
 	}
 	defer s.mu.Unlock()
-	return explain(s.cpus, audio, due, woke, s.budget, &s.names)
+	sp := explain(s.cpus, audio, due, woke, s.budget, &s.names)
+	if s.noise != nil && sp.CPU >= 0 {
+		sp.KernelNoise, sp.KernelNoiseUnexplainedNS = explainNoise(s.cpus[sp.CPU].evs, due, woke, audio)
+		namePolicies(sp.KernelNoise, sp.Causes)
+	}
+	return sp
 }
+
+// namePolicies gives the threads of the osnoise account the policy the
+// sched account saw them run at (the osnoise events do not carry it), and
+// the name it gave them (latencytest's own threads are named by the part
+// of the tool they belong to).
+func namePolicies(noise, sched []rundata.Cause) {
+	for i := range noise {
+		for _, c := range sched {
+			if noise[i].PID != 0 && c.PID == noise[i].PID && c.Policy != "" {
+				noise[i].Policy, noise[i].Name = c.Policy, c.Name
+				break
+			}
+		}
+	}
+}
+
+// Osnoise says whether the osnoise tracer's events are recorded, and if
+// not, why.
+func (s *Session) Osnoise() (bool, string) { return s.noise != nil, s.noiseNote }
+
 
 // Lost is how many events the kernel dropped.
 func (s *Session) Lost() int64 {
@@ -362,7 +409,12 @@ func (s *Session) teardown() error {
 	if s.fs == nil {
 		return nil
 	}
-	return s.fs.removeInstance(s.inst)
+	var errs []error
+	if s.noise != nil {
+		writeFile(s.inst, "tracing_on", "0")
+		errs = append(errs, s.fs.stopOsnoise(s.inst, s.noise))
+	}
+	return errors.Join(append(errs, s.fs.removeInstance(s.inst))...)
 }
 
 // Err says why the reader stopped before Stop, if it did.

@@ -82,6 +82,7 @@ func (t *tracefs) removeStale() {
 			continue
 		}
 		if unix.Kill(pid, 0) == unix.ESRCH {
+			t.resetOsnoise(dir)
 			t.removeInstance(dir)
 		}
 	}

@@ -41,6 +41,12 @@ type Spike struct {
 	UnexplainedNS int64   `json:"unexplained_ns"`
 	// Strip is the window as it happened, in order, for a timeline.
 	Strip []Slice `json:"strip,omitempty"`
+	// KernelNoise shares out the same window from the osnoise tracer's
+	// events (the kernel's own measure of each interference), where the
+	// kernel has that tracer (Trace.Osnoise); what they do not cover is
+	// KernelNoiseUnexplainedNS. A cross-check of Causes.
+	KernelNoise              []Cause `json:"kernel_noise,omitempty"`
+	KernelNoiseUnexplainedNS int64   `json:"kernel_noise_unexplained_ns,omitempty"`
 }
 
 // Cause is one thing that held the audio thread's CPU during a spike.

@@ -26,6 +26,11 @@ type Trace struct {
 	Note    string `json:"note,omitempty"` // why causes were not (all) recorded
 	Lost    int64  `json:"lost_events,omitempty"`
 	Dropped int64  `json:"dropped_spikes,omitempty"` // spikes beyond the per-phase limit, not explained
+	// Osnoise: the osnoise tracer's events were recorded too (a spike's
+	// KernelNoise); OsnoiseNote says why not where the kernel has tracefs
+	// but they were not.
+	Osnoise     bool   `json:"osnoise,omitempty"`
+	OsnoiseNote string `json:"osnoise_note,omitempty"`
 }
 
 type spikesDoc struct {

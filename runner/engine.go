@@ -87,7 +87,11 @@ func EngineMain(stdin io.Reader, stderr io.Writer, open func(name string) (audio
 	drained := make(chan error, 1)
 	go func() { drained <- drainer.Run(done) }()
 
-	if err := conn.Send(eventHello, engineHello{TID: unix.Gettid(), Granted: granted, RT: rt, NominalDSP: eng.NominalDSP()}); err != nil {
+	hello := engineHello{TID: unix.Gettid(), Granted: granted, RT: rt, NominalDSP: eng.NominalDSP()}
+	if _, ok := drv.(audio.CallbackDriver); ok {
+		hello.TID, hello.Comm = 0, audio.CallbackThreadName
+	}
+	if err := conn.Send(eventHello, hello); err != nil {
 		return 1
 	}
 	runErr := eng.Run()

@@ -42,8 +42,10 @@ type engineRequest struct {
 // engineHello is the engine's first message: what it opened and obtained,
 // sent before the stream starts.
 type engineHello struct {
-	// TID is the audio thread's, for the spike tracer.
+	// TID is the audio thread's, for the spike tracer; 0 when the
+	// driver calls back from a thread of its own, named Comm then.
 	TID        int             `json:"tid"`
+	Comm       string          `json:"comm,omitempty"`
 	Granted    audio.Granted   `json:"granted"`
 	RT         rundata.RTSetup `json:"rt"`
 	NominalDSP int64           `json:"nominal_dsp_ns"`

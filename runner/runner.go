@@ -13,6 +13,7 @@ import (
 	"latencytest/internal/badinput"
 	"latencytest/internal/child"
 	"latencytest/internal/nice"
+	"latencytest/ktrace"
 	"latencytest/rundata"
 	"latencytest/sysinfo"
 )
@@ -384,7 +385,7 @@ func (r *phaseRun) hello(h engineHello) error {
 	}
 	r.stopSync = stop
 	if r.trace != nil {
-		r.trace.phase(r.index, h.TID, r.ph.Stressor)
+		r.trace.phase(r.index, ktrace.Thread{TID: h.TID, Comm: h.Comm}, r.ph.Stressor)
 	}
 	r.stopProgress = r.pr.progress(r.ph.Name, r.cfg.Duration, r.acc)
 	return nil

@@ -40,19 +40,23 @@ func startTrace(above int64, cpus []int, xrun func(rundata.Spike)) *spikeTrace {
 }
 
 // phase names the phase that starts (its index in run.json) and its
-// audio thread, whose process is the engine: its other threads (Go's
-// sysmon, the drainer) are named as the engine's when they hold the CPU.
-func (t *spikeTrace) phase(i, tid int, load string) {
-	t.index, t.audio = i, ktrace.Thread{TID: tid}
+// audio thread (by its id, or for a callback driver by its name), whose
+// process is the engine: its other threads (Go's sysmon, the drainer) are
+// named as the engine's when they hold the CPU; load is the phase's
+// stressor.
+func (t *spikeTrace) phase(i int, audio ktrace.Thread, load string) {
+	t.index, t.audio = i, audio
 	if t.sess != nil {
-		t.sess.OwnGroupOf(tid, "latencytest engine")
+		if audio.TID != 0 {
+			t.sess.OwnGroupOf(audio.TID, "latencytest engine")
+		}
 		t.sess.Load(load)
 	}
 }
 
 // offer hands over a sample of the current phase.
 func (t *spikeTrace) offer(s *rundata.Sample) {
-	if t.rec != nil && t.audio.TID != 0 {
+	if t.rec != nil && t.audio != (ktrace.Thread{}) {
 		t.rec.Offer(t.index, t.audio, s)
 	}
 }

@@ -298,3 +298,24 @@ func TestJackRunning(t *testing.T) {
 		t.Fatal("JackRunning false with the server up")
 	}
 }
+
+// The callback thread names itself audio.CallbackThreadName by its first
+// period (the C callback's LT_THREAD_NAME), so that the spike tracer can
+// tell the audio thread among PortAudio's and JACK's threads.
+func TestCallbackThreadNamed(t *testing.T) {
+	startJack(t, 48000, 64)
+	drv := openJack(t, jackConfig())
+	var comm atomic.Value
+	record(t, drv, 200*time.Millisecond, func(*rundata.Sample) {
+		if comm.Load() == nil {
+			b, err := os.ReadFile("/proc/thread-self/comm")
+			if err != nil {
+				b = []byte(err.Error())
+			}
+			comm.Store(strings.TrimSpace(string(b)))
+		}
+	})
+	if got := comm.Load(); got != audio.CallbackThreadName {
+		t.Errorf("the callback thread is named %v, want %s", got, audio.CallbackThreadName)
+	}
+}

@@ -1,0 +1,154 @@
+package ktrace
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"latencytest/rundata"
+)
+
+// The offset is the smallest stamp − start − duration seen lately: an
+// event written late or a context that was interrupted (its duration net
+// of that) only ever reads more; an old bucket's minimum is forgotten.
+func TestClockMap(t *testing.T) {
+	var c clockMap
+	for _, x := range []struct{ stamp, off, want int64 }{
+		{1e9, -2084149, -2084149},
+		{1.1e9, -2084147, -2084149},
+		{1.2e9, -2084000, -2084149},
+		{2.3e9, -2084100, -2084149}, // a new bucket; the previous one counts still
+		{3.4e9, -2084090, -2084100}, // the first bucket is forgotten
+	} {
+		if got := c.note(x.stamp, x.off); got != x.want {
+			t.Errorf("note(%d, %d) = %d, want %d", x.stamp, x.off, got, x.want)
+		}
+	}
+}
+
+func noise(end int64, kind int, start, ns int64, name string, n int) Event {
+	ev := Event{TS: end, Kind: evNoise, NoiseKind: kind, NoiseStart: start, NoiseNS: ns}
+	if kind == noiseThread {
+		ev.PID, ev.Comm = n, name
+	} else {
+		ev.IRQ, ev.Name = n, name
+	}
+	return ev
+}
+
+// A known window from osnoise events alone: a hog that started before the
+// window runs into it, the local timer and a device IRQ interrupt it, a
+// softirq runs, the audio thread runs at the end; each instant goes to the
+// innermost interference, a span ends at its start plus its own and its
+// nested interferences' durations, and a gap no event covers is
+// unexplained.
+func TestExplainNoise(t *testing.T) {
+	audio := Thread{TID: 42}
+	evs := []Event{
+		noise(900*us, noiseThread, 100*us, 800*us, "swapper/0", 0),
+		noise(1300*us, noiseIRQ, 1200*us, 100*us, "local_timer", 236),
+		noise(1600*us, noiseIRQ, 1500*us, 100*us, "ahci", 24),
+		noise(1800*us, noiseSoftIRQ, 1600*us, 200*us, "NET_RX", 3),
+		// Net of the 400 µs of IRQs and softirq nested in it; written
+		// 7 µs after it ended (the stamp is not its end).
+		noise(2507*us, noiseThread, 950*us, 1150*us, "hog", 7),
+		noise(2600*us, noiseThread, 2520*us, 80*us, "lt-audio", 42),
+		sw(2600*us, 0, "hog", 7, 120), // not noise: ignored here
+	}
+	causes, unexplained := explainNoise(evs, 800*us, 2550*us, audio)
+	want := []rundata.Cause{
+		{Kind: rundata.CauseThread, Name: "hog", PID: 7, NS: 1150 * us}, // 950–2500 less 400 of interrupts
+		{Kind: rundata.CauseSoftIRQ, Name: "NET_RX", NS: 200 * us},
+		{Kind: rundata.CauseIdle, Name: "idle", NS: 100 * us},
+		{Kind: rundata.CauseIRQ, Name: "vector local_timer", NS: 100 * us},
+		{Kind: rundata.CauseIRQ, Name: "IRQ 24 ahci", NS: 100 * us},
+		{Kind: rundata.CauseAudio, Name: "lt-audio", PID: 42, NS: 30 * us},
+	}
+	// Unexplained: 900–950 and 2500–2520.
+	if !reflect.DeepEqual(causes, want) || unexplained != 70*us {
+		t.Errorf("causes %+v, unexplained %d\nwant %+v, 70 µs", causes, unexplained, want)
+	}
+}
+
+// fakeOsnoise lays out what startOsnoise reads and writes in a directory.
+func fakeOsnoise(t *testing.T, options, cpus string) (*tracefs, string) {
+	t.Helper()
+	root := t.TempDir()
+	inst := filepath.Join(root, "instances", "latencytest-1")
+	for _, d := range []string{filepath.Join(root, "osnoise"), inst} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ev := range osnoiseEvents {
+		os.MkdirAll(filepath.Join(inst, "events", ev), 0o755)
+		os.WriteFile(filepath.Join(inst, "events", ev, "enable"), []byte("0\n"), 0o644)
+	}
+	os.WriteFile(filepath.Join(root, "osnoise", "options"), []byte(options), 0o644)
+	os.WriteFile(filepath.Join(root, "osnoise", "cpus"), []byte(cpus), 0o644)
+	os.WriteFile(filepath.Join(inst, "current_tracer"), []byte("nop\n"), 0o644)
+	return &tracefs{root: root}, inst
+}
+
+// A plain file keeps only the last write: record every write instead, the
+// way the kernel takes them one by one.
+func TestStartStopOsnoise(t *testing.T) {
+	fs, inst := fakeOsnoise(t, "DEFAULTS OSNOISE_WORKLOAD NO_PANIC_ON_STOP NO_OSNOISE_PREEMPT_DISABLE NO_OSNOISE_IRQ_DISABLE \n", "0-1\n")
+	sv, err := fs.startOsnoise(inst, []int{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(dir, f string) string {
+		b, _ := os.ReadFile(filepath.Join(dir, f))
+		return strings.TrimSpace(string(b))
+	}
+	if got := read(fs.root, "osnoise/options"); got != "NO_OSNOISE_WORKLOAD" {
+		t.Errorf("options written %q", got)
+	}
+	if read(fs.root, "osnoise/cpus") != "1" || read(inst, "current_tracer") != "osnoise" {
+		t.Errorf("cpus %q, current_tracer %q", read(fs.root, "osnoise/cpus"), read(inst, "current_tracer"))
+	}
+	for _, ev := range osnoiseEvents {
+		if read(inst, filepath.Join("events", ev, "enable")) != "1" {
+			t.Errorf("%s not enabled", ev)
+		}
+	}
+	if !reflect.DeepEqual(sv.options, []string{"DEFAULTS", "OSNOISE_WORKLOAD", "NO_PANIC_ON_STOP", "NO_OSNOISE_PREEMPT_DISABLE", "NO_OSNOISE_IRQ_DISABLE"}) || sv.cpus != "0-1" {
+		t.Errorf("saved %+v", sv)
+	}
+	if err := fs.stopOsnoise(inst, sv); err != nil {
+		t.Fatal(err)
+	}
+	// The last option written is the last one found; the cpus as found.
+	if read(fs.root, "osnoise/options") != "NO_OSNOISE_IRQ_DISABLE" || read(fs.root, "osnoise/cpus") != "0-1" || read(inst, "current_tracer") != "nop" {
+		t.Errorf("after stop: options %q, cpus %q, current_tracer %q", read(fs.root, "osnoise/options"), read(fs.root, "osnoise/cpus"), read(inst, "current_tracer"))
+	}
+}
+
+// Without the NO_OSNOISE_WORKLOAD option, or with the tracer in use by
+// someone else, the tracer is not used (its workload threads would
+// disturb the audio thread; the other user owns its settings).
+func TestOsnoiseUsable(t *testing.T) {
+	fs, inst := fakeOsnoise(t, "DEFAULTS OSNOISE_WORKLOAD\n", "0-1\n")
+	os.WriteFile(filepath.Join(fs.root, "available_tracers"), []byte("timerlat osnoise nop\n"), 0o644)
+	os.MkdirAll(filepath.Join(fs.root, "events", "osnoise"), 0o755)
+	os.WriteFile(filepath.Join(fs.root, "current_tracer"), []byte("nop\n"), 0o644)
+	if why, ok := fs.osnoiseUsable(); !ok {
+		t.Errorf("usable: %s", why)
+	}
+	os.WriteFile(filepath.Join(inst, "current_tracer"), []byte("timerlat\n"), 0o644)
+	if why, ok := fs.osnoiseUsable(); ok || !strings.Contains(why, "in use") {
+		t.Errorf("timerlat in another instance: %v %q", ok, why)
+	}
+	os.WriteFile(filepath.Join(inst, "current_tracer"), []byte("nop\n"), 0o644)
+	os.WriteFile(filepath.Join(fs.root, "osnoise", "options"), []byte("DEFAULTS PANIC_ON_STOP\n"), 0o644)
+	if why, ok := fs.osnoiseUsable(); ok || !strings.Contains(why, "NO_OSNOISE_WORKLOAD") {
+		t.Errorf("no workload option: %v %q", ok, why)
+	}
+	os.WriteFile(filepath.Join(fs.root, "available_tracers"), []byte("function nop\n"), 0o644)
+	if why, ok := fs.osnoiseUsable(); ok || !strings.Contains(why, "no osnoise tracer") {
+		t.Errorf("no tracer: %v %q", ok, why)
+	}
+}

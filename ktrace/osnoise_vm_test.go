@@ -1,0 +1,210 @@
+//go:build vm
+
+package ktrace
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"latencytest/rundata"
+)
+
+// How far the osnoise account of the culprit's time in a spike may be from
+// the sched/irq account. Both time the same switches and interrupts at the
+// same tracepoints, where each side's probe costs the other a little
+// (docs/spikes.md, "Agreement"):
+//   - at the window's end, the switch to the audio thread: the kernel's
+//     hook runs after the sched_switch event has been written (we enable
+//     our events first), and clockMap's offset is late by the quickest
+//     event write: the osnoise account gives the culprit that much more,
+//     0–16 µs under TCG in four runs (noiseEdge);
+//   - at each interrupt in the window: the kernel's entry hook runs after
+//     the *_entry event's write and its exit hook after the *_exit
+//     event's, and the two writes cost differently: the kernel's interrupt
+//     is shorter by the difference, 0–6 µs for the local-timer interrupts
+//     of an idle CPU, up to 18 µs during the culprit's bursts in four runs
+//     (noisePerIRQ), and the osnoise account gives that to the thread the
+//     interrupt interrupted;
+//   - the sched/irq stamps are truncated to the microsecond (trace_pipe's
+//     text), and the osnoise account leaves the few µs between one
+//     thread's end and the next one's start (the kernel writes the first's
+//     event in between) unexplained: osnoise − sched down to −7 µs seen
+//     (noiseSlack).
+//
+// Under TCG the probes' costs vary with the host's load (a vCPU thread
+// preempted between two probes stretches the gap): the bounds are the
+// largest seen, rounded up. On real hardware a probe costs well under a
+// microsecond.
+const (
+	noiseEdge   = 20 * time.Microsecond
+	noisePerIRQ = 25 * time.Microsecond
+	noiseSlack  = 10 * time.Microsecond
+)
+
+// inBurstVM is inBurst for the VM's PREEMPT_RT kernel under TCG, where the
+// audio thread is woken up to a tick after the burst: no local-timer
+// interrupt lands while the culprit busy-loops (no "vector local_timer" in
+// any burst's strip), and the audio thread's timer is found expired at the
+// first one after the burst (its wakeup_ns is the latency less 0.1–0.8 ms).
+// A tick is 4 ms at Debian's HZ=250, and a millisecond more as in inBurst.
+func inBurstVM(b [2]int64, l late) bool {
+	return b[0]-5e5 <= l.due && l.due < b[1] && l.woke <= b[1]+5e6
+}
+
+// The known culprit under `latencytest run --trace` on the VM's kernel:
+// every spike inside one of its bursts is put down to it (by name, policy
+// and its own clock's time ± 20 %) and it tops the phase's culprits. Where
+// the kernel has the osnoise tracer with NO_OSNOISE_WORKLOAD (scripts/vmtest
+// -rt: Debian's PREEMPT_RT kernel), the run records its events too, and
+// their account of each such spike names the same culprit with the same
+// time (noiseTolerance); the tracer's settings are left as found. Where it
+// has not (Debian's standard kernel), run.json says why and no spike has
+// an osnoise account.
+func TestVMKnownCulpritOsnoise(t *testing.T) {
+	fs, err := findTracefs("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, haveNoise := fs.osnoiseUsable()
+	settings := func() string {
+		var b strings.Builder
+		for _, f := range []string{"osnoise/options", "osnoise/cpus", "current_tracer"} {
+			c, _ := os.ReadFile(filepath.Join(fs.root, f))
+			fmt.Fprintf(&b, "%s=%q ", f, strings.TrimSpace(string(c)))
+		}
+		return b.String()
+	}
+	before := settings()
+	t.Logf("osnoise usable: %v; %s", haveNoise, before)
+
+	out := filepath.Join(t.TempDir(), "out")
+	run := exec.Command(vmBinary, "run", "--driver", "timer", "--tests", "idle", "--duration", "4s", "--affinity", "0",
+		"--cpu-load", "0", "--period", "64", "--periods", "3", "--trace", "--trace-above", "3ms", "--out", out, "--no-report")
+	var stderr strings.Builder
+	run.Stderr = &stderr
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	culp := exec.Command(os.Args[0], "-test.run=^$")
+	culp.Env = append(os.Environ(), "KTRACE_CULPRIT=1")
+	said, err := culp.Output()
+	if err != nil {
+		run.Process.Kill()
+		run.Wait()
+		t.Fatalf("culprit: %v", err)
+	}
+	if err := run.Wait(); err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	t.Logf("latencytest %s\n%s", strings.Join(run.Args[1:], " "), stderr.String())
+	var bursts [][2]int64
+	for _, line := range strings.Split(strings.TrimSpace(string(said)), "\n") {
+		var b [2]int64
+		if _, err := fmt.Sscan(line, &b[0], &b[1]); err != nil {
+			t.Fatalf("culprit said %q", line)
+		}
+		bursts = append(bursts, b)
+	}
+	r, err := rundata.ReadRun(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Trace == nil || !r.Trace.Enabled || r.Trace.Osnoise != haveNoise {
+		t.Fatalf("run.json trace %+v, want osnoise %v", r.Trace, haveNoise)
+	}
+	if !haveNoise && r.Trace.OsnoiseNote == "" {
+		t.Errorf("run.json does not say why the osnoise tracer was not used")
+	}
+	ss, err := rundata.ReadSpikes(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caused := 0
+	var worst time.Duration
+	for _, sp := range ss {
+		if !haveNoise && len(sp.KernelNoise) > 0 {
+			t.Errorf("period %d: an osnoise account without the tracer: %+v", sp.Period, sp.KernelNoise)
+		}
+		var busy int64
+		for _, b := range bursts {
+			if inBurstVM(b, late{sp.DueNS, sp.DueNS + sp.LatencyNS}) {
+				busy = min(b[1], sp.DueNS+sp.LatencyNS) - max(b[0], sp.DueNS)
+			}
+		}
+		if busy == 0 {
+			t.Logf("period %d, %.2f ms late, not the culprit's: %v / osnoise %v", sp.Period, float64(sp.LatencyNS)/1e6, sp.Causes, sp.KernelNoise)
+			continue
+		}
+		caused++
+		c := sp.Causes[0]
+		if c.Name != culprit || c.Policy != "SCHED_FIFO 90" || c.PID != culp.Process.Pid || c.NS < busy*8/10 || c.NS > busy*12/10 {
+			t.Errorf("period %d, %.2f ms late: top cause %s (%d) %.3f ms, want %s (%d, SCHED_FIFO 90) %.3f ms ± 20 %%",
+				sp.Period, float64(sp.LatencyNS)/1e6, c, c.PID, float64(c.NS)/1e6, culprit, culp.Process.Pid, float64(busy)/1e6)
+		}
+		if !haveNoise {
+			continue
+		}
+		if len(sp.KernelNoise) == 0 {
+			t.Errorf("period %d: no osnoise account", sp.Period)
+			continue
+		}
+		k := sp.KernelNoise[0]
+		d := time.Duration(k.NS - c.NS)
+		irqs := 0
+		for _, sl := range sp.Strip {
+			if sl.Kind == rundata.CauseIRQ {
+				irqs++
+			}
+		}
+		hi := noiseEdge + time.Duration(irqs)*noisePerIRQ
+		worst = max(worst, time.Duration(math.Abs(float64(d))))
+		t.Logf("period %d, %.3f ms late: sched %s %.3f ms; osnoise %s %.3f ms (%+.1f µs, %d interrupts: allowed %v to %v), unexplained %d ns / %d ns",
+			sp.Period, float64(sp.LatencyNS)/1e6, c, float64(c.NS)/1e6, k, float64(k.NS)/1e6, float64(d)/1e3, irqs, -noiseSlack, hi, sp.UnexplainedNS, sp.KernelNoiseUnexplainedNS)
+		t.Logf("  sched %s\n  osnoise %s", causesNS(sp.Causes), causesNS(sp.KernelNoise))
+		if k.Name != culprit || k.PID != c.PID || k.Policy != c.Policy || d > hi || d < -noiseSlack {
+			t.Errorf("period %d: osnoise's top cause %s (%d) %.3f ms, sched's %s (%d) %.3f ms: want the same, osnoise − sched within [%v, %v]",
+				sp.Period, k, k.PID, float64(k.NS)/1e6, c, c.PID, float64(c.NS)/1e6, -noiseSlack, hi)
+		}
+	}
+	t.Logf("%d spikes inside the culprit's %d bursts; largest osnoise − sched difference %v", caused, len(bursts), worst)
+	if caused < nBursts*2/3 {
+		t.Errorf("%d spikes inside the culprit's %d bursts, want at least %d", caused, nBursts, nBursts*2/3)
+	}
+	// Among the threads: under TCG a stall of the host reads as a late
+	// wakeup of the idle CPU ("CPU idle", up to 20 ms and more each, see
+	// docs/vmtest.md), and on a busy host those can add up to more than
+	// the culprit's 20 bursts. TestRunTraceKnownCulprit checks the whole
+	// table on the host.
+	cs, _ := rundata.Culprits(ss)
+	var threads []rundata.Cause
+	for _, c := range cs {
+		if c.Kind == rundata.CauseThread || c.Kind == rundata.CauseHeld {
+			threads = append(threads, c)
+		}
+	}
+	t.Logf("the phase's culprits: %v", cs)
+	if len(threads) == 0 || threads[0].Name != culprit {
+		t.Errorf("the phase's culprit threads: %v, want %s first", threads, culprit)
+	}
+	if after := settings(); after != before {
+		t.Errorf("tracer settings after the run: %s, before: %s", after, before)
+	}
+	if left, _ := filepath.Glob(filepath.Join(fs.root, "instances", instancePrefix+"*")); len(left) != 0 {
+		t.Errorf("trace instances left behind: %v", left)
+	}
+}
+
+func causesNS(cs []rundata.Cause) string {
+	var b strings.Builder
+	for _, c := range cs {
+		fmt.Fprintf(&b, "%s %.1f µs; ", c, float64(c.NS)/1e3)
+	}
+	return b.String()
+}

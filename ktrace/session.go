@@ -381,7 +381,6 @@ func namePolicies(noise, sched []rundata.Cause) {
 // not, why.
 func (s *Session) Osnoise() (bool, string) { return s.noise != nil, s.noiseNote }
 
-
 // Lost is how many events the kernel dropped.
 func (s *Session) Lost() int64 {
 	s.mu.Lock()

@@ -94,12 +94,22 @@ func noiseCause(ev *Event, audio Thread) rundata.Cause {
 // takes to get to writing it (its sched_switch hook runs after the
 // sched_switch event's, 3–7 µs later under TCG).
 func explainNoise(evs []Event, from, to int64, audio Thread) (causes []rundata.Cause, unexplained int64) {
+	// Events end by their stamp: none written before the window can
+	// reach into it. But a span that reaches into it ends at its start
+	// plus the net durations of everything nested in it, some of which
+	// may have ended before the window (an interrupt early in a long
+	// burst): every event written since the earliest such start counts.
+	first := to
+	for i := range evs {
+		ev := &evs[i]
+		if ev.Kind == evNoise && ev.NoiseStart > 0 && ev.TS > from && ev.NoiseStart < to {
+			first = min(first, ev.NoiseStart)
+		}
+	}
 	var spans []noiseSpan
 	for i := range evs {
 		ev := &evs[i]
-		// Events end by their stamp: none written before the window can
-		// reach into it, and a few ms past it bound the nested ones.
-		if ev.Kind != evNoise || ev.NoiseStart <= 0 || ev.TS <= from || ev.NoiseStart >= to {
+		if ev.Kind != evNoise || ev.NoiseStart <= 0 || ev.TS <= first || ev.NoiseStart >= to {
 			continue
 		}
 		spans = append(spans, noiseSpan{from: ev.NoiseStart, to: ev.NoiseStart + ev.NoiseNS, net: ev.NoiseNS, kind: ev.NoiseKind, cause: noiseCause(ev, audio)})

@@ -152,3 +152,23 @@ func TestOsnoiseUsable(t *testing.T) {
 		t.Errorf("no tracer: %v %q", ok, why)
 	}
 }
+
+// A burst that started long before the window was interrupted before the
+// window began: that interrupt's event, written before the window, still
+// moves the burst's end, which lies inside the window.
+func TestExplainNoiseNestedBeforeWindow(t *testing.T) {
+	audio := Thread{TID: 42}
+	evs := []Event{
+		noise(1100*us, noiseIRQ, 1000*us, 100*us, "local_timer", 236), // before the window
+		noise(5207*us, noiseThread, 100*us, 5000*us, "lt-culprit", 9), // 100–5200 µs, net of the timer
+		noise(5300*us, noiseThread, 5200*us, 100*us, "lt-audio", 42),
+	}
+	causes, unexplained := explainNoise(evs, 2000*us, 5300*us, audio)
+	want := []rundata.Cause{
+		{Kind: rundata.CauseThread, Name: "lt-culprit", PID: 9, NS: 3200 * us},
+		{Kind: rundata.CauseAudio, Name: "lt-audio", PID: 42, NS: 100 * us},
+	}
+	if !reflect.DeepEqual(causes, want) || unexplained != 0 {
+		t.Errorf("causes %+v unexplained %d\nwant %+v", causes, unexplained, want)
+	}
+}

@@ -29,8 +29,8 @@ func ListenAddr(addr string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("not HOST:PORT")
 	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return "", fmt.Errorf("port %q: allowed 1 to 65535", port)
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return "", fmt.Errorf("port %q: allowed 1 to 65535 (0: any free port)", port)
 	}
 	if host == "" {
 		host = "127.0.0.1"

@@ -2,6 +2,8 @@ package main
 
 import (
 	"flag"
+	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -30,9 +32,10 @@ func (m *metricsFlags) on() bool { return m.listen != "" || m.file != "" }
 // start checks the flags and, when either is given, makes the metrics,
 // labelled with cfg's driver, device and period, feeds them cfg's samples
 // and spikes, and starts the server and the file. stop ends both, the file
-// written a last time. Bad input: the address cannot be bound, the file's
+// written a last time. The server's address is said on stderr (--listen
+// with port 0 takes a free one). Bad input: the address cannot be bound, the file's
 // directory is not writable.
-func (m *metricsFlags) start(cfg *runner.Config) (set *metrics.Set, stop func() error, err error) {
+func (m *metricsFlags) start(cfg *runner.Config, stderr io.Writer) (set *metrics.Set, stop func() error, err error) {
 	stop = func() error { return nil }
 	if !m.on() {
 		return nil, stop, nil
@@ -61,6 +64,7 @@ func (m *metricsFlags) start(cfg *runner.Config) (set *metrics.Set, stop func() 
 	stopServer, stopFile := func() {}, func() error { return nil }
 	if ln != nil {
 		stopServer = set.Serve(ln)
+		fmt.Fprintf(stderr, "metrics: http://%s/metrics\n", ln.Addr())
 	}
 	if m.file != "" {
 		stopFile = set.KeepFile(m.file)

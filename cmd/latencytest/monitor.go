@@ -59,7 +59,7 @@ func monitorMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "latencytest monitor: %v\n", err)
 		return 2
 	}
-	set, stopMetrics, err := mf.start(&cfg)
+	set, stopMetrics, err := mf.start(&cfg, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "latencytest monitor: %v\n", err)
 		return 2

@@ -112,7 +112,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "latencytest run: --listen and --metrics-file with a --period list: the metrics are of one period size; give one\n")
 		return 2
 	}
-	_, stopMetrics, err := mf.start(&cfg)
+	_, stopMetrics, err := mf.start(&cfg, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "latencytest run: %v\n", err)
 		return 2

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -94,6 +95,12 @@ func TestMonitorRotation(t *testing.T) {
 	}
 	if got := m["latencytest_results_directories_total"]; got != float64(len(names)) {
 		t.Errorf("metrics file: %v directories, there are %d", got, len(names))
+	}
+	// Prometheus's own linter reads it as valid exposition text.
+	check := exec.Command("promtool", "check", "metrics")
+	check.Stdin, _ = os.Open(prom)
+	if b, err := check.CombinedOutput(); err != nil {
+		t.Errorf("promtool check metrics %s: %v\n%s", prom, err, b)
 	}
 	if entries, _ := os.ReadDir(filepath.Dir(prom)); len(entries) != 1 {
 		t.Errorf("the metrics file's directory holds %v, want lt.prom alone", entries)

@@ -41,21 +41,23 @@ func TestMonitorPrometheus(t *testing.T) {
 	target := strings.TrimSuffix(strings.SplitN(strings.SplitN(se.String(), "metrics: http://", 2)[1], "\n", 2)[0], "/metrics")
 	api := startPrometheus(t, bin, dir, target)
 
-	// Several scrapes, then a stop just after a fresh one.
+	// Several scrapes; the dashboard's queries; a stop just after a fresh
+	// scrape.
 	deadline := time.Now().Add(40 * time.Second)
-	var last float64
-	for {
+	for len(scrapeTimes(t, api)) < 8 {
 		if time.Now().After(deadline) {
-			t.Fatalf("Prometheus has not scraped the monitor 8 times in 40 s (last scrape at %v)\nmonitor: %s", last, se)
+			t.Fatalf("Prometheus has not scraped the monitor 8 times in 40 s\nmonitor: %s", se)
 		}
-		ts := scrapeTimes(t, api)
-		if len(ts) >= 8 && last != 0 && ts[len(ts)-1] != last {
+		time.Sleep(100 * time.Millisecond)
+	}
+	dashboardQueries(t, api)
+	for last := scrapeTimes(t, api); ; time.Sleep(20 * time.Millisecond) {
+		if ts := scrapeTimes(t, api); ts[len(ts)-1] != last[len(last)-1] {
 			break
 		}
-		if len(ts) > 0 {
-			last = ts[len(ts)-1]
+		if time.Now().After(deadline) {
+			t.Fatalf("Prometheus stopped scraping the monitor\nmonitor: %s", se)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	stopped := time.Now()
 	cmd.Process.Signal(syscall.SIGINT)
@@ -231,4 +233,51 @@ func scrapeTimes(t *testing.T, api string) []float64 {
 		}
 	}
 	return ts
+}
+
+// dashboardQueries runs every query of the Grafana dashboard
+// (docs/grafana-dashboard.json), its variables filled in as Grafana
+// would, and checks Prometheus answers each with data: the dashboard's
+// metric names, labels and functions are the monitor's. Only the spike
+// causes are empty (no --trace here).
+func dashboardQueries(t *testing.T, api string) {
+	t.Helper()
+	b, err := os.ReadFile("../../docs/grafana-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Type    string `json:"type"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(b, &dash); err != nil {
+		t.Fatalf("docs/grafana-dashboard.json: %v", err)
+	}
+	fill := strings.NewReplacer("$host", ".*", "$period", ".*", "$__rate_interval", "4s", "$__interval", "4s", "$__range", "1m")
+	types := map[string]bool{}
+	for _, p := range dash.Panels {
+		types[p.Type] = true
+		for _, tg := range p.Targets {
+			r := apiQuery(t, api, fill.Replace(tg.Expr))
+			if strings.Contains(tg.Expr, "latencytest_spikes_total") {
+				continue
+			}
+			if len(r.Data.Result) == 0 {
+				t.Errorf("dashboard panel %q: %s: no data", p.Title, tg.Expr)
+			}
+			for _, series := range r.Data.Result {
+				if v, _ := series.Value[1].(string); v == "NaN" {
+					t.Errorf("dashboard panel %q: %s: NaN", p.Title, tg.Expr)
+				}
+			}
+		}
+	}
+	if !types["heatmap"] {
+		t.Error("dashboard: no heat map panel")
+	}
 }

@@ -1,16 +1,18 @@
 package main
 
 import (
-	"bufio"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 func TestMonitorBadFlags(t *testing.T) {
@@ -156,31 +158,59 @@ func rotations(t *testing.T, base string) []string {
 	return names
 }
 
-// promFile reads a metrics file's samples without labels or with
-// latencytest's constant labels only, by metric name.
-func promFile(t *testing.T, path string) map[string]float64 {
+// promFamilies parses a metrics file with Prometheus's own text parser.
+func promFamilies(t *testing.T, path string) map[string]*dto.MetricFamily {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return mfs
+}
+
+// promFile is a metrics file's counters and gauges of one series, by name.
+func promFile(t *testing.T, path string) map[string]float64 {
+	t.Helper()
 	m := map[string]float64{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		l := sc.Text()
-		if strings.HasPrefix(l, "#") || l == "" {
+	for name, mf := range promFamilies(t, path) {
+		if len(mf.Metric) != 1 {
 			continue
 		}
-		name, rest, _ := strings.Cut(l, "{")
-		if strings.Contains(rest, "kind=") || strings.Contains(rest, "le=") {
-			continue
+		switch mt := mf.Metric[0]; {
+		case mt.Counter != nil:
+			m[name] = mt.Counter.GetValue()
+		case mt.Gauge != nil:
+			m[name] = mt.Gauge.GetValue()
 		}
-		v, err := strconv.ParseFloat(l[strings.LastIndexByte(l, ' ')+1:], 64)
-		if err != nil {
-			t.Fatalf("%s: bad line %q", path, l)
+	}
+	return m
+}
+
+// promByCause is a metrics file's spike counts by "kind/name".
+func promByCause(t *testing.T, path string) map[string]float64 {
+	t.Helper()
+	m := map[string]float64{}
+	mf := promFamilies(t, path)["latencytest_spikes_total"]
+	if mf == nil {
+		return m
+	}
+	for _, mt := range mf.Metric {
+		var kind, name string
+		for _, l := range mt.Label {
+			switch l.GetName() {
+			case "kind":
+				kind = l.GetValue()
+			case "name":
+				name = l.GetValue()
+			}
 		}
-		m[name] = v
+		m[kind+"/"+name] = mt.Counter.GetValue()
 	}
 	return m
 }

@@ -70,10 +70,10 @@ func (s *Set) WriteFile(path string) error {
 	return nil
 }
 
-// KeepFile rewrites the metrics file every FileEvery until stop, which
-// writes it a last time, with everything counted until then, and returns
-// the first error of any write.
-func (s *Set) KeepFile(path string) (stop func() error) {
+// KeepFile rewrites the metrics file every FileEvery until stop. stop(true)
+// writes it a last time, with everything counted until then; stop(false)
+// does not (nothing was measured). It returns the first error of any write.
+func (s *Set) KeepFile(path string) (stop func(last bool) error) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	var errs []error
@@ -91,9 +91,12 @@ func (s *Set) KeepFile(path string) (stop func() error) {
 			}
 		}
 	})
-	return func() error {
+	return func(last bool) error {
 		close(done)
 		wg.Wait()
-		return errors.Join(append(errs, s.WriteFile(path))...)
+		if last {
+			errs = append(errs, s.WriteFile(path))
+		}
+		return errors.Join(errs...)
 	}
 }

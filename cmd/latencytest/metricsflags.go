@@ -1,14 +1,18 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"latencytest/metrics"
+	"latencytest/rundata"
 	"latencytest/runner"
 	"latencytest/sysinfo"
 )
@@ -31,12 +35,15 @@ func (m *metricsFlags) on() bool { return m.listen != "" || m.file != "" }
 
 // start checks the flags and, when either is given, makes the metrics,
 // labelled with cfg's driver, device and period, feeds them cfg's samples
-// and spikes, and starts the server and the file. stop ends both, the file
-// written a last time. The server's address is said on stderr (--listen
-// with port 0 takes a free one). Bad input: the address cannot be bound, the file's
-// directory is not writable.
-func (m *metricsFlags) start(cfg *runner.Config, stderr io.Writer) (set *metrics.Set, stop func() error, err error) {
-	stop = func() error { return nil }
+// and spikes, and starts the server and the file. stop ends both; with
+// measured, the file is written a last time, without (bad input: the
+// driver refused the device) a file this start created is removed, so
+// that nothing is left. Bad input here: the address cannot be bound, the
+// file's directory is not writable. The server's address is said on
+// stderr once the first period is measured (a refused device is then
+// still one line); --listen with port 0 takes a free port.
+func (m *metricsFlags) start(cfg *runner.Config, stderr io.Writer) (set *metrics.Set, stop func(measured bool) error, err error) {
+	stop = func(bool) error { return nil }
 	if !m.on() {
 		return nil, stop, nil
 	}
@@ -60,18 +67,32 @@ func (m *metricsFlags) start(cfg *runner.Config, stderr io.Writer) (set *metrics
 		Driver: cfg.Driver, Device: cfg.Audio.Device, PeriodFrames: cfg.Audio.PeriodFrames,
 		Kernel: sys.KernelRelease, Host: sys.Hostname,
 	})
-	cfg.OnSample, cfg.OnSpike = set.Sample, set.Spike
-	stopServer, stopFile := func() {}, func() error { return nil }
+	var said sync.Once
+	cfg.OnSample = func(s *rundata.Sample) {
+		set.Sample(s)
+		if ln != nil {
+			said.Do(func() { fmt.Fprintf(stderr, "metrics: http://%s/metrics\n", ln.Addr()) })
+		}
+	}
+	cfg.OnSpike = set.Spike
+	stopServer, stopFile := func() {}, func(bool) error { return nil }
 	if ln != nil {
 		stopServer = set.Serve(ln)
-		fmt.Fprintf(stderr, "metrics: http://%s/metrics\n", ln.Addr())
 	}
 	if m.file != "" {
-		stopFile = set.KeepFile(m.file)
+		_, statErr := os.Lstat(m.file)
+		keep := set.KeepFile(m.file)
+		stopFile = func(measured bool) error {
+			err := keep(measured)
+			if !measured && errors.Is(statErr, fs.ErrNotExist) {
+				os.Remove(m.file)
+			}
+			return err
+		}
 	}
-	return set, func() error {
+	return set, func(measured bool) error {
 		stopServer()
-		return stopFile()
+		return stopFile(measured)
 	}, nil
 }
 

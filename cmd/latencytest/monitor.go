@@ -67,7 +67,7 @@ func monitorMain(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := interruptible(cfg.Children, stderr)
 	defer stop()
 	err = m.loop(ctx, cfg, set, stderr)
-	if merr := stopMetrics(); merr != nil && err == nil {
+	if merr := stopMetrics(!badinput.Is(err)); merr != nil && err == nil {
 		err = merr
 	}
 	switch {

@@ -34,6 +34,8 @@ func TestMonitorBadFlags(t *testing.T) {
 		{[]string{"--driver", "nosuch"}, "--driver"},
 		{[]string{"--cpu-load", "101"}, "--cpu-load"},
 		{[]string{"stray"}, "stray"},
+		// The engine refuses the device: no metrics file, no address line.
+		{[]string{"--device", "hw:0,0", "--metrics-file", filepath.Join(dir, "lt.prom"), "--listen", "0"}, "--device"},
 	}
 	for _, c := range cases {
 		r := latencytest(t, append([]string{"monitor", "--out", out}, c.args...)...)
@@ -242,5 +244,22 @@ func TestPrune(t *testing.T) {
 	}
 	if _, err := os.Stat(victim); err != nil {
 		t.Errorf("the symlink's target: %v", err)
+	}
+}
+
+// run's metrics flags: bad ones are one line, exit 2, nothing written.
+func TestRunMetricsBadFlags(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range [][]string{
+		{"--listen", "nohost"},
+		{"--metrics-file", filepath.Join(dir, "none", "lt.prom")},
+		{"--period", "64,128", "--metrics-file", filepath.Join(dir, "lt.prom")},
+		{"--device", "hw:0,0", "--metrics-file", filepath.Join(dir, "lt.prom"), "--listen", "0"},
+	} {
+		r := latencytest(t, append([]string{"run", "--driver", "timer", "--tests", "idle", "--duration", "1s", "--out", filepath.Join(dir, "out")}, c...)...)
+		oneLine(t, r, strings.Join(c, " "))
+		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+			t.Fatalf("%v: left %v behind", c, entries)
+		}
 	}
 }

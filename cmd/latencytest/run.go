@@ -127,7 +127,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	} else {
 		_, err = runner.Run(ctx, cfg)
 	}
-	if merr := stopMetrics(); merr != nil && err == nil {
+	if merr := stopMetrics(!badinput.Is(err)); merr != nil && err == nil {
 		err = merr
 	}
 	switch {

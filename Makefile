@@ -83,7 +83,7 @@ unit:
 # runs with the unit tests.
 FUZZ_TARGETS := rundata:FuzzParseRun rundata:FuzzSampleReader rundata:FuzzParseHistFile \
 	report:FuzzParseCyclictest audio/alsa:FuzzDecodeWAV rundata:FuzzDecodeSpikes rundata:FuzzParseCyclictestLog \
-	ktrace:FuzzParseLine
+	ktrace:FuzzParseLine ktrace:FuzzDecodePage
 FUZZTIME ?= 60s
 
 fuzz:

@@ -41,6 +41,9 @@ type env struct {
 	// (0: SCHED_OTHER) and CPUs (nil: every CPU).
 	audioPrio int
 	cpus      []int
+	// tasks is the real-time task list for audioPrio and cpus, once
+	// walked (rtTasks).
+	tasks []rundata.RTTask
 }
 
 // Options name the audio thread the checks judge the machine for.
@@ -98,6 +101,15 @@ func RunFor(o Options) []rundata.Finding {
 func RTTasks(o Options) []rundata.RTTask {
 	e := systemEnv()
 	return e.rtTasks(o.Prio, o.CPUs)
+}
+
+// Audit is RunFor and RTTasks from one walk of /proc: a run records both
+// as it starts, and a walk of every thread is most of the check's cost.
+func Audit(o Options) ([]rundata.Finding, []rundata.RTTask) {
+	e := systemEnv()
+	e.audioPrio, e.cpus = o.Prio, o.CPUs
+	fs := run(e)
+	return fs, e.rtTasks(o.Prio, o.CPUs)
 }
 
 func run(e *env) []rundata.Finding {

@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -103,7 +104,19 @@ func preempts(policy, taskPrio, prio int) bool {
 // rtTasks lists every real-time thread under /proc, flagging those that can
 // run instead of an audio thread at SCHED_FIFO prio on cpus (nil: any CPU).
 func (e *env) rtTasks(prio int, cpus []int) []rundata.RTTask {
-	var out []rundata.RTTask
+	if e.tasks != nil && prio == e.audioPrio && slices.Equal(cpus, e.cpus) {
+		return e.tasks
+	}
+	out := e.walkRTTasks(prio, cpus)
+	if prio == e.audioPrio && slices.Equal(cpus, e.cpus) {
+		e.tasks = out
+	}
+	return out
+}
+
+// walkRTTasks reads every thread's scheduling policy from /proc.
+func (e *env) walkRTTasks(prio int, cpus []int) []rundata.RTTask {
+	out := []rundata.RTTask{} // not nil, once walked
 	for _, dir := range e.glob("/proc/[0-9]*/task/[0-9]*") {
 		st, err := e.read(dir + "/stat")
 		if err != nil {

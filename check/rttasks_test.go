@@ -141,3 +141,22 @@ func TestParseCPUs(t *testing.T) {
 		}
 	}
 }
+
+// A run records the check's findings and the task list as it starts: the
+// list comes from the findings' walk of /proc, not a second one; another
+// audio thread gets a walk of its own.
+func TestRTTasksWalkedOnce(t *testing.T) {
+	e := auditEnv(80, []int{0, 1})
+	first := run(e)
+	fsys := e.fsys.(fstest.MapFS)
+	addTask(fsys, 990, 990, "late", false, 99, schedFIFO, "0")
+	if ts := e.rtTasks(80, []int{0, 1}); len(ts) != 8 {
+		t.Errorf("%d tasks after the findings' walk, want its 8 (not walked again)", len(ts))
+	}
+	if ts := e.rtTasks(50, []int{0, 1}); len(ts) != 9 {
+		t.Errorf("%d tasks for another audio thread, want 9 from a walk of its own", len(ts))
+	}
+	if len(first) == 0 {
+		t.Error("no findings")
+	}
+}

@@ -65,15 +65,26 @@ func (st *cpuState) clone() cpuState {
 	return c
 }
 
+// resolver names what the trace alone cannot say about a thread, from
+// what /proc said while the thread was there to be asked.
+type resolver interface {
+	// policy is a real-time thread's policy (SCHED_FIFO or SCHED_RR), or "".
+	policy(pid int) string
+	// owner names the part of latencytest a thread belongs to (its
+	// parent, the engine), or "" for any other thread: they all share
+	// one command name.
+	owner(pid int) string
+}
+
 // policyName tells a scheduling class from the kernel's priority as
-// sched_switch shows it; resolve may name FIFO or RR from /proc.
-func policyName(pid, prio int, resolve func(pid int) string) string {
+// sched_switch shows it; names may name FIFO or RR from /proc.
+func policyName(pid, prio int, names resolver) string {
 	switch {
 	case prio < 0:
 		return "SCHED_DEADLINE"
 	case prio < 100:
-		if resolve != nil {
-			if p := resolve(pid); p != "" {
+		if names != nil {
+			if p := names.policy(pid); p != "" {
 				return fmt.Sprintf("%s %d", p, 99-prio)
 			}
 		}
@@ -82,11 +93,21 @@ func policyName(pid, prio int, resolve func(pid int) string) string {
 	return "SCHED_OTHER"
 }
 
+// threadName is t's command name, or the part of latencytest it is.
+func (at *attribution) threadName(t task) string {
+	if at.names != nil {
+		if o := at.names.owner(t.pid); o != "" {
+			return o
+		}
+	}
+	return t.comm
+}
+
 // attribution accumulates a window's time by cause.
 type attribution struct {
 	from, to int64
 	audio    Thread
-	resolve  func(pid int) string
+	names    resolver
 	causes   map[rundata.Cause]int64 // key without NS
 	order    []rundata.Cause
 	strip    []rundata.Slice
@@ -128,7 +149,7 @@ func (at *attribution) charge(st *cpuState, a, b int64) {
 	case at.audio.is(st.cur.pid, st.cur.comm):
 		c = rundata.Cause{Kind: rundata.CauseAudio, Name: st.cur.comm, PID: st.cur.pid}
 	default:
-		c = rundata.Cause{Kind: rundata.CauseThread, Name: st.cur.comm, PID: st.cur.pid, Policy: policyName(st.cur.pid, st.cur.prio, at.resolve)}
+		c = rundata.Cause{Kind: rundata.CauseThread, Name: at.threadName(st.cur), PID: st.cur.pid, Policy: policyName(st.cur.pid, st.cur.prio, at.names)}
 		if at.waitFrom <= a && b <= at.waitTo && st.cur.prio >= 100 {
 			c.Kind = rundata.CauseHeld
 		}
@@ -201,8 +222,8 @@ func (at *attribution) slice(kind, name string, a, b int64) {
 // explainCPU shares out [from, to) on one CPU: base is the CPU's state
 // before evs (sorted by time), which run past to. The real-time audio
 // thread was runnable on the CPU during wait (empty: not known).
-func explainCPU(base cpuState, evs []Event, from, to int64, wait [2]int64, budget bool, audio Thread, resolve func(int) string) (causes []rundata.Cause, unexplained int64, strip []rundata.Slice) {
-	at := &attribution{from: from, to: to, audio: audio, resolve: resolve, causes: map[rundata.Cause]int64{}, waitFrom: wait[0], waitTo: wait[1],
+func explainCPU(base cpuState, evs []Event, from, to int64, wait [2]int64, budget bool, audio Thread, names resolver) (causes []rundata.Cause, unexplained int64, strip []rundata.Slice) {
+	at := &attribution{from: from, to: to, audio: audio, names: names, causes: map[rundata.Cause]int64{}, waitFrom: wait[0], waitTo: wait[1],
 		idleThrottled: idleThroughWait(base, evs, wait, budget)}
 	st := base.clone()
 	last := int64(-1 << 62)
@@ -228,7 +249,7 @@ func explainCPU(base cpuState, evs []Event, from, to int64, wait [2]int64, budge
 // switch-in before then), and shares out [due, woke) on that CPU. The
 // thread's wakeup (the last sched_wakeup in the window) splits the window
 // into the wakeup itself and the wait to run.
-func explain(cpus map[int]*cpuLog, audio Thread, due, woke int64, budget bool, resolve func(int) string) rundata.Spike {
+func explain(cpus map[int]*cpuLog, audio Thread, due, woke int64, budget bool, names resolver) rundata.Spike {
 	sp := rundata.Spike{LatencyNS: woke - due, CPU: -1, WakeupNS: -1, RunDelayNS: -1}
 	runTS, wakeTS := int64(-1), int64(-1)
 	runPrio := -1
@@ -278,7 +299,7 @@ func explain(cpus map[int]*cpuLog, audio Thread, due, woke int64, budget bool, r
 	if p := preemptedAt(l, audio, runTS); p > wait[0] && runPrio >= 0 && runPrio < 100 {
 		wait = [2]int64{p, runTS}
 	}
-	sp.Causes, sp.UnexplainedNS, sp.Strip = explainCPU(l.base, l.evs, due, woke, wait, budget, audio, resolve)
+	sp.Causes, sp.UnexplainedNS, sp.Strip = explainCPU(l.base, l.evs, due, woke, wait, budget, audio, names)
 	return sp
 }
 

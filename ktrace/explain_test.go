@@ -1,8 +1,12 @@
 package ktrace
 
 import (
+	"os"
 	"reflect"
+	"runtime"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"latencytest/rundata"
 )
@@ -83,7 +87,7 @@ func TestExplainUnknownAndIdle(t *testing.T) {
 		sw(1400*us, 0, "rtjob", 9, 9),
 		sw(1900*us, 0, "lt-audio", 42, 19),
 	}
-	sp := explain(map[int]*cpuLog{0: {evs: evs}}, audio, 1000*us, 2000*us, true, func(int) string { return "SCHED_FIFO" })
+	sp := explain(map[int]*cpuLog{0: {evs: evs}}, audio, 1000*us, 2000*us, true, &procNames{policies: map[int]string{9: "SCHED_FIFO"}})
 	want := []rundata.Cause{
 		{Kind: rundata.CauseThread, Name: "rtjob", PID: 9, Policy: "SCHED_FIFO 90", NS: 500 * us},
 		{Kind: rundata.CauseIdle, Name: "idle", NS: 100 * us}, // ties keep the order of the window
@@ -192,5 +196,67 @@ func TestExplainThrottledIdle(t *testing.T) {
 	evs[2].TS = 1500 * us // an idle exit of 500 µs
 	if sp := explain(cpus, audio, 900*us, 1510*us, true, nil); sp.Causes[0].Kind != rundata.CauseIdle {
 		t.Errorf("short idle exit: %+v, want idle", sp.Causes)
+	}
+}
+
+// latencytest's own threads all show its command name: the part of the
+// tool each belongs to names it, so that a parent holding the audio CPU
+// is told from the engine's other threads and from a stressor.
+func TestExplainOwnThreads(t *testing.T) {
+	audio := Thread{TID: 42}
+	evs := []Event{
+		sw(900*us, 0, "latencytest", 7, 120),  // the parent
+		sw(1300*us, 0, "latencytest", 8, 120), // the engine's sysmon
+		sw(1600*us, 0, "latencytest", 9, 120), // a stressor
+		sw(1800*us, 0, "lt-audio", 42, 19),
+	}
+	names := newProcNames()
+	names.groups = map[int]int{7: 100, 8: 200, 9: 300}
+	names.owners = map[int]string{100: "latencytest parent", 200: "latencytest engine"}
+	sp := explain(map[int]*cpuLog{0: {evs: evs}}, audio, 1000*us, 1800*us, true, &names)
+	want := []rundata.Cause{
+		{Kind: rundata.CauseThread, Name: "latencytest parent", PID: 7, Policy: "SCHED_OTHER", NS: 300 * us}, // ties keep the order of the window
+		{Kind: rundata.CauseThread, Name: "latencytest engine", PID: 8, Policy: "SCHED_OTHER", NS: 300 * us},
+		{Kind: rundata.CauseThread, Name: "latencytest", PID: 9, Policy: "SCHED_OTHER", NS: 200 * us},
+	}
+	if !reflect.DeepEqual(sp.Causes, want) {
+		t.Errorf("causes %+v\nwant %+v", sp.Causes, want)
+	}
+	// In a phase with a stressor, latencytest's other threads are its.
+	names.others = "latencytest stressor hackbench"
+	sp = explain(map[int]*cpuLog{0: {evs: evs}}, audio, 1000*us, 1800*us, true, &names)
+	want[2].Name = names.others
+	if !reflect.DeepEqual(sp.Causes, want) {
+		t.Errorf("causes %+v\nwant %+v", sp.Causes, want)
+	}
+	if len(sp.Strip) != 3 || sp.Strip[0].Name != "latencytest parent" {
+		t.Errorf("strip %+v", sp.Strip)
+	}
+}
+
+// The thread group comes from /proc while the thread is there: this
+// test's own threads belong to its process.
+func TestProcNamesNoteOwn(t *testing.T) {
+	names := newProcNames()
+	names.owners[os.Getpid()] = "latencytest parent"
+	done := make(chan int)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		done <- unix.Gettid()
+		<-done
+	}()
+	tid := <-done
+	names.note(tid, 120, true)
+	names.note(1, 120, false) // not latencytest's command name: not asked
+	close(done)
+	if got := names.owner(tid); got != "latencytest parent" {
+		t.Errorf("owner of thread %d: %q", tid, got)
+	}
+	if _, ok := names.groups[1]; ok || names.owner(1) != "" {
+		t.Errorf("pid 1 was noted as latencytest's: %v", names.groups)
+	}
+	if c := procComm("self"); c == "" {
+		t.Error("no command name for this process")
 	}
 }

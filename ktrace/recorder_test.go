@@ -8,7 +8,7 @@ import (
 
 // replay is a Session over recorded events, without tracefs.
 func replay(cpus map[int]*cpuLog, latest int64) *Session {
-	s := &Session{cpus: cpus, latest: latest, policies: map[int]string{}, fd: -1, stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Session{cpus: cpus, latest: latest, names: newProcNames(), fd: -1, stop: make(chan struct{}), done: make(chan struct{})}
 	close(s.done)
 	return s
 }

@@ -38,20 +38,26 @@ type cpuLog struct {
 type Session struct {
 	fs   *tracefs
 	inst string // the instance directory
-	fd   int    // its trace_pipe
+	fd   int    // its trace_pipe, when the binary records cannot be read
+	raw  *rawReader
 
 	mu     sync.Mutex
 	cpus   map[int]*cpuLog
 	latest int64 // the newest event's time
+	// upTo: every event before it has been read, on every traced CPU
+	// (trace_pipe merges the CPUs in time order: latest).
+	upTo   int64
 	lost   int64 // events the kernel dropped (its buffer was full)
 	keepNS int64
 	// budget: the kernel limits real-time threads' time
 	// (sched_rt_runtime_us is not -1), so they can be throttled.
 	budget bool
-	// policies names the real-time threads' policies (SCHED_FIFO or
-	// SCHED_RR), read from /proc when a thread is first seen running,
-	// while it is still there to be asked.
-	policies map[int]string
+	// names is what /proc said about threads when each was first seen
+	// running, while it was still there to be asked.
+	names procNames
+	// ownComm is latencytest's command name: every one of its threads,
+	// in the parent, the engine and the stressors, shows it.
+	ownComm string
 
 	stop     chan struct{}
 	done     chan struct{}
@@ -72,6 +78,10 @@ type Options struct {
 	BufferKB int
 	// KeepNS is how much history is kept to explain a spike with (0: 3 s).
 	KeepNS int64
+
+	// text reads trace_pipe's text even where the binary records can be
+	// read (the fallback, for its tests).
+	text bool
 }
 
 // Start creates a trace instance and starts recording. The error says in
@@ -90,13 +100,42 @@ func Start(o Options) (*Session, error) {
 	if keep <= 0 {
 		keep = defaultKeepNS
 	}
-	s := &Session{fs: fs, inst: inst, fd: -1, keepNS: keep, budget: rtBudget(), cpus: map[int]*cpuLog{}, policies: map[int]string{}, stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Session{fs: fs, inst: inst, fd: -1, keepNS: keep, budget: rtBudget(), cpus: map[int]*cpuLog{}, names: newProcNames(), ownComm: procComm("self"), stop: make(chan struct{}), done: make(chan struct{})}
 	if err := s.setup(o); err != nil {
 		s.teardown()
 		return nil, err
 	}
+	s.Own(os.Getpid(), "latencytest parent")
 	go s.read()
 	return s, nil
+}
+
+// Load names the current phase's stressor, whose processes run
+// latencytest's own binary: its threads, in no process named by Own, are
+// named after it ("" when the phase has no stressor).
+func (s *Session) Load(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.names.others = ""
+	if name != "" {
+		s.names.others = "latencytest stressor " + name
+	}
+}
+
+// OwnGroupOf names the process thread tid belongs to, as Own does.
+func (s *Session) OwnGroupOf(tid int, label string) {
+	if g := procTGID(tid); g > 0 {
+		s.Own(g, label)
+	}
+}
+
+// Own names the thread group tgid, one of latencytest's own processes, so
+// that its threads are told apart from the others with its command name
+// when they hold the audio thread's CPU (docs/spikes.md).
+func (s *Session) Own(tgid int, label string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.names.owners[tgid] = label
 }
 
 // setup configures the instance and opens its pipe.
@@ -125,11 +164,16 @@ func (s *Session) setup(o Options) error {
 	if n == 0 {
 		return errors.New("tracefs: no scheduler or interrupt event can be enabled")
 	}
-	fd, err := unix.Open(filepath.Join(s.inst, "trace_pipe"), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
-	if err != nil {
-		return fmt.Errorf("tracefs: open trace_pipe: %w", err)
+	if !o.text {
+		s.raw = openRaw(s.fs.root, s.inst, o.CPUs)
 	}
-	s.fd = fd
+	if s.raw == nil {
+		fd, err := unix.Open(filepath.Join(s.inst, "trace_pipe"), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			return fmt.Errorf("tracefs: open trace_pipe: %w", err)
+		}
+		s.fd = fd
+	}
 	return writeFile(s.inst, "tracing_on", "1")
 }
 
@@ -165,6 +209,10 @@ func cpuMask(cpus []int) string {
 // read parses the pipe until Stop.
 func (s *Session) read() {
 	defer close(s.done)
+	if s.raw != nil {
+		s.readRaw()
+		return
+	}
 	buf := make([]byte, 256<<10)
 	var partial []byte
 	pfd := []unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN}}
@@ -214,21 +262,30 @@ func (s *Session) add(chunk []byte) {
 			s.lost += n
 			continue
 		}
-		ev, ok := parseLine(string(line))
-		if !ok {
-			continue
-		}
-		l := s.cpus[ev.CPU]
-		if l == nil {
-			l = &cpuLog{}
-			s.cpus[ev.CPU] = l
-		}
-		l.evs = append(l.evs, ev)
-		s.latest = max(s.latest, ev.TS)
-		if ev.Kind == evSwitch && ev.Prio >= 0 && ev.Prio < 100 {
-			s.notePolicy(ev.PID)
+		if ev, ok := parseLine(string(line)); ok {
+			s.record(ev)
 		}
 	}
+	s.upTo = s.latest
+	s.prune()
+}
+
+// record adds an event to its CPU's log; s.mu is held.
+func (s *Session) record(ev Event) {
+	l := s.cpus[ev.CPU]
+	if l == nil {
+		l = &cpuLog{}
+		s.cpus[ev.CPU] = l
+	}
+	l.evs = append(l.evs, ev)
+	s.latest = max(s.latest, ev.TS)
+	if ev.Kind == evSwitch {
+		s.names.note(ev.PID, ev.Prio, ev.Comm == s.ownComm)
+	}
+}
+
+// prune drops the history older than keepNS; s.mu is held.
+func (s *Session) prune() {
 	for _, l := range s.cpus {
 		l.prune(s.latest - s.keepNS)
 	}
@@ -268,26 +325,14 @@ func (l *cpuLog) prune(t int64) {
 func (s *Session) Explain(audio Thread, due, woke int64) rundata.Spike {
 	for {
 		s.mu.Lock()
-		if s.latest >= woke || monoNow() > woke+traceWait || s.err != nil {
+		if s.upTo >= woke || monoNow() > woke+traceWait || s.err != nil {
 			break
 		}
 		s.mu.Unlock()
 		time.Sleep(20 * time.Millisecond)
 	}
 	defer s.mu.Unlock()
-	return explain(s.cpus, audio, due, woke, s.budget, func(tid int) string { return s.policies[tid] })
-}
-
-// notePolicy remembers a real-time thread's policy; the map is bounded
-// (thread ids are reused, and few threads are real-time).
-func (s *Session) notePolicy(tid int) {
-	if _, ok := s.policies[tid]; ok {
-		return
-	}
-	if len(s.policies) >= 4096 {
-		clear(s.policies)
-	}
-	s.policies[tid] = procPolicy(tid)
+	return explain(s.cpus, audio, due, woke, s.budget, &s.names)
 }
 
 // Lost is how many events the kernel dropped.
@@ -313,6 +358,7 @@ func (s *Session) teardown() error {
 		unix.Close(s.fd)
 		s.fd = -1
 	}
+	s.raw.close()
 	if s.fs == nil {
 		return nil
 	}

@@ -38,10 +38,10 @@ func runCulprit() {
 	// let the first burst start from a switch at the new priority.
 	time.Sleep(50 * time.Millisecond)
 	for range nBursts {
-		t0 := now()
+		t0, c0 := now(), threadCPU()
 		for now()-t0 < int64(culpritBusy) {
 		}
-		fmt.Printf("%d %d\n", t0, now())
+		fmt.Printf("%d %d %d\n", t0, now(), threadCPU()-c0)
 		time.Sleep(culpritGap)
 	}
 }
@@ -55,6 +55,13 @@ func pinFIFO(cpu, prio int) error {
 	}
 	attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: 1, Priority: uint32(prio)}
 	return unix.SchedSetAttr(0, &attr, 0)
+}
+
+// threadCPU is the calling thread's CPU time, ns.
+func threadCPU() int64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
+	return ts.Nano()
 }
 
 func now() int64 {
@@ -105,6 +112,9 @@ func TestKnownCulprit(t *testing.T) {
 	if err != nil {
 		t.Fatalf("tracing needs tracefs and root here: %v", err)
 	}
+	if s.raw == nil {
+		t.Fatal("the binary records could not be read here: the session reads trace_pipe's text")
+	}
 	inst := s.inst
 	defer s.Stop()
 
@@ -141,11 +151,23 @@ func TestKnownCulprit(t *testing.T) {
 	// The culprit's bursts, as it timed them: a late wakeup whose window
 	// lies within a burst is one it caused (see inBurst). Other late wakeups (this shared machine's own noise, such
 	// as a vCPU the host did not run) are only logged.
+	// A burst through which something else held CPU 0 for more than a
+	// tenth of it (a non-preemptible kernel path of another task, or the
+	// host not running this vCPU: the culprit's CPU clock fell behind its
+	// wall clock by more than interrupts take) is not the culprit's alone:
+	// its spikes are logged, not counted.
 	var bursts [][2]int64
+	disturbed := 0
 	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
 		var b [2]int64
-		if _, err := fmt.Sscan(line, &b[0], &b[1]); err != nil {
+		var cpu int64
+		if _, err := fmt.Sscan(line, &b[0], &b[1], &cpu); err != nil {
 			t.Fatalf("culprit said %q", line)
+		}
+		if stolen := b[1] - b[0] - cpu; stolen*10 > b[1]-b[0] {
+			t.Logf("burst at %d: the culprit ran %.2f of its %.2f ms", b[0], float64(cpu)/1e6, float64(b[1]-b[0])/1e6)
+			disturbed++
+			continue
 		}
 		bursts = append(bursts, b)
 	}
@@ -198,13 +220,62 @@ func TestKnownCulprit(t *testing.T) {
 		}
 	}
 	if caused < nBursts*2/3 {
-		t.Errorf("%d late wakeups caused by the culprit's %d bursts, want at least %d", caused, nBursts, nBursts*2/3)
+		t.Errorf("%d late wakeups caused by the culprit's %d bursts (%d more disturbed), want at least %d", caused, len(bursts), disturbed, nBursts*2/3)
 	}
 	if err := s.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(inst); !os.IsNotExist(err) {
 		t.Errorf("instance %s left behind (%v)", inst, err)
+	}
+}
+
+// Where the binary records cannot be read, trace_pipe's text is: this
+// thread's own sleeps are recorded as switches on its CPU, and the
+// session's reading position passes them.
+func TestTextPipeFallback(t *testing.T) {
+	for _, text := range []bool{false, true} {
+		s, err := Start(Options{text: text})
+		if err != nil {
+			t.Fatalf("tracing needs tracefs and root here: %v", err)
+		}
+		if (s.raw == nil) != text {
+			t.Fatalf("binary records read: %v, want %v", s.raw != nil, !text)
+		}
+		runtime.LockOSThread()
+		tid := unix.Gettid()
+		t0 := monoNow()
+		for range 20 {
+			time.Sleep(time.Millisecond)
+		}
+		t1 := monoNow()
+		runtime.UnlockOSThread()
+		for s.Err() == nil && monoNow() < t1+2e9 {
+			s.mu.Lock()
+			up := s.upTo
+			s.mu.Unlock()
+			if up >= t1 {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		s.mu.Lock()
+		ins := 0
+		for _, l := range s.cpus {
+			for _, ev := range l.evs {
+				if ev.Kind == evSwitch && ev.PID == tid && t0 <= ev.TS && ev.TS < t1 {
+					ins++
+				}
+			}
+		}
+		up := s.upTo
+		s.mu.Unlock()
+		if err := s.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		if ins < 10 || up < t1 {
+			t.Errorf("text %v: %d switches to thread %d in 20 sleeps, read up to %d ns (want past %d)", text, ins, tid, up, t1)
+		}
 	}
 }
 
@@ -253,7 +324,7 @@ func inBurst(b [2]int64, l late) bool {
 // the wakeup: one from long ago is explained at once, so a backlog of
 // spikes at the end of a phase does not wait a second each.
 func TestExplainDoesNotWaitForAQuietTrace(t *testing.T) {
-	s := &Session{cpus: map[int]*cpuLog{}, policies: map[int]string{}}
+	s := &Session{cpus: map[int]*cpuLog{}, names: newProcNames()}
 	now := monoNow()
 	start := time.Now()
 	for range 50 {

@@ -391,7 +391,7 @@ func (r *phaseRun) hello(h engineHello) error {
 	}
 	r.stopSync = stop
 	if r.trace != nil {
-		r.trace.phase(r.index, h.TID)
+		r.trace.phase(r.index, h.TID, r.ph.Stressor)
 	}
 	r.stopProgress = r.pr.progress(r.ph.Name, r.cfg.Duration, r.acc)
 	return nil

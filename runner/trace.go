@@ -14,6 +14,7 @@ import (
 // use it, the run goes on and run.json says why.
 type spikeTrace struct {
 	rec   *ktrace.Recorder
+	sess  *ktrace.Session
 	info  rundata.Trace
 	audio ktrace.Thread // the current phase's audio thread
 	index int           // and its index in run.json
@@ -30,6 +31,7 @@ func startTrace(above int64, cpus []int, spike, xrun func(rundata.Spike)) *spike
 		return t
 	}
 	t.info.Enabled = true
+	t.sess = s
 	t.rec = ktrace.NewRecorder(s, above, func(sp rundata.Spike) {
 		if spike != nil {
 			spike(sp)
@@ -42,8 +44,15 @@ func startTrace(above int64, cpus []int, spike, xrun func(rundata.Spike)) *spike
 }
 
 // phase names the phase that starts (its index in run.json) and its
-// audio thread.
-func (t *spikeTrace) phase(i, tid int) { t.index, t.audio = i, ktrace.Thread{TID: tid} }
+// audio thread, whose process is the engine: its other threads (Go's
+// sysmon, the drainer) are named as the engine's when they hold the CPU.
+func (t *spikeTrace) phase(i, tid int, load string) {
+	t.index, t.audio = i, ktrace.Thread{TID: tid}
+	if t.sess != nil {
+		t.sess.OwnGroupOf(tid, "latencytest engine")
+		t.sess.Load(load)
+	}
+}
 
 // offer hands over a sample of the current phase.
 func (t *spikeTrace) offer(s *rundata.Sample) {

@@ -11,7 +11,19 @@ import (
 // and the report say under which configuration it measured.
 func checks(rt rundata.RTParams) (func() []rundata.Finding, func() []rundata.RTTask) {
 	o := check.Options{Prio: rt.Priority, CPUs: rt.Affinity}
-	return func() []rundata.Finding { return check.RunFor(o) }, func() []rundata.RTTask { return check.RTTasks(o) }
+	var tasks []rundata.RTTask // from the findings' walk of /proc, when it came first
+	findings := func() []rundata.Finding {
+		fs, ts := check.Audit(o)
+		tasks = ts
+		return fs
+	}
+	rtTasks := func() []rundata.RTTask {
+		if tasks == nil {
+			return check.RTTasks(o)
+		}
+		return tasks
+	}
+	return findings, rtTasks
 }
 
 // render returns the report renderer run at the end of every run.

@@ -1,0 +1,158 @@
+package ktrace
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// rawReader reads each traced CPU's binary records (raw.go says why).
+type rawReader struct {
+	format *rawFormat
+	cpus   []rawCPU
+}
+
+// rawCPU is one CPU's trace_pipe_raw.
+type rawCPU struct {
+	cpu  int
+	fd   int
+	upTo int64 // every record of this CPU before it has been read
+}
+
+// openRaw opens the instance's per-CPU binary pipes of cpus (nil: every
+// CPU), or returns nil when the kernel's layout cannot be read: the
+// session then reads trace_pipe's text.
+func openRaw(root, inst string, cpus []int) *rawReader {
+	f, err := loadRawFormat(root, tracedEvents)
+	if err != nil {
+		return nil
+	}
+	if len(cpus) == 0 {
+		cpus = instanceCPUs(inst)
+	}
+	r := &rawReader{format: f}
+	for _, c := range cpus {
+		p := filepath.Join(inst, "per_cpu", "cpu"+strconv.Itoa(c), "trace_pipe_raw")
+		fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			r.close()
+			return nil
+		}
+		r.cpus = append(r.cpus, rawCPU{cpu: c, fd: fd})
+	}
+	if len(r.cpus) == 0 {
+		return nil
+	}
+	return r
+}
+
+// instanceCPUs lists the CPUs an instance has buffers for.
+func instanceCPUs(inst string) []int {
+	ms, _ := filepath.Glob(filepath.Join(inst, "per_cpu", "cpu*"))
+	var cpus []int
+	for _, m := range ms {
+		if c, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(m), "cpu")); err == nil {
+			cpus = append(cpus, c)
+		}
+	}
+	sort.Ints(cpus)
+	return cpus
+}
+
+func (r *rawReader) close() {
+	if r == nil {
+		return
+	}
+	for i := range r.cpus {
+		if r.cpus[i].fd >= 0 {
+			unix.Close(r.cpus[i].fd)
+			r.cpus[i].fd = -1
+		}
+	}
+}
+
+// readRaw drains every CPU's pipe in turn until Stop, and waits up to
+// 100 ms when all were empty. The kernel wakes a poller of
+// trace_pipe_raw only when its buffer is half full, so the wait is a
+// timeout more than a wakeup.
+func (s *Session) readRaw() {
+	r := s.raw
+	page := make([]byte, os.Getpagesize())
+	pfds := make([]unix.PollFd, len(r.cpus))
+	for i, c := range r.cpus {
+		pfds[i] = unix.PollFd{Fd: int32(c.fd), Events: unix.POLLIN}
+	}
+	var evs []Event
+	for {
+		select {
+		case <-s.stop:
+			return
+		default:
+		}
+		busy := false
+		for i := range r.cpus {
+			c := &r.cpus[i]
+			before := monoNow()
+			n, err := unix.Read(c.fd, page)
+			switch {
+			case err == unix.EAGAIN || (err == nil && n == 0):
+				s.addRaw(c, nil, 0, before) // drained: nothing before it is left
+				continue
+			case err == unix.EINTR:
+				continue
+			case err != nil:
+				s.fail(fmt.Errorf("tracefs: read cpu%d's trace_pipe_raw: %w", c.cpu, err))
+				return
+			}
+			busy = true
+			evs = evs[:0]
+			lost, err := r.format.decodePage(page[:n], c.cpu, func(ev Event) { evs = append(evs, ev) })
+			if err != nil {
+				s.fail(err)
+				return
+			}
+			s.addRaw(c, evs, lost, 0)
+		}
+		if !busy {
+			unix.Poll(pfds, 100)
+		}
+	}
+}
+
+// addRaw records a page's events of CPU c, and moves c's reading
+// position to its last event or to drained (0: not drained).
+func (s *Session) addRaw(c *rawCPU, evs []Event, lost, drained int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ev := range evs {
+		s.record(ev)
+		c.upTo = max(c.upTo, ev.TS)
+	}
+	switch {
+	case lost < 0:
+		s.lost++ // lost, how many the kernel did not keep
+	case lost > 0:
+		s.lost += lost
+	}
+	c.upTo = max(c.upTo, drained)
+	up := c.upTo
+	for i := range s.raw.cpus {
+		up = min(up, s.raw.cpus[i].upTo)
+	}
+	s.upTo = up
+	if len(evs) > 0 {
+		s.prune()
+	}
+}
+
+// fail stops the reader with err, kept for Err.
+func (s *Session) fail(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.err = err
+}

@@ -81,6 +81,13 @@ type Config struct {
 	TraceAbove int64
 	// Render renders the report of the results directory.
 	Render func(dir string) error
+	// OnSample, if not nil, sees every period's sample as it is
+	// accounted into the results directory (the metrics, package
+	// metrics): both count the same periods. It runs on the goroutine
+	// that reads the engine's samples and must be quick.
+	OnSample func(*rundata.Sample)
+	// OnSpike, if not nil, sees every spike the tracer explains.
+	OnSpike func(rundata.Spike)
 
 	Stdout   io.Writer // summary
 	Stderr   io.Writer // progress and xrun lines
@@ -394,6 +401,9 @@ func (r *phaseRun) hello(h engineHello) error {
 // sample takes a period's sample from the engine.
 func (r *phaseRun) sample(s *rundata.Sample) {
 	r.acc.sample(s)
+	if r.cfg.OnSample != nil {
+		r.cfg.OnSample(s)
+	}
 	if r.trace != nil {
 		r.trace.offer(s)
 	}

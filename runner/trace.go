@@ -21,8 +21,9 @@ type spikeTrace struct {
 }
 
 // startTrace starts the tracer for a run whose audio thread may use cpus;
-// xrun prints, for each xrun explained, its main culprit.
-func startTrace(above int64, cpus []int, xrun func(rundata.Spike)) *spikeTrace {
+// each spike explained goes to spike (if not nil), and xrun prints, for
+// each xrun explained, its main culprit.
+func startTrace(above int64, cpus []int, spike, xrun func(rundata.Spike)) *spikeTrace {
 	t := &spikeTrace{info: rundata.Trace{AboveNS: above}}
 	s, err := ktrace.Start(ktrace.Options{CPUs: cpus})
 	if err != nil {
@@ -32,6 +33,9 @@ func startTrace(above int64, cpus []int, xrun func(rundata.Spike)) *spikeTrace {
 	t.info.Enabled = true
 	t.sess = s
 	t.rec = ktrace.NewRecorder(s, above, func(sp rundata.Spike) {
+		if spike != nil {
+			spike(sp)
+		}
 		if sp.XrunNS > 0 && xrun != nil {
 			xrun(sp)
 		}
@@ -104,7 +108,7 @@ func mainCulprits(sp rundata.Spike) string {
 // startTrace starts the run's tracer on the audio thread's CPUs; it names
 // an xrun's main culprits on the terminal, after the xrun's own line.
 func (s *session) startTrace() *spikeTrace {
-	t := startTrace(s.cfg.TraceAbove, s.cfg.RT.Affinity, func(sp rundata.Spike) {
+	t := startTrace(s.cfg.TraceAbove, s.cfg.RT.Affinity, s.cfg.OnSpike, func(sp rundata.Spike) {
 		name := ""
 		if sp.Phase < len(s.names) {
 			name = s.names[sp.Phase]

@@ -4,6 +4,7 @@
 // Usage:
 //
 //	latencytest run [flags]        measure, phase by phase, and render the report
+//	latencytest monitor [flags]    measure without end (days), rotating results; Prometheus metrics
 //	latencytest report DIR         render DIR/index.html again from DIR/run.json
 //	latencytest compare A B ...    put several runs side by side
 //	latencytest devices            list the devices the built-in drivers can open
@@ -35,6 +36,7 @@ type command struct {
 func commands() map[string]command {
 	return map[string]command{
 		"run":     {summary: "measure wakeup latency phase by phase and render the report", main: runMain},
+		"monitor": {summary: "measure without end, rotating results directories; Prometheus metrics", main: monitorMain},
 		"report":  {summary: "render DIR/index.html from a results directory", main: reportMain},
 		"compare": {summary: "compare several results directories (or cyclictest files) in one page", main: compareMain},
 		"devices": {summary: "list the devices the built-in drivers can open", main: devicesMain},

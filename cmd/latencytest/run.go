@@ -58,38 +58,19 @@ func badFlag(format string, a ...any) error { return badinput.Errorf(format, a..
 func runMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	var f runFlags
-	fs.StringVar(&f.driver, "driver", "auto", "audio driver: auto, timer, alsa or portaudio (auto: a soundcard if there is one, else timer)")
-	fs.StringVar(&f.device, "device", "", "device to open (ALSA: hw:CARD,DEV; PortAudio: HOSTAPI, HOSTAPI:NAME or an index)")
-	fs.StringVar(&f.captureDevice, "capture-device", "", "capture device for --stream duplex (default: --device)")
-	fs.StringVar(&f.stream, "stream", "playback", "playback, capture or duplex")
-	fs.IntVar(&f.rate, "rate", 48000, "sample rate, Hz")
-	fs.IntVar(&f.channels, "channels", 2, "channels")
+	aplay := streamFlags(fs, &f, "auto", 80)
 	f.sizes = periodList{sizes: []int{64}}
 	fs.Var(&f.sizes, "period", "period size, frames; a list such as 32,64,128 runs the phases once per size")
-	fs.IntVar(&f.periods, "periods", 2, "periods in the buffer")
-	fs.IntVar(&f.rtcRate, "rtc-rate", 2048, "with --driver rtc: periodic interrupts per second, a power of two from 2 to 8192 (one period each)")
-	fs.IntVar(&f.cpuLoad, "cpu-load", 80, "simulated DSP load after each wakeup, percent of the period (0-100)")
-	fs.IntVar(&f.prio, "prio", 80, "SCHED_FIFO priority of the audio thread (1-99; 0: SCHED_OTHER)")
-	fs.StringVar(&f.affinity, "affinity", "", "CPUs the audio thread may run on, e.g. 1 or 0,2-3 (default: all)")
-	fs.BoolVar(&f.noMlock, "no-mlock", false, "do not lock the engine's memory")
-	fs.BoolVar(&f.noDMALatency, "no-dma-latency", false, "do not hold /dev/cpu_dma_latency at 0")
-	fs.BoolVar(&f.liftRTBudget, "lift-rt-budget", false, "lift the kernel's real-time budget (sched_rt_runtime_us) for the run, as root; put back at its end, also if killed")
 	fs.StringVar(&f.tests, "tests", classicSuite, "phases to run in order, comma-separated: idle and stressor names")
 	fs.DurationVar(&f.duration, "duration", 30*time.Second, "length of each phase")
 	fs.IntVar(&f.repeat, "repeat", 1, "run the phases that many times over, into one results directory (1-1000)")
 	fs.StringVar(&f.out, "out", "", "results directory (default results/HOST-KERNEL-YYYYMMDD-HHMMSS)")
 	fs.StringVar(&f.histfile, "histfile", "", "also write the histograms in cyclictest's --histfile format, one column per phase")
-	fs.Float64Var(&f.tone, "tone", 0, "play a sine of this frequency, Hz (default: silence)")
-	fs.StringVar(&f.file, "file", "", "play this WAV file in a loop")
-	fs.BoolVar(&f.verbose, "verbose", false, "let drivers' own diagnostics through")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress display")
-	fs.BoolVar(&f.noSamples, "no-samples", false, "do not write the per-period samples files")
 	fs.BoolVar(&f.noReport, "no-report", false, "do not render index.html at the end")
-	fs.BoolVar(&f.trace, "trace", false, "record what made each spike late with the kernel's tracer (tracefs; root): spikes.json and the report's culprits")
-	fs.DurationVar(&f.traceAbove, "trace-above", 0, "with --trace: a spike is a wakeup later than this, or any xrun (default: half a period)")
 	fs.StringVar(&f.testStall, "test-stall", "", "testing hook: PERIOD:DURATION stalls the loop at that period of each phase")
 	loads := newLoads(fs)
-	aplay := newAplayFlags(fs)
+	mf := newMetricsFlags(fs)
 	if code, ok := parseFlags(fs, args, stdout, stderr, "Usage: latencytest run [flags]\n\nMeasures the wakeup latency of an audio thread, phase by phase under the --tests loads,\nwrites a results directory and renders its report.\n"); !ok {
 		return code
 	}
@@ -127,6 +108,15 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		cfg.Render = render()
 	}
 
+	if mf.on() && len(f.sizes.sizes) > 1 {
+		fmt.Fprintf(stderr, "latencytest run: --listen and --metrics-file with a --period list: the metrics are of one period size; give one\n")
+		return 2
+	}
+	_, stopMetrics, err := mf.start(&cfg, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "latencytest run: %v\n", err)
+		return 2
+	}
 	ctx, stop := interruptible(cfg.Children, stderr)
 	defer stop()
 	if sizes := f.sizes.sizes; len(sizes) > 1 {
@@ -136,6 +126,9 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		}, stdout)
 	} else {
 		_, err = runner.Run(ctx, cfg)
+	}
+	if merr := stopMetrics(!badinput.Is(err)); merr != nil && err == nil {
+		err = merr
 	}
 	switch {
 	case badinput.Is(err):
@@ -148,6 +141,34 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		return 130
 	}
 	return 0
+}
+
+// streamFlags defines the flags `run` and `monitor` share: the driver and
+// its stream (aplay's names too), the real-time setup, the samples files
+// and the tracer; driver and cpuLoad are the command's defaults. --period is each
+// command's own.
+func streamFlags(fs *flag.FlagSet, f *runFlags, driver string, cpuLoad int) *aplayFlags {
+	fs.StringVar(&f.driver, "driver", driver, "audio driver: auto, timer, alsa or portaudio (auto: a soundcard if there is one, else timer)")
+	fs.StringVar(&f.device, "device", "", "device to open (ALSA: hw:CARD,DEV; PortAudio: HOSTAPI, HOSTAPI:NAME or an index)")
+	fs.StringVar(&f.captureDevice, "capture-device", "", "capture device for --stream duplex (default: --device)")
+	fs.StringVar(&f.stream, "stream", "playback", "playback, capture or duplex")
+	fs.IntVar(&f.rate, "rate", 48000, "sample rate, Hz")
+	fs.IntVar(&f.channels, "channels", 2, "channels")
+	fs.IntVar(&f.periods, "periods", 2, "periods in the buffer")
+	fs.IntVar(&f.rtcRate, "rtc-rate", 2048, "with --driver rtc: periodic interrupts per second, a power of two from 2 to 8192 (one period each)")
+	fs.IntVar(&f.cpuLoad, "cpu-load", cpuLoad, "simulated DSP load after each wakeup, percent of the period (0-100)")
+	fs.IntVar(&f.prio, "prio", 80, "SCHED_FIFO priority of the audio thread (1-99; 0: SCHED_OTHER)")
+	fs.StringVar(&f.affinity, "affinity", "", "CPUs the audio thread may run on, e.g. 1 or 0,2-3 (default: all)")
+	fs.BoolVar(&f.noMlock, "no-mlock", false, "do not lock the engine's memory")
+	fs.BoolVar(&f.noDMALatency, "no-dma-latency", false, "do not hold /dev/cpu_dma_latency at 0")
+	fs.BoolVar(&f.liftRTBudget, "lift-rt-budget", false, "lift the kernel's real-time budget (sched_rt_runtime_us) for the run, as root; put back at its end, also if killed")
+	fs.Float64Var(&f.tone, "tone", 0, "play a sine of this frequency, Hz (default: silence)")
+	fs.StringVar(&f.file, "file", "", "play this WAV file in a loop")
+	fs.BoolVar(&f.verbose, "verbose", false, "let drivers' own diagnostics through")
+	fs.BoolVar(&f.noSamples, "no-samples", false, "do not write the per-period samples files")
+	fs.BoolVar(&f.trace, "trace", false, "record what made each spike late with the kernel's tracer (tracefs; root): spikes.json and the report's culprits")
+	fs.DurationVar(&f.traceAbove, "trace-above", 0, "with --trace: a spike is a wakeup later than this, or any xrun (default: half a period)")
+	return newAplayFlags(fs)
 }
 
 // config validates the flags into a runner configuration. Every error

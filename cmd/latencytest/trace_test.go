@@ -62,8 +62,9 @@ func tracerInstances(t *testing.T) []string {
 // and the tracer is left as it was found.
 func TestRunTraceKnownCulprit(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out")
+	prom := filepath.Join(t.TempDir(), "lt.prom")
 	cmd := exec.Command(binary, "run", "--driver", "timer", "--tests", "idle", "--duration", "5s", "--affinity", "0",
-		"--cpu-load", "0", "--period", "64", "--periods", "3", "--trace", "--out", out, "--no-report")
+		"--cpu-load", "0", "--period", "64", "--periods", "3", "--trace", "--out", out, "--no-report", "--metrics-file", prom)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -127,6 +128,22 @@ func TestRunTraceKnownCulprit(t *testing.T) {
 	}
 	if left := tracerInstances(t); len(left) != 0 {
 		t.Errorf("trace instances left behind: %v", left)
+	}
+	// The metrics count the spikes spikes.json holds, by their largest cause.
+	byCause := map[string]float64{}
+	for _, sp := range ss {
+		if len(sp.Causes) > 0 {
+			byCause[sp.Causes[0].Kind+"/"+sp.Causes[0].Name]++
+		}
+	}
+	got := promByCause(t, prom)
+	if len(got) != len(byCause) || got[rundata.CauseThread+"/"+culpritName] == 0 {
+		t.Errorf("metrics file's spikes by cause %v, spikes.json's %v", got, byCause)
+	}
+	for k, n := range byCause {
+		if got[k] != n {
+			t.Errorf("spikes with largest cause %s: metrics file %v, spikes.json %v", k, got[k], n)
+		}
 	}
 }
 

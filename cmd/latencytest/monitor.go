@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"latencytest/internal/badinput"
+	"latencytest/internal/child"
+	"latencytest/metrics"
+	"latencytest/runner"
+	"latencytest/stress"
+	"latencytest/sysinfo"
+)
+
+// monitorFlags are monitor's own settings, besides the stream's (runFlags).
+type monitorFlags struct {
+	rotate time.Duration
+	keep   int
+}
+
+const monitorDoc = `Usage: latencytest monitor [flags]
+
+Measures without end, with no load, until stopped (Ctrl-C, SIGTERM), for
+machines watched for days. Every --rotate it completes a results directory,
+DIR/YYYYMMDD-HHMMSS (a run of one idle phase, which report and compare
+read), and removes the oldest past --keep. --listen serves the measurement
+as Prometheus metrics, --metrics-file writes them for node_exporter's
+textfile collector (docs/monitor.md).
+`
+
+func monitorMain(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("monitor", flag.ContinueOnError)
+	var f runFlags
+	var m monitorFlags
+	aplay := streamFlags(fs, &f, "timer", 0)
+	f.sizes = periodList{sizes: []int{256}}
+	fs.Var(&f.sizes, "period", "period size, frames")
+	fs.DurationVar(&m.rotate, "rotate", time.Hour, "length of each results directory (1s to 168h)")
+	fs.IntVar(&m.keep, "keep", 168, "results directories to keep, the newest (0: keep all)")
+	fs.StringVar(&f.out, "out", "", "directory of the results directories (default results/monitor-HOST)")
+	mf := newMetricsFlags(fs)
+	if code, ok := parseFlags(fs, args, stdout, stderr, monitorDoc); !ok {
+		return code
+	}
+	cfg, err := m.config(fs, &f, aplay, args)
+	cfg.Stdout, cfg.Stderr = stdout, stderr
+	if err != nil {
+		fmt.Fprintf(stderr, "latencytest monitor: %v\n", err)
+		return 2
+	}
+	set, stopMetrics, err := mf.start(&cfg, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "latencytest monitor: %v\n", err)
+		return 2
+	}
+	ctx, stop := interruptible(cfg.Children, stderr)
+	defer stop()
+	err = m.loop(ctx, cfg, set, stderr)
+	if merr := stopMetrics(!badinput.Is(err)); merr != nil && err == nil {
+		err = merr
+	}
+	switch {
+	case badinput.Is(err):
+		fmt.Fprintf(stderr, "latencytest monitor: %v\n", err)
+		return 2
+	case err != nil:
+		fmt.Fprintf(stderr, "latencytest monitor: %v\n", err)
+		return 1
+	case ctx.Err() != nil:
+		return 130
+	}
+	return 0
+}
+
+// config validates the flags into the runner configuration of one
+// rotation (its Out is the base directory). Nothing is written yet.
+func (m *monitorFlags) config(fs *flag.FlagSet, f *runFlags, aplay *aplayFlags, args []string) (runner.Config, error) {
+	f.period = f.sizes.sizes[0]
+	switch {
+	case fs.NArg() > 0:
+		return runner.Config{}, badFlag("unexpected argument %q (flags only)", fs.Arg(0))
+	case len(f.sizes.sizes) > 1:
+		return runner.Config{}, badFlag("--period %s: one period size (monitor watches one stream)", f.sizes.String())
+	case m.rotate < time.Second || m.rotate > 7*24*time.Hour:
+		return runner.Config{}, badFlag("--rotate %v: allowed 1s to 168h (a Go duration such as 1h or 30m)", m.rotate)
+	case m.keep < 0:
+		return runner.Config{}, badFlag("--keep %d: allowed 0 (keep all) or more", m.keep)
+	}
+	if err := aplay.apply(fs, f); err != nil {
+		return runner.Config{}, err
+	}
+	if periodNS := int64(f.period) * 1e9 / int64(max(f.rate, 1)); int64(m.rotate) < periodNS {
+		return runner.Config{}, badFlag("--rotate %v: shorter than one period (%v)", m.rotate, time.Duration(periodNS))
+	}
+	f.tests, f.repeat, f.duration = runner.IdlePhase, 1, m.rotate
+	if f.out == "" {
+		host := strings.NewReplacer("/", "_", " ", "_").Replace(sysinfo.Read().Hostname)
+		f.out = filepath.Join("results", "monitor-"+host)
+	}
+	if st, err := os.Lstat(f.out); err == nil && !st.IsDir() {
+		return runner.Config{}, badFlag("--out %s: not a directory", f.out)
+	}
+	cfg, err := f.config(loadSet{reg: stress.NewRegistry(), children: &child.Set{}})
+	if err != nil {
+		return cfg, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Exe, cfg.Version = exe, version
+	cfg.Command = append([]string{"latencytest", "monitor"}, args...)
+	cfg.Progress = runner.ProgressNone
+	cfg.Checks, cfg.RTTasks = checks(cfg.RT)
+	return cfg, nil
+}
+
+// loop runs one rotation after another into base/YYYYMMDD-HHMMSS until ctx
+// ends, each a whole run of its own engine: the periods of a rotation are
+// those its engine measured, counted once in its directory and once in
+// the metrics. An interrupted rotation is completed as a run (interrupted
+// in run.json). Bad input in the first rotation (the driver refused the
+// device) leaves nothing behind.
+func (m *monitorFlags) loop(ctx context.Context, cfg runner.Config, set *metrics.Set, stderr io.Writer) error {
+	base := cfg.Out
+	_, statErr := os.Lstat(base)
+	made := errors.Is(statErr, fs.ErrNotExist)
+	for first := true; ctx.Err() == nil; first = false {
+		dir, err := rotationDir(base, time.Now())
+		if err != nil {
+			return err
+		}
+		cfg.Out = dir
+		_, err = runner.Run(ctx, cfg)
+		if err != nil {
+			if first && made && badinput.Is(err) {
+				os.Remove(base) // only if empty: what the run created
+			}
+			return err
+		}
+		if set != nil {
+			set.Rotated()
+		}
+		if err := prune(base, m.keep); err != nil {
+			fmt.Fprintf(stderr, "latencytest monitor: %v\n", err)
+		}
+	}
+	return nil
+}
+
+// rotationPattern is the name of a rotation's directory.
+var rotationPattern = regexp.MustCompile(`^[0-9]{8}-[0-9]{6}(-[0-9]+)?$`)
+
+// rotationDir names the rotation starting at t: YYYYMMDD-HHMMSS, with -2,
+// -3... when that name is taken (two rotations in one second).
+func rotationDir(base string, t time.Time) (string, error) {
+	name := t.Format("20060102-150405")
+	for n := 1; n < 1000; n++ {
+		dir := filepath.Join(base, name)
+		if n > 1 {
+			dir = fmt.Sprintf("%s-%d", dir, n)
+		}
+		if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+			return dir, nil
+		}
+	}
+	return "", fmt.Errorf("%s: no free name for a results directory", base)
+}
+
+// prune removes the oldest rotation directories of base beyond the newest
+// keep (0: none is removed). Only directories (never a symlink) named as
+// rotations are touched.
+func prune(base string, keep int) error {
+	if keep == 0 {
+		return nil
+	}
+	entries, err := os.ReadDir(base)
+	if err != nil {
+		return fmt.Errorf("prune: %w", err)
+	}
+	var dirs []string
+	for _, e := range entries {
+		if e.Type().IsDir() && rotationPattern.MatchString(e.Name()) {
+			dirs = append(dirs, e.Name())
+		}
+	}
+	slices.SortFunc(dirs, compareRotations)
+	var errs []error
+	for _, d := range dirs[:max(len(dirs)-keep, 0)] {
+		if err := os.RemoveAll(filepath.Join(base, d)); err != nil {
+			errs = append(errs, fmt.Errorf("prune: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// compareRotations orders rotation names by time, then by their -N.
+func compareRotations(a, b string) int {
+	if c := strings.Compare(a[:15], b[:15]); c != 0 {
+		return c
+	}
+	return rotationSeq(a) - rotationSeq(b)
+}
+
+// rotationSeq is a rotation name's N of -N, 1 without.
+func rotationSeq(name string) int {
+	n := 1
+	if len(name) > 16 {
+		n, _ = strconv.Atoi(name[16:])
+	}
+	return n
+}

@@ -1,0 +1,265 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+func TestMonitorBadFlags(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	cases := []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"--rotate", "0"}, "--rotate"},
+		{[]string{"--rotate", "500ms"}, "--rotate"},
+		{[]string{"--keep", "-1"}, "--keep"},
+		{[]string{"--listen", "nohost"}, "--listen"},
+		{[]string{"--listen", "127.0.0.1:99999"}, "--listen"},
+		{[]string{"--listen", "192.0.2.1:9101"}, "--listen"}, // an address this machine does not have
+		{[]string{"--metrics-file", filepath.Join(dir, "none", "lt.prom")}, "--metrics-file"},
+		{[]string{"--metrics-file", dir}, "--metrics-file"},
+		{[]string{"--period", "64,128"}, "--period"},
+		{[]string{"--driver", "nosuch"}, "--driver"},
+		{[]string{"--cpu-load", "101"}, "--cpu-load"},
+		{[]string{"stray"}, "stray"},
+		// The engine refuses the device: no metrics file, no address line.
+		{[]string{"--device", "hw:0,0", "--metrics-file", filepath.Join(dir, "lt.prom"), "--listen", "0"}, "--device"},
+	}
+	for _, c := range cases {
+		r := latencytest(t, append([]string{"monitor", "--out", out}, c.args...)...)
+		oneLine(t, r, strings.Join(c.args, " "))
+		if !strings.Contains(r.stderr, c.flag) {
+			t.Errorf("%v: the message does not name %s: %q", c.args, c.flag, r.stderr)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+			t.Fatalf("%v: left %v behind", c.args, entries)
+		}
+	}
+}
+
+// Rotations: every period measured is in exactly one results directory,
+// and the directories' periods add up to the metrics' count; the
+// directories follow each other without overlap; the last one, cut by
+// Ctrl-C, is a complete run that report renders; the metrics file is
+// valid and alone in its directory.
+func TestMonitorRotation(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "res")
+	prom := filepath.Join(dir, "prom", "lt.prom")
+	if err := os.Mkdir(filepath.Dir(prom), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd, se := started(t, nil, "metrics: http://", "monitor", "--rotate", "2s", "--keep", "0", "--out", out,
+		"--listen", "127.0.0.1:0", "--metrics-file", prom)
+	time.Sleep(7 * time.Second)
+	cmd.Process.Signal(syscall.SIGINT)
+	if code, _ := exitCode(t, cmd, time.Now()); code != 130 {
+		t.Fatalf("exit %d, want 130: %s", code, se)
+	}
+	names := rotations(t, out)
+	if len(names) < 3 {
+		t.Fatalf("%d rotations in 7 s of --rotate 2s: %v", len(names), names)
+	}
+	var sum int64
+	var lastDue int64
+	for i, name := range names {
+		run := readRun(t, filepath.Join(out, name))
+		if len(run.Phases) != 1 || run.Phases[0].Name != "idle" || run.Incomplete {
+			t.Fatalf("%s: phases %+v incomplete %v, want one complete idle phase", name, run.Phases, run.Incomplete)
+		}
+		ph := run.Phases[0]
+		if last := i == len(names)-1; run.Interrupted != last {
+			t.Errorf("%s: interrupted %v, want %v", name, run.Interrupted, last)
+		}
+		ss := readSamples(t, filepath.Join(out, name), ph)
+		if int64(len(ss)) != ph.Periods || ph.Periods == 0 {
+			t.Fatalf("%s: %d samples, run.json says %d periods", name, len(ss), ph.Periods)
+		}
+		if ss[0].Due <= lastDue {
+			t.Errorf("%s: its first period (due %d) is not after the previous directory's last (%d)", name, ss[0].Due, lastDue)
+		}
+		lastDue = ss[len(ss)-1].Due
+		sum += ph.Periods
+	}
+	m := promFile(t, prom)
+	if got := m["latencytest_periods_total"]; got != float64(sum) {
+		t.Errorf("metrics file: %v periods, the directories %d", got, sum)
+	}
+	if got := m["latencytest_results_directories_total"]; got != float64(len(names)) {
+		t.Errorf("metrics file: %v directories, there are %d", got, len(names))
+	}
+	// Prometheus's own linter reads it as valid exposition text.
+	check := exec.Command("promtool", "check", "metrics")
+	check.Stdin, _ = os.Open(prom)
+	if b, err := check.CombinedOutput(); err != nil {
+		t.Errorf("promtool check metrics %s: %v\n%s", prom, err, b)
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(prom)); len(entries) != 1 {
+		t.Errorf("the metrics file's directory holds %v, want lt.prom alone", entries)
+	}
+	if r := latencytest(t, "report", filepath.Join(out, names[len(names)-1])); r.code != 0 {
+		t.Errorf("report of the interrupted rotation: exit %d: %s", r.code, r.stderr)
+	}
+	args := []string{"compare"}
+	for _, n := range names {
+		args = append(args, filepath.Join(out, n))
+	}
+	if r := latencytest(t, append(args, "-o", filepath.Join(dir, "cmp.html"))...); r.code != 0 {
+		t.Errorf("compare of the rotations: exit %d: %s", r.code, r.stderr)
+	}
+}
+
+// `run --metrics-file` counts what run.json counts.
+func TestRunMetricsFile(t *testing.T) {
+	dir := t.TempDir()
+	prom := filepath.Join(dir, "lt.prom")
+	out := filepath.Join(dir, "run")
+	r := latencytest(t, "run", "--driver", "timer", "--tests", "idle,idle", "--duration", "1s", "--cpu-load", "0",
+		"--out", out, "--no-report", "--quiet", "--metrics-file", prom)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	run := readRun(t, out)
+	m := promFile(t, prom)
+	if want := run.Phases[0].Periods + run.Phases[1].Periods; m["latencytest_periods_total"] != float64(want) {
+		t.Errorf("metrics file: %v periods, run.json %d", m["latencytest_periods_total"], want)
+	}
+	if want := run.Phases[0].Xruns + run.Phases[1].Xruns; m["latencytest_xruns_total"] != float64(want) {
+		t.Errorf("metrics file: %v xruns, run.json %d", m["latencytest_xruns_total"], want)
+	}
+}
+
+// rotations lists a monitor's results directories in order.
+func rotations(t *testing.T, base string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		if rotationPattern.MatchString(e.Name()) {
+			names = append(names, e.Name())
+		} else {
+			t.Errorf("%s: %s is not a rotation's directory", base, e.Name())
+		}
+	}
+	slices.SortFunc(names, compareRotations)
+	return names
+}
+
+// promFamilies parses a metrics file with Prometheus's own text parser.
+func promFamilies(t *testing.T, path string) map[string]*dto.MetricFamily {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return mfs
+}
+
+// promFile is a metrics file's counters and gauges of one series, by name.
+func promFile(t *testing.T, path string) map[string]float64 {
+	t.Helper()
+	m := map[string]float64{}
+	for name, mf := range promFamilies(t, path) {
+		if len(mf.Metric) != 1 {
+			continue
+		}
+		switch mt := mf.Metric[0]; {
+		case mt.Counter != nil:
+			m[name] = mt.Counter.GetValue()
+		case mt.Gauge != nil:
+			m[name] = mt.Gauge.GetValue()
+		}
+	}
+	return m
+}
+
+// promByCause is a metrics file's spike counts by "kind/name".
+func promByCause(t *testing.T, path string) map[string]float64 {
+	t.Helper()
+	m := map[string]float64{}
+	mf := promFamilies(t, path)["latencytest_spikes_total"]
+	if mf == nil {
+		return m
+	}
+	for _, mt := range mf.Metric {
+		var kind, name string
+		for _, l := range mt.Label {
+			switch l.GetName() {
+			case "kind":
+				kind = l.GetValue()
+			case "name":
+				name = l.GetValue()
+			}
+		}
+		m[kind+"/"+name] = mt.Counter.GetValue()
+	}
+	return m
+}
+
+// prune keeps the newest directories named as rotations and nothing else
+// is touched: other names, symlinks.
+func TestPrune(t *testing.T) {
+	base := t.TempDir()
+	for _, n := range []string{"20260101-000000", "20260101-000001", "20260101-000001-2", "20260101-000001-10", "20251231-235959", "other"} {
+		if err := os.Mkdir(filepath.Join(base, n), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	victim := t.TempDir()
+	if err := os.Symlink(victim, filepath.Join(base, "20200101-000000")); err != nil {
+		t.Fatal(err)
+	}
+	if err := prune(base, 2); err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	entries, _ := os.ReadDir(base)
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	want := []string{"20200101-000000", "20260101-000001-10", "20260101-000001-2", "other"}
+	if !slices.Equal(left, want) {
+		t.Errorf("left %v, want %v", left, want)
+	}
+	if _, err := os.Stat(victim); err != nil {
+		t.Errorf("the symlink's target: %v", err)
+	}
+}
+
+// run's metrics flags: bad ones are one line, exit 2, nothing written.
+func TestRunMetricsBadFlags(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range [][]string{
+		{"--listen", "nohost"},
+		{"--metrics-file", filepath.Join(dir, "none", "lt.prom")},
+		{"--period", "64,128", "--metrics-file", filepath.Join(dir, "lt.prom")},
+		{"--device", "hw:0,0", "--metrics-file", filepath.Join(dir, "lt.prom"), "--listen", "0"},
+	} {
+		r := latencytest(t, append([]string{"run", "--driver", "timer", "--tests", "idle", "--duration", "1s", "--out", filepath.Join(dir, "out")}, c...)...)
+		oneLine(t, r, strings.Join(c, " "))
+		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+			t.Fatalf("%v: left %v behind", c, entries)
+		}
+	}
+}

@@ -1,0 +1,102 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// FileEvery is how often KeepFile rewrites the metrics file: node_exporter
+// reads it at each of its own scrapes.
+const FileEvery = 5 * time.Second
+
+// ListenAddr is the address --listen ADDR binds: HOST:PORT, or :PORT or
+// PORT alone for localhost only (127.0.0.1). Serving every interface is
+// asked for by name (0.0.0.0:PORT or [::]:PORT): the metrics say what the
+// machine runs, and not everyone on the network need see that.
+func ListenAddr(addr string) (string, error) {
+	if _, err := strconv.Atoi(addr); err == nil {
+		addr = ":" + addr
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("not HOST:PORT")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return "", fmt.Errorf("port %q: allowed 1 to 65535 (0: any free port)", port)
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// Serve serves the metrics on ln at /metrics until stop, which closes ln
+// and waits for the requests in flight (at most a second).
+func (s *Set) Serve(ln net.Listener) (stop func()) {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", s.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		srv.Serve(ln) // ends with ErrServerClosed at stop
+	}()
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if srv.Shutdown(ctx) != nil {
+			srv.Close()
+		}
+		<-done
+	}
+}
+
+// WriteFile writes the metrics to path in the text format, atomically: a
+// new file beside it (created exclusively, so never through a planted
+// symlink), renamed over path (which replaces a symlink there, never
+// writing through it). No temporary file is left, also on an error.
+func (s *Set) WriteFile(path string) error {
+	if err := prometheus.WriteToTextfile(path, s.reg); err != nil {
+		return fmt.Errorf("metrics file: %w", err)
+	}
+	return nil
+}
+
+// KeepFile rewrites the metrics file every FileEvery until stop. stop(true)
+// writes it a last time, with everything counted until then; stop(false)
+// does not (nothing was measured). It returns the first error of any write.
+func (s *Set) KeepFile(path string) (stop func(last bool) error) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	var errs []error
+	wg.Go(func() {
+		t := time.NewTicker(FileEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				if err := s.WriteFile(path); err != nil && len(errs) == 0 {
+					errs = append(errs, err)
+				}
+			case <-done:
+				return
+			}
+		}
+	})
+	return func(last bool) error {
+		close(done)
+		wg.Wait()
+		if last {
+			errs = append(errs, s.WriteFile(path))
+		}
+		return errors.Join(errs...)
+	}
+}

@@ -1,0 +1,176 @@
+// Package metrics exposes a measurement as Prometheus metrics, fed from
+// the same per-period samples the runner writes into the results
+// directory: a histogram of the wakeup latency, counters of periods and
+// xruns, the worst wakeup of the last seconds and, with the tracer, the
+// causes of spikes. It lives in the parent process (the engine never
+// sees it) and has a registry of its own, no global state.
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sys/unix"
+
+	"latencytest/rundata"
+)
+
+// Buckets of the latency histogram, in seconds: 1 µs to 100 ms, 40 steps
+// of a factor 10^(1/8) (33 %), so that a quantile Prometheus estimates is
+// within a third of the exact one. A later wakeup is in +Inf.
+var Buckets = prometheus.ExponentialBucketsRange(1e-6, 0.1, 41)
+
+// WorstWindowS is how many seconds the worst-wakeup gauge looks back.
+const WorstWindowS = 10
+
+// Labels are the constant labels of every metric: what was measured,
+// where, so that many machines' series can be told apart and grouped.
+type Labels struct {
+	Driver, Device string
+	PeriodFrames   int
+	Kernel, Host   string
+}
+
+// Set is the metrics of one measurement. Its methods may be called from
+// any goroutine.
+type Set struct {
+	reg       *prometheus.Registry
+	latency   prometheus.Histogram
+	periods   prometheus.Counter
+	xruns     prometheus.Counter
+	xrunSec   prometheus.Counter
+	spikes    *prometheus.CounterVec
+	causeSec  *prometheus.CounterVec
+	worst     worstWindow
+	now       func() int64 // CLOCK_MONOTONIC, the samples' time base
+	rotations prometheus.Counter
+}
+
+// New makes the metrics, labelled with l.
+func New(l Labels) *Set {
+	device := l.Device
+	if device == "" {
+		device = "default"
+	}
+	reg := prometheus.NewRegistry()
+	r := prometheus.WrapRegistererWith(prometheus.Labels{
+		"driver": l.Driver, "device": device, "period_frames": strconv.Itoa(l.PeriodFrames),
+		"kernel": l.Kernel, "host": l.Host,
+	}, reg)
+	s := &Set{reg: reg, now: monoNow}
+	s.latency = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "latencytest_wakeup_latency_seconds",
+		Help:    "How late the audio thread woke up after its period was due.",
+		Buckets: Buckets,
+	})
+	s.periods = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "latencytest_periods_total", Help: "Periods measured.",
+	})
+	s.xruns = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "latencytest_xruns_total", Help: "Xruns (underruns or overruns; simulated with the timer driver).",
+	})
+	s.xrunSec = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "latencytest_xrun_seconds_total", Help: "Time the buffer ran dry in xruns (each at least).",
+	})
+	s.spikes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "latencytest_spikes_total",
+		Help: "Spikes the kernel's tracer explained (run --trace), by the kind and name of their largest cause.",
+	}, []string{"kind", "name"})
+	s.causeSec = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "latencytest_spike_cause_seconds_total",
+		Help: "Time each cause held the audio thread's CPU during spikes (run --trace), by kind and name.",
+	}, []string{"kind", "name"})
+	s.rotations = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "latencytest_results_directories_total", Help: "Results directories completed (monitor: rotations).",
+	})
+	worst := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "latencytest_wakeup_latency_max_seconds",
+		Help: "The worst wakeup latency in the last " + strconv.Itoa(WorstWindowS) + " s (0 when nothing was measured then).",
+	}, func() float64 { return float64(s.worst.max(s.now())) / 1e9 })
+	r.MustRegister(s.latency, s.periods, s.xruns, s.xrunSec, s.spikes, s.causeSec, s.rotations, worst)
+	return s
+}
+
+// Sample counts one period's sample.
+func (s *Set) Sample(smp *rundata.Sample) {
+	lat := smp.Latency()
+	s.latency.Observe(float64(lat) / 1e9)
+	s.periods.Inc()
+	if smp.Xrun > 0 {
+		s.xruns.Inc()
+		s.xrunSec.Add(float64(smp.Xrun) / 1e9)
+	}
+	s.worst.add(smp.Due, lat)
+}
+
+// Spike counts a spike the tracer explained.
+func (s *Set) Spike(sp rundata.Spike) {
+	if len(sp.Causes) > 0 {
+		c := sp.Causes[0]
+		s.spikes.WithLabelValues(c.Kind, c.Name).Inc()
+	} else {
+		s.spikes.WithLabelValues("unexplained", "").Inc()
+	}
+	for _, c := range sp.Causes {
+		s.causeSec.WithLabelValues(c.Kind, c.Name).Add(float64(c.NS) / 1e9)
+	}
+}
+
+// Rotated counts a results directory completed.
+func (s *Set) Rotated() { s.rotations.Inc() }
+
+// Gatherer is the registry, for tests and the text file.
+func (s *Set) Gatherer() prometheus.Gatherer { return s.reg }
+
+// Handler serves the metrics (GET /metrics).
+func (s *Set) Handler() http.Handler {
+	return promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})
+}
+
+// worstWindow keeps the worst latency of each of the last WorstWindowS
+// seconds of the samples' due times.
+type worstWindow struct {
+	mu   sync.Mutex
+	sec  [WorstWindowS]int64 // the second each slot holds
+	lat  [WorstWindowS]int64
+	used [WorstWindowS]bool
+}
+
+func (w *worstWindow) add(due, lat int64) {
+	sec := due / 1e9
+	i := sec % WorstWindowS
+	if i < 0 {
+		i += WorstWindowS
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.used[i] || w.sec[i] != sec {
+		w.sec[i], w.lat[i], w.used[i] = sec, lat, true
+		return
+	}
+	w.lat[i] = max(w.lat[i], lat)
+}
+
+// max is the worst latency of the seconds within WorstWindowS of now.
+func (w *worstWindow) max(now int64) int64 {
+	cur := now / 1e9
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var worst int64
+	for i := range w.sec {
+		if w.used[i] && w.sec[i] > cur-WorstWindowS && w.sec[i] <= cur {
+			worst = max(worst, w.lat[i])
+		}
+	}
+	return worst
+}
+
+// monoNow is CLOCK_MONOTONIC, the samples' time base.
+func monoNow() int64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
+}

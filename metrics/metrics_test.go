@@ -1,0 +1,224 @@
+package metrics
+
+import (
+	"math"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"latencytest/rundata"
+)
+
+func gather(t *testing.T, s *Set) map[string]*dto.Metric {
+	t.Helper()
+	mfs, err := s.Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*dto.Metric{}
+	for _, mf := range mfs {
+		for _, m := range mf.Metric {
+			key := mf.GetName()
+			for _, l := range m.Label {
+				if l.GetName() == "kind" || l.GetName() == "name" {
+					key += "/" + l.GetValue()
+				}
+			}
+			out[key] = m
+		}
+	}
+	return out
+}
+
+// The counters and the histogram count what the samples say, with the
+// labels asked for.
+func TestSampleCounts(t *testing.T) {
+	s := New(Labels{Driver: "timer", PeriodFrames: 256, Kernel: "6.1.0", Host: "h"})
+	now := int64(5e9)
+	s.now = func() int64 { return now }
+	lats := []int64{500, 2_000, 40_000, 3_000_000, 200_000_000}
+	for i, lat := range lats {
+		smp := rundata.Sample{Index: int64(i), Due: 4e9 + int64(i)*1e6, Woke: 4e9 + int64(i)*1e6 + lat}
+		if i == 3 {
+			smp.Xrun = 7_000_000
+		}
+		s.Sample(&smp)
+	}
+	m := gather(t, s)
+	if got := m["latencytest_periods_total"].GetCounter().GetValue(); got != 5 {
+		t.Errorf("periods %v, want 5", got)
+	}
+	if got := m["latencytest_xruns_total"].GetCounter().GetValue(); got != 1 {
+		t.Errorf("xruns %v, want 1", got)
+	}
+	if got := m["latencytest_xrun_seconds_total"].GetCounter().GetValue(); math.Abs(got-0.007) > 1e-12 {
+		t.Errorf("xrun seconds %v, want 0.007", got)
+	}
+	if got := m["latencytest_wakeup_latency_max_seconds"].GetGauge().GetValue(); got != 0.2 {
+		t.Errorf("worst %v, want 0.2", got)
+	}
+	h := m["latencytest_wakeup_latency_seconds"].GetHistogram()
+	if h.GetSampleCount() != 5 {
+		t.Errorf("histogram count %d, want 5", h.GetSampleCount())
+	}
+	// 500 ns and 2 µs: at most 1 µs holds one; 100 ms holds all but the 200 ms one.
+	for _, b := range h.Bucket {
+		var want uint64
+		switch ub := b.GetUpperBound(); {
+		case math.Abs(ub-1e-6) < 1e-12:
+			want = 1
+		case math.Abs(ub-0.1) < 1e-9:
+			want = 4
+		default:
+			continue
+		}
+		if b.GetCumulativeCount() != want {
+			t.Errorf("bucket le=%g holds %d, want %d", b.GetUpperBound(), b.GetCumulativeCount(), want)
+		}
+	}
+	labels := map[string]string{}
+	for _, l := range m["latencytest_periods_total"].Label {
+		labels[l.GetName()] = l.GetValue()
+	}
+	want := map[string]string{"driver": "timer", "device": "default", "period_frames": "256", "kernel": "6.1.0", "host": "h"}
+	for k, v := range want {
+		if labels[k] != v {
+			t.Errorf("label %s = %q, want %q", k, labels[k], v)
+		}
+	}
+}
+
+// The worst-wakeup gauge forgets what is older than its window.
+func TestWorstWindow(t *testing.T) {
+	var w worstWindow
+	w.add(100e9, 9_000)
+	w.add(105e9, 3_000)
+	w.add(105.5e9, 4_000)
+	if got := w.max(105.9e9); got != 9_000 {
+		t.Errorf("at 105.9 s: %d, want 9000", got)
+	}
+	if got := w.max(110.5e9); got != 4_000 {
+		t.Errorf("at 110.5 s (100 s out of the window): %d, want 4000", got)
+	}
+	if got := w.max(200e9); got != 0 {
+		t.Errorf("at 200 s: %d, want 0", got)
+	}
+	w.add(110e9, 1_000) // the slot of 100 s, reused
+	if got := w.max(110e9); got != 4_000 {
+		t.Errorf("after reuse: %d, want 4000", got)
+	}
+}
+
+func TestSpikes(t *testing.T) {
+	s := New(Labels{})
+	s.Spike(rundata.Spike{Causes: []rundata.Cause{{Kind: "irq", Name: "IRQ 24 ahci", NS: 3e6}, {Kind: "thread", Name: "kworker/1:2", NS: 1e6}}})
+	s.Spike(rundata.Spike{Causes: []rundata.Cause{{Kind: "irq", Name: "IRQ 24 ahci", NS: 2e6}}})
+	s.Spike(rundata.Spike{})
+	m := gather(t, s)
+	for key, want := range map[string]float64{
+		"latencytest_spikes_total/irq/IRQ 24 ahci":                 2,
+		"latencytest_spikes_total/unexplained/":                    1,
+		"latencytest_spike_cause_seconds_total/irq/IRQ 24 ahci":    0.005,
+		"latencytest_spike_cause_seconds_total/thread/kworker/1:2": 0.001,
+	} {
+		if got := m[key].GetCounter().GetValue(); math.Abs(got-want) > 1e-12 {
+			t.Errorf("%s = %v, want %v", key, got, want)
+		}
+	}
+}
+
+func TestListenAddr(t *testing.T) {
+	for in, want := range map[string]string{
+		"9101": "127.0.0.1:9101", ":9101": "127.0.0.1:9101", "0.0.0.0:9101": "0.0.0.0:9101",
+		"[::]:9101": "[::]:9101", "localhost:0": "localhost:0",
+	} {
+		if got, err := ListenAddr(in); err != nil || got != want {
+			t.Errorf("ListenAddr(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "host", "host:port", ":70000", ":-1", "a:b:c"} {
+		if got, err := ListenAddr(bad); err == nil {
+			t.Errorf("ListenAddr(%q) = %q, want an error", bad, got)
+		}
+	}
+}
+
+// The file is replaced whole, never written through a symlink planted at
+// its name, and no temporary file is left.
+func TestWriteFile(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim")
+	if err := os.WriteFile(victim, []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "lt.prom")
+	if err := os.Symlink(victim, path); err != nil {
+		t.Fatal(err)
+	}
+	s := New(Labels{Driver: "timer"})
+	s.Sample(&rundata.Sample{Due: 1, Woke: 1001})
+	if err := s.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "keep" {
+		t.Errorf("the symlink's target was written: %q", b)
+	}
+	st, err := os.Lstat(path)
+	if err != nil || !st.Mode().IsRegular() || st.Mode().Perm() != 0o644 {
+		t.Fatalf("%s: %v %v, want a regular file, mode 0644 (node_exporter reads it)", path, st.Mode(), err)
+	}
+	b, _ := os.ReadFile(path)
+	if !strings.Contains(string(b), `latencytest_periods_total{device="default",driver="timer"`) {
+		t.Errorf("metrics file lacks the periods:\n%s", b)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 2 {
+		t.Errorf("files left in the directory: %v, want lt.prom and victim", entries)
+	}
+	// A write that cannot succeed (a directory in the way) leaves nothing.
+	if err := os.Mkdir(filepath.Join(dir, "d.prom"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WriteFile(filepath.Join(dir, "d.prom")); err == nil {
+		t.Error("writing over a directory: no error")
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 3 {
+		t.Errorf("files left after a failed write: %v", entries)
+	}
+}
+
+// Serve answers /metrics and stops.
+func TestServe(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(Labels{})
+	stop := s.Serve(ln)
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Write([]byte("GET /metrics HTTP/1.0\r\n\r\n"))
+	var sb strings.Builder
+	buf := make([]byte, 4096)
+	for {
+		n, err := c.Read(buf)
+		sb.Write(buf[:n])
+		if err != nil {
+			break
+		}
+	}
+	c.Close()
+	if !strings.Contains(sb.String(), "latencytest_periods_total") {
+		t.Errorf("/metrics: %.300s", sb.String())
+	}
+	stop()
+	if _, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+		t.Error("still listening after stop")
+	}
+}

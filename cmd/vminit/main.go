@@ -92,6 +92,9 @@ func run(out io.Writer) []string {
 	for k, v := range map[string]string{"PATH": "/bin", "HOME": "/tmp", "TMPDIR": "/tmp", "VMTEST": "1"} {
 		os.Setenv(k, v)
 	}
+	for k, v := range cfg.Env {
+		os.Setenv(k, v)
+	}
 	if err := loadModules(out, moduleOrderFile); err != nil {
 		fmt.Fprintf(out, "vminit: %v\n", err)
 		return []string{err.Error()}

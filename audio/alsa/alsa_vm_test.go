@@ -657,8 +657,12 @@ func checkSides(t *testing.T, ph rundata.Phase, ss []rundata.Sample, duplex bool
 		t.Errorf("duplex %v, but run.json has playback %v, capture %v, apart %v", duplex, ph.PlaybackLatency, ph.CaptureLatency, ph.CapturePlaybackApart)
 	}
 	for _, s := range ss {
-		if s.Duplex() != duplex {
-			t.Fatalf("period %d: playback due %d, capture due %d in a stream with duplex %v", s.Index, s.PlaybackDue, s.CaptureDue, duplex)
+		// A period that ran into an xrun before a side's first period
+		// completed has no due of that side, so the file keeps no two
+		// dues for it (seen once on armhf: the run's one underrun, and
+		// period 0 without dues).
+		if s.Duplex() != duplex && !(duplex && s.Xrun != 0) {
+			t.Fatalf("period %d: playback due %d, capture due %d (xrun %d) in a stream with duplex %v", s.Index, s.PlaybackDue, s.CaptureDue, s.Xrun, duplex)
 		}
 	}
 	if duplex {

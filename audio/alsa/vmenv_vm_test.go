@@ -8,10 +8,11 @@ import (
 )
 
 // What the VM lacks, scripts/vmtest says in the environment (docs/vmtest.md):
-// Debian's arm64 and armmp kernels are built without snd-dummy, and no
-// aplay of those architectures is put in their VM. A test that needs one
-// skips then, with the script's reason in its output; on amd64 neither is
-// ever set, so nothing skips there.
+// snd-dummy, when a VMTEST_KERNEL has none (Debian's ARM kernels, built
+// without it, get one built by the script), and aplay, which the ARM VMs
+// do not have yet. A test that needs one skips then, with the script's
+// reason in its output; with Debian's amd64 kernel neither is ever set,
+// so nothing skips there.
 
 // haveDummy reports whether the VM has the snd-dummy card.
 func haveDummy() bool { return os.Getenv("VMTEST_NO_SND_DUMMY") == "" }

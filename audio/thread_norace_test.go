@@ -42,6 +42,7 @@ func TestLoopTakesNoPageFault(t *testing.T) {
 	var ru unix.Rusage
 	var first, last int64
 	var sink byte
+	ran := false
 	const periods = 50
 	runProbe(t, periods, func(i int64) {
 		switch i {
@@ -50,10 +51,12 @@ func TestLoopTakesNoPageFault(t *testing.T) {
 		case 25:
 			sink += deep(audio.LoopStack * 3 / 4 / 1024)
 		case periods - 1:
-			last = threadFaults(&ru)
+			last, ran = threadFaults(&ru), true
 		}
 	})
-	if first == 0 && last == 0 {
+	// Not "first == 0 && last == 0": a thread that never faulted has 0
+	// both times (seen once on armhf, in scripts/vmtest -arch arm).
+	if !ran {
 		t.Fatal("the probe never ran")
 	}
 	if n := last - first; n != 0 {

@@ -177,19 +177,25 @@ func childMain(a *forkArgs) {
 }
 
 // childUnmap unmaps a.drop except a.keep, the stack around us and the
-// thread's TLS (with glibc's rseq area, which the kernel writes).
+// thread's TLS (with glibc's rseq area, which the kernel writes). A thread
+// pointer of 0 is no TLS at all (Go without cgo on ARM never sets the
+// register), so no rseq area either; one that cannot be read keeps
+// everything.
 //
 //go:nosplit
 //go:norace
 func childUnmap(a *forkArgs) {
-	tp := threadPointer()
-	if tp == 0 {
+	tp, ok := threadPointer()
+	if !ok {
 		return
 	}
 	var here byte
 	sp := uintptr(unsafe.Pointer(&here))
 	stack := [2]uintptr{(sp - childStackKeep) &^ 4095, (sp + childStackKeep) &^ 4095}
-	tls := [2]uintptr{(tp - childStackKeep) &^ 4095, (tp + childStackKeep) &^ 4095}
+	var tls [2]uintptr // empty: keeps nothing
+	if tp != 0 {
+		tls = [2]uintptr{(tp - childStackKeep) &^ 4095, (tp + childStackKeep) &^ 4095}
+	}
 	for i := uintptr(0); i < a.ndrop && i < maxDrop; i++ {
 		cur, hi := a.drop[i][0], a.drop[i][1]
 		for cur < hi {

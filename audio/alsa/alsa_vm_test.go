@@ -71,6 +71,7 @@ func runPhase(t *testing.T, args ...string) *rundata.Run {
 // pointer jumps lost is taken off, and every period's latency is recorded. Whether the xruns
 // themselves are the kernel's and aplay's is TestVMAplayIdle's part.
 func TestVMDummyPlayback(t *testing.T) {
+	needDummy(t)
 	for _, shape := range []struct{ period, periods int }{{64, 2}, {256, 3}} {
 		t.Run(fmt.Sprintf("%dx%d", shape.periods, shape.period), func(t *testing.T) {
 			r, out := runPhaseDir(t, "--device", "hw:Dummy", "--period", strconv.Itoa(shape.period),
@@ -383,10 +384,16 @@ func TestVMDuplexApart(t *testing.T) {
 // TestVMNoAllocs: Wait and Transfer allocate nothing, with content on the
 // playback side and a capture side (duplex through the loopback).
 func TestVMNoAllocs(t *testing.T) {
-	for _, cfg := range []audio.Config{
-		{Device: "hw:Dummy", Rate: 48000, Channels: 2, PeriodFrames: 256, Periods: 2, ToneHz: 440},
+	cfgs := []audio.Config{
 		{Device: "hw:Loopback,0", CaptureDevice: "hw:Loopback,1", Stream: "duplex", Rate: 48000, Channels: 2, PeriodFrames: 256, Periods: 4},
-	} {
+		// Playback alone, with content, through the loopback where the
+		// VM has no dummy card (its capture side is then never opened).
+		{Device: "hw:Loopback,0", Rate: 48000, Channels: 2, PeriodFrames: 256, Periods: 2, ToneHz: 440},
+	}
+	if haveDummy() {
+		cfgs[1].Device = "hw:Dummy"
+	}
+	for _, cfg := range cfgs {
 		for _, rw := range []bool{false, true} {
 			d, _ := open(t, cfg, rw)
 			runtime.LockOSThread()
@@ -417,6 +424,7 @@ func TestVMNoAllocs(t *testing.T) {
 // advances by one period (on the card's clock) per period, Woke is never
 // before Due, and the fitted grid stays within a period of Due.
 func TestVMTiming(t *testing.T) {
+	needDummy(t)
 	d, g := open(t, audio.Config{Device: "hw:Dummy", Rate: 48000, Channels: 2, PeriodFrames: 256, Periods: 3}, false)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -482,6 +490,7 @@ func TestVMTiming(t *testing.T) {
 // status comes from a read-only SYNC_PTR; the timestamps must be the same
 // kind: Due one period apart, never after Woke.
 func TestVMSyncPtr(t *testing.T) {
+	needDummy(t)
 	d := New()
 	d.forceSyncPtr = true
 	g, err := d.Open(audio.Config{Device: "hw:Dummy", Rate: 48000, Channels: 2, PeriodFrames: 256, Periods: 3})
@@ -533,18 +542,33 @@ func abs(x int64) int64 {
 // the problem.
 func TestVMErrors(t *testing.T) {
 	base := audio.Config{Rate: 48000, Channels: 2, PeriodFrames: 256, Periods: 2}
-	for _, tc := range []struct {
+	type errCase struct {
 		dev  string
 		rate int
 		per  int
 		want string
-	}{
+	}
+	cases := []errCase{
 		{dev: "hw:Nope", want: `no sound card "Nope"; cards here: 0 [Dummy], 1 [Loopback]`},
 		{dev: "hw:Dummy,5", want: "has no playback device 5 (it has device 0)"},
 		{dev: "hw:Dummy", rate: 96000, want: "--rate: hw:0,0 (Dummy playback) does not take 96000 Hz; nearest it allows: 48000 Hz"},
 		{dev: "hw:Dummy", per: 8, want: "--period: hw:0,0 (Dummy playback) does not take a period of 8 frames at 48000 Hz; nearest it allows: 16 frames"},
 		{dev: "default", want: "plugins such as default"},
-	} {
+	}
+	busy := "hw:Dummy,0,0"
+	if !haveDummy() {
+		// The same errors from the loopback, the VM's only card (snd-aloop
+		// allows 8000-192000 Hz and periods of at least 64 bytes).
+		cases = []errCase{
+			{dev: "hw:Nope", want: `no sound card "Nope"; cards here: 0 [Loopback]`},
+			{dev: "hw:Loopback,5", want: "has no playback device 5 (it has device 0, 1)"},
+			{dev: "hw:Loopback", rate: 384000, want: "--rate: hw:0,0 (Loopback playback) does not take 384000 Hz; nearest it allows: 192000 Hz"},
+			{dev: "hw:Loopback", per: 8, want: "--period: hw:0,0 (Loopback playback) does not take a period of 8 frames at 48000 Hz; nearest it allows: 16 frames"},
+			{dev: "default", want: "plugins such as default"},
+		}
+		busy = "hw:Loopback,0,0"
+	}
+	for _, tc := range cases {
 		cfg := base
 		cfg.Device = tc.dev
 		if tc.rate != 0 {
@@ -563,11 +587,11 @@ func TestVMErrors(t *testing.T) {
 
 	// Busy: subdevice 0 held by this very process.
 	cfg := base
-	cfg.Device = "hw:Dummy,0,0"
+	cfg.Device = busy
 	open(t, cfg, false)
 	_, err := New().Open(cfg)
 	if want := fmt.Sprintf("is busy: held by pid %d", os.Getpid()); !badinput.Is(err) || !strings.Contains(err.Error(), want) {
-		t.Errorf("second open of hw:Dummy,0,0: %v; want bad input containing %q", err, want)
+		t.Errorf("second open of %s: %v; want bad input containing %q", busy, err, want)
 	}
 
 	// The CLI prints one line and exits 2.
@@ -585,7 +609,11 @@ func TestVMDevices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"hw:Dummy,0", "hw:Loopback,0", "hw:Loopback,1", "5500-48000", "formats:     U8 S16_LE\n", "playback, capture"} {
+	wants := []string{"hw:Loopback,0", "hw:Loopback,1", "playback, capture"}
+	if haveDummy() {
+		wants = append(wants, "hw:Dummy,0", "5500-48000", "formats:     U8 S16_LE\n")
+	}
+	for _, want := range wants {
 		if !strings.Contains(out, want) {
 			t.Errorf("devices output lacks %q", want)
 		}
@@ -629,8 +657,12 @@ func checkSides(t *testing.T, ph rundata.Phase, ss []rundata.Sample, duplex bool
 		t.Errorf("duplex %v, but run.json has playback %v, capture %v, apart %v", duplex, ph.PlaybackLatency, ph.CaptureLatency, ph.CapturePlaybackApart)
 	}
 	for _, s := range ss {
-		if s.Duplex() != duplex {
-			t.Fatalf("period %d: playback due %d, capture due %d in a stream with duplex %v", s.Index, s.PlaybackDue, s.CaptureDue, duplex)
+		// A period that ran into an xrun before a side's first period
+		// completed has no due of that side, so the file keeps no two
+		// dues for it (seen once on armhf: the run's one underrun, and
+		// period 0 without dues).
+		if s.Duplex() != duplex && !(duplex && s.Xrun != 0) {
+			t.Fatalf("period %d: playback due %d, capture due %d (xrun %d) in a stream with duplex %v", s.Index, s.PlaybackDue, s.CaptureDue, s.Xrun, duplex)
 		}
 	}
 	if duplex {

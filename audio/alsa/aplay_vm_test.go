@@ -285,6 +285,7 @@ func compare(t *testing.T, period, periods int, d time.Duration, st *stop) ltRun
 
 // TestVMAplayIdle: idle on the dummy, latencytest has aplay's xruns.
 func TestVMAplayIdle(t *testing.T) {
+	needAplay(t)
 	for _, sh := range []struct{ period, periods int }{{64, 2}, {256, 2}, {256, 3}} {
 		t.Run(fmt.Sprintf("%dx%d", sh.periods, sh.period), func(t *testing.T) {
 			compare(t, sh.period, sh.periods, 20*time.Second, nil)
@@ -302,6 +303,7 @@ func TestVMAplayIdle(t *testing.T) {
 // both drivers (in the old ALSA driver it was the update that stopped the
 // stream, a period later still).
 func TestVMAplayStop(t *testing.T) {
+	needAplay(t)
 	for _, length := range []time.Duration{300 * time.Millisecond, time.Second} {
 		t.Run(length.String(), func(t *testing.T) {
 			st := &stop{after: 1500 * time.Millisecond, length: length}
@@ -344,6 +346,7 @@ func TestVMAplayStop(t *testing.T) {
 // timestamp; taking that as N+1's due would read it as ~0 late. (The
 // VM's interrupts can come late; so the test checks when N+1 was due.)
 func TestVMStall(t *testing.T) {
+	needDummy(t)
 	for _, rw := range []bool{false, true} {
 		t.Run(map[bool]string{false: "mmap", true: "rw"}[rw], func(t *testing.T) {
 			d, g := open(t, audio.Config{Device: "hw:Dummy", Rate: 48000, Channels: 2, PeriodFrames: 256, Periods: 3}, rw)
@@ -415,6 +418,7 @@ func TestVMStall(t *testing.T) {
 // the VM's freezes differ on every run, so only ratios within one run say
 // anything.
 func BenchmarkVMAccess(b *testing.B) {
+	needAplay(b)
 	const period, periods, d = 64, 2, 20 * time.Second
 	for i := 0; i < b.N; i++ {
 		for _, c := range []struct {

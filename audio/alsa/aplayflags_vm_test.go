@@ -36,6 +36,7 @@ func aplayGrants(t *testing.T, flags ...string) (period, buffer int) {
 // aplay's own flags, given to latencytest, grant on snd-dummy what they
 // grant aplay: a bug report's command line translates one to one.
 func TestVMAplayFlags(t *testing.T) {
+	needAplay(t)
 	for _, flags := range [][]string{
 		{"--period-size=128", "--buffer-size=512"},
 		{"--period-size=64", "--buffer-size=192"},

@@ -31,6 +31,11 @@ type config struct {
 	Bench string `json:"bench"`
 	// Timeout bounds each test binary (a time.ParseDuration string).
 	Timeout string `json:"timeout"`
+	// Env is more environment for the tests: what the script knows of
+	// this VM that a test cannot find out itself, such as why a module
+	// the tests expect is not there (VMTEST_NO_SND_DUMMY on a kernel
+	// built without snd-dummy; docs/vmtest.md).
+	Env map[string]string `json:"env"`
 
 	timeout time.Duration
 	// grace is how long after its own -test.timeout a test binary (and
@@ -64,6 +69,11 @@ func readConfig(path string) (config, error) {
 		}
 		c.timeout = d
 	}
+	for k := range c.Env {
+		if !envName.MatchString(k) {
+			return c, fmt.Errorf("config %s: env %q is not a VMTEST_ variable name", path, k)
+		}
+	}
 	for _, re := range append([]string{c.Run, c.Bench}, mapValues(c.Tests)...) {
 		if _, err := regexp.Compile(re); err != nil {
 			return c, fmt.Errorf("config %s: -run %q: %w", path, re, err)
@@ -71,6 +81,10 @@ func readConfig(path string) (config, error) {
 	}
 	return c, nil
 }
+
+// envName is what Env may set: the harness's own variables, never PATH
+// or the like that the VM's environment table in docs/vmtest.md fixes.
+var envName = regexp.MustCompile(`^VMTEST_[A-Z0-9_]+$`)
 
 func mapValues(m map[string]string) []string {
 	var v []string

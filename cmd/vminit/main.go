@@ -81,6 +81,10 @@ func run(out io.Writer) []string {
 		fmt.Fprintf(out, "vminit: %v\n", err)
 		return []string{err.Error()}
 	}
+	if err := loopbackUp(); err != nil {
+		fmt.Fprintf(out, "vminit: %v\n", err)
+		return []string{err.Error()}
+	}
 	if up, err := os.ReadFile("/proc/uptime"); err == nil {
 		fmt.Fprintf(out, "vminit: kernel up after %s s\n", strings.Fields(string(up))[0])
 	}
@@ -90,6 +94,9 @@ func run(out io.Writer) []string {
 		return []string{err.Error()}
 	}
 	for k, v := range map[string]string{"PATH": "/bin", "HOME": "/tmp", "TMPDIR": "/tmp", "VMTEST": "1"} {
+		os.Setenv(k, v)
+	}
+	for k, v := range cfg.Env {
 		os.Setenv(k, v)
 	}
 	if err := loadModules(out, moduleOrderFile); err != nil {
@@ -120,6 +127,28 @@ func mountAll() error {
 		if err := unix.Mount(m.fstype, m.target, m.fstype, unix.MS_NOSUID, m.data); err != nil && !errors.Is(err, unix.EBUSY) {
 			return fmt.Errorf("mount %s on %s: %w", m.fstype, m.target, err)
 		}
+	}
+	return nil
+}
+
+// loopbackUp brings up lo, which a booted system has and a kernel alone
+// leaves down: the net stressor talks to itself over 127.0.0.1.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("lo: socket: %w", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return fmt.Errorf("lo: %w", err)
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("lo: SIOCGIFFLAGS: %w", err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("lo: SIOCSIFFLAGS: %w", err)
 	}
 	return nil
 }

@@ -28,13 +28,13 @@ func TestReadConfig(t *testing.T) {
 		t.Errorf("no file: %+v, want the defaults", c)
 	}
 	p := filepath.Join(dir, "vmtest.json")
-	must(t, os.WriteFile(p, []byte(`{"run": "TestX/a\\d", "timeout": "90s", "tests": {"a.test": "^(TestA)$"}}`), 0o644))
+	must(t, os.WriteFile(p, []byte(`{"run": "TestX/a\\d", "timeout": "90s", "tests": {"a.test": "^(TestA)$"}, "env": {"VMTEST_NO_X": "why"}}`), 0o644))
 	c, err = readConfig(p)
 	must(t, err)
-	if c.Run != `TestX/a\d` || c.timeout != 90*time.Second || c.Tests["a.test"] != "^(TestA)$" {
+	if c.Run != `TestX/a\d` || c.timeout != 90*time.Second || c.Tests["a.test"] != "^(TestA)$" || c.Env["VMTEST_NO_X"] != "why" {
 		t.Errorf("got %+v", c)
 	}
-	for _, bad := range []string{`{"timeout": "soon"}`, `{"timeout": "-1s"}`, `{"run": "("}`, `{"bench": "a("}`, `{"tests": {"a.test": "["}}`, `{`} {
+	for _, bad := range []string{`{"timeout": "soon"}`, `{"timeout": "-1s"}`, `{"run": "("}`, `{"bench": "a("}`, `{"tests": {"a.test": "["}}`, `{"env": {"PATH": "/x"}}`, `{"env": {"VMTEST_a": "b"}}`, `{`} {
 		must(t, os.WriteFile(p, []byte(bad), 0o644))
 		if _, err := readConfig(p); err == nil {
 			t.Errorf("config %s accepted", bad)

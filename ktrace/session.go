@@ -64,10 +64,7 @@ type Session struct {
 	// workload (osnoise.go), its settings to be put back; nil when not.
 	noise     *osnoiseSaved
 	noiseNote string // why it does not, when it does not
-	// clk maps each CPU's noise events into the instance's clock: their
-	// start is that CPU's own trace_clock_local, and the binary records of
-	// each CPU are read apart, not in one time order.
-	clk map[int]*clockMap
+	clk       clockMap
 
 	stop     chan struct{}
 	done     chan struct{}
@@ -300,15 +297,7 @@ func (s *Session) record(ev Event) {
 	}
 	if ev.Kind == evNoise {
 		// Into the instance's clock (clockMap).
-		if s.clk == nil {
-			s.clk = map[int]*clockMap{}
-		}
-		c := s.clk[ev.CPU]
-		if c == nil {
-			c = &clockMap{}
-			s.clk[ev.CPU] = c
-		}
-		ev.NoiseStart += c.note(ev.TS, ev.TS-ev.NoiseStart-ev.NoiseNS)
+		ev.NoiseStart += s.clk.note(ev.TS, ev.TS-ev.NoiseStart-ev.NoiseNS)
 	}
 	l.evs = append(l.evs, ev)
 	s.latest = max(s.latest, ev.TS)

@@ -106,7 +106,12 @@ func readAllRaw(t *testing.T, f *rawFormat, path string, cpu int) []Event {
 	defer unix.Close(fd)
 	var evs []Event
 	page := make([]byte, os.Getpagesize())
-	for {
+	// The buffer is 1 MB a CPU and tracing is off: more pages than that
+	// is a pipe that does not drain.
+	for pages := 0; ; pages++ {
+		if pages > 2*1024*1024/len(page) {
+			t.Fatalf("%s: %d pages read and still not empty", path, pages)
+		}
 		n, err := unix.Read(fd, page)
 		if err == unix.EAGAIN || (err == nil && n == 0) {
 			return evs

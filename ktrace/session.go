@@ -249,9 +249,7 @@ func (s *Session) read() {
 			continue
 		}
 		if err != nil {
-			s.mu.Lock()
-			s.err = fmt.Errorf("tracefs: read trace_pipe: %w", err)
-			s.mu.Unlock()
+			s.fail(fmt.Errorf("tracefs: read trace_pipe: %w", err))
 			return
 		}
 		data := append(partial, buf[:n]...)

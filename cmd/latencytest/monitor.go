@@ -70,17 +70,7 @@ func monitorMain(args []string, stdout, stderr io.Writer) int {
 	if merr := stopMetrics(!badinput.Is(err)); merr != nil && err == nil {
 		err = merr
 	}
-	switch {
-	case badinput.Is(err):
-		fmt.Fprintf(stderr, "latencytest monitor: %v\n", err)
-		return 2
-	case err != nil:
-		fmt.Fprintf(stderr, "latencytest monitor: %v\n", err)
-		return 1
-	case ctx.Err() != nil:
-		return 130
-	}
-	return 0
+	return measureExit("monitor", ctx, err, stderr)
 }
 
 // config validates the flags into the runner configuration of one

@@ -130,17 +130,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if merr := stopMetrics(!badinput.Is(err)); merr != nil && err == nil {
 		err = merr
 	}
-	switch {
-	case badinput.Is(err):
-		fmt.Fprintf(stderr, "latencytest run: %v\n", err)
-		return 2
-	case err != nil:
-		fmt.Fprintf(stderr, "latencytest run: %v\n", err)
-		return 1
-	case ctx.Err() != nil:
-		return 130
-	}
-	return 0
+	return measureExit("run", ctx, err, stderr)
 }
 
 // streamFlags defines the flags `run` and `monitor` share: the driver and
@@ -488,4 +478,20 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, doc s
 		return 2, false
 	}
 	return 0, true
+}
+
+// measureExit is run's and monitor's exit code: 2 for bad input, 1 for a
+// failure (each said in one line), 130 when interrupted, else 0.
+func measureExit(cmd string, ctx context.Context, err error, stderr io.Writer) int {
+	switch {
+	case badinput.Is(err):
+		fmt.Fprintf(stderr, "latencytest %s: %v\n", cmd, err)
+		return 2
+	case err != nil:
+		fmt.Fprintf(stderr, "latencytest %s: %v\n", cmd, err)
+		return 1
+	case ctx.Err() != nil:
+		return 130
+	}
+	return 0
 }

@@ -24,9 +24,10 @@ type Recorder struct {
 	done chan struct{}
 
 	mu       sync.Mutex
-	spikes   []rundata.Spike
+	spikes   []rundata.Spike // since the last Cut
 	perPhase map[int]int
 	dropped  int64
+	lostCut  int64 // the session's lost events at the last Cut
 	pending  sync.WaitGroup
 }
 
@@ -100,7 +101,7 @@ func (r *Recorder) run() {
 }
 
 // Flush waits until every spike offered so far is explained, and returns
-// all spikes of the run so far.
+// all spikes of the run so far (since the last Cut).
 func (r *Recorder) Flush() []rundata.Spike {
 	r.pending.Wait()
 	r.mu.Lock()
@@ -108,13 +109,38 @@ func (r *Recorder) Flush() []rundata.Spike {
 	return append([]rundata.Spike(nil), r.spikes...)
 }
 
-// Close explains what is left, stops the trace and says what was recorded.
+// Cut ends a part of a run that is recorded apart (a rotation of
+// latencytest monitor, which traces on): it waits until every spike
+// offered so far is explained, says what was recorded since the last Cut,
+// and starts afresh: Flush returns the spikes offered after it, and each
+// phase may have maxPerPhase again. Memory stays flat however long the
+// run.
+func (r *Recorder) Cut() rundata.Trace {
+	r.pending.Wait()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t := r.info()
+	if err := r.s.Err(); err != nil {
+		t.Note = err.Error()
+	}
+	r.spikes, r.perPhase, r.dropped, r.lostCut = nil, map[int]int{}, 0, r.lostCut+t.Lost
+	return t
+}
+
+// info is what was recorded since the last Cut.
+func (r *Recorder) info() rundata.Trace {
+	t := rundata.Trace{Enabled: true, AboveNS: r.above, Lost: r.s.Lost() - r.lostCut, Dropped: r.dropped}
+	t.Osnoise, t.OsnoiseNote = r.s.Osnoise()
+	return t
+}
+
+// Close explains what is left, stops the trace and says what was recorded
+// (since the last Cut).
 func (r *Recorder) Close() rundata.Trace {
 	r.pending.Wait()
 	close(r.in)
 	<-r.done
-	t := rundata.Trace{Enabled: true, AboveNS: r.above, Lost: r.s.Lost(), Dropped: r.dropped}
-	t.Osnoise, t.OsnoiseNote = r.s.Osnoise()
+	t := r.info()
 	if err := r.s.Stop(); err != nil {
 		t.Note = err.Error()
 	} else if err := r.s.Err(); err != nil {

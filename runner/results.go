@@ -282,14 +282,15 @@ func (r *results) dropSamples(ph *rundata.Phase, f *os.File) {
 }
 
 // phaseOpened is called when ph's stream has opened, before its first
-// period: it records in run.json what the engine was granted (the stream
-// for the first phase, the nominal CPU loop, the start) and keeps ph's
+// period (or when a rotation hands ph over to this directory): it records
+// in run.json what the engine was granted (the stream for the first
+// phase, the nominal CPU loop, the start) and keeps ph's
 // samples file (nil: none) current until the returned stop, which waits
 // for that run.json write too. The write goes on in the background: the
 // parent must read the engine's periods meanwhile, and the previous
 // run.json already names the phase and its file.
-func (r *results) phaseOpened(run *rundata.Run, ph *rundata.Phase, nominalDSP int64, acc *accumulator, file *os.File) (stop func() error, err error) {
-	ph.StartMonoNS = monoNow()
+func (r *results) phaseOpened(run *rundata.Run, ph *rundata.Phase, start, nominalDSP int64, acc *accumulator, file *os.File) (stop func() error, err error) {
+	ph.StartMonoNS = start
 	ph.CPULoop.NominalUS = float64(nominalDSP) / 1000
 	if acc.writer != nil { // the file says from now on when the phase began
 		if err := acc.writer.Begin(ph.StartMonoNS); err != nil {

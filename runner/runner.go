@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -89,6 +90,19 @@ type Config struct {
 	// OnSpike, if not nil, sees every spike the tracer explains.
 	OnSpike func(rundata.Spike)
 
+	// Rotate, for a run of one phase (latencytest monitor), hands the
+	// phase over to a new results directory every Rotate of stream time
+	// while one engine measures on (rotate.go); 0: never. Duration 0
+	// then runs until ctx ends.
+	Rotate time.Duration
+	// NextOut names the results directory of the rotation that starts
+	// at start (it must not exist).
+	NextOut func(start time.Time) (string, error)
+	// Rotated, if not nil, is called with each results directory a
+	// rotation completed (not the last, which Run completes and
+	// returns), on the goroutine that reads the samples.
+	Rotated func(dir string)
+
 	Stdout   io.Writer // summary
 	Stderr   io.Writer // progress and xrun lines
 	Progress ProgressMode
@@ -101,17 +115,21 @@ type Config struct {
 // too (see results.go). Bad input (internal/badinput) means --out cannot
 // be a results directory, or the engine's driver refused the device or its
 // settings before any stream opened; the results directory is then left
-// as it was, as nothing was measured.
+// as it was, as nothing was measured. With cfg.Rotate, what Run returns
+// is the last results directory's run.
 func Run(ctx context.Context, cfg Config) (*rundata.Run, error) {
+	if cfg.Rotate > 0 && (len(cfg.Tests) != 1 || cfg.Repeat > 1 || cfg.NextOut == nil) {
+		return nil, errors.New("runner: Rotate needs one phase and NextOut")
+	}
 	run := newRun(cfg)
 	res, err := openResults(cfg.Out, run)
 	if err != nil {
 		return nil, err
 	}
-	defer res.close()
 	nice.SetAll(parentNice) // best effort: needs CAP_SYS_NICE
 	s := &session{cfg: cfg, pr: newPrinter(cfg.Stderr, cfg.Progress), run: run, res: res, acts: map[int]float64{},
 		names: repeated(cfg.Tests, cfg.Repeat)}
+	defer func() { s.res.close() }() // a rotation replaces s.res
 	defer s.separate()()
 	defer s.liftBudget(ctx)()
 	if cfg.Trace {
@@ -127,23 +145,24 @@ func Run(ctx context.Context, cfg Config) (*rundata.Run, error) {
 		}
 		err := s.phase(ctx, i, name)
 		if badinput.Is(err) && !s.opened {
-			res.discard()
+			s.res.discard()
 			return nil, err
 		}
 		if err != nil {
-			run.End = nowWall()
-			run.Interrupted, run.Incomplete = true, false
-			res.writeRun(run)
-			return run, fmt.Errorf("phase %s: %w", name, err)
+			s.run.End = nowWall()
+			s.run.Interrupted, s.run.Incomplete = true, false
+			s.res.writeRun(s.run)
+			return s.run, fmt.Errorf("phase %s: %w", name, err)
 		}
-		if err := res.writeRun(run); err != nil {
-			return run, err
+		if err := s.res.writeRun(s.run); err != nil {
+			return s.run, err
 		}
 	}
-	return run, s.finish(ctx)
+	return s.run, s.finish(ctx)
 }
 
-// session is a run in progress.
+// session is a run in progress. run, res, hists and acts are the
+// current results directory's (a rotation replaces them).
 type session struct {
 	cfg    Config
 	pr     *printer
@@ -242,15 +261,21 @@ func (s *session) phase(ctx context.Context, i int, name string) error {
 		}
 		return err
 	}
+	s.phaseEnded(&ph, acc)
+	return err
+}
+
+// phaseEnded adds the phase measured into acc to the results directory's
+// run, with its spikes.
+func (s *session) phaseEnded(ph *rundata.Phase, acc *accumulator) {
 	s.acts[len(s.run.Phases)] = float64(acc.lastLat) / 1000
-	s.run.Phases = append(s.run.Phases, ph)
+	s.run.Phases = append(s.run.Phases, *ph)
 	s.hists = append(s.hists, acc.hist)
 	if s.trace != nil {
 		if terr := s.trace.write(s.res, &s.run.Phases[len(s.run.Phases)-1]); terr != nil {
 			s.pr.linef("trace: %v", terr)
 		}
 	}
-	return err
 }
 
 // stopLoad stops the phase's load and keeps its figures, and its error
@@ -271,11 +296,22 @@ func (s *session) stopLoad(load Load, ph *rundata.Phase) {
 // and prints the summary.
 func (s *session) finish(ctx context.Context) error {
 	s.run.End = nowWall()
-	s.run.Interrupted, s.run.Incomplete = ctx.Err() != nil, false
+	var trace *rundata.Trace
 	if s.trace != nil {
-		s.run.Trace = s.trace.stop()
-		if s.run.Trace.Enabled && s.run.Trace.Note != "" { // a trace that did not start said so then
-			s.pr.linef("trace: %s", s.run.Trace.Note)
+		trace = s.trace.stop()
+	}
+	return s.complete(ctx.Err() != nil, trace)
+}
+
+// complete ends the current results directory, whose run's End is set:
+// its final run.json with trace (nil without one), the histogram file
+// and the report, and the summary.
+func (s *session) complete(interrupted bool, trace *rundata.Trace) error {
+	s.run.Interrupted, s.run.Incomplete = interrupted, false
+	if trace != nil {
+		s.run.Trace = trace
+		if trace.Enabled && trace.Note != "" { // a trace that did not start said so then
+			s.pr.linef("trace: %s", trace.Note)
 		}
 	}
 	if err := s.res.writeRun(s.run); err != nil {
@@ -287,11 +323,11 @@ func (s *session) finish(ctx context.Context) error {
 		}
 	}
 	if s.cfg.Render != nil {
-		if err := s.cfg.Render(s.cfg.Out); err != nil {
+		if err := s.cfg.Render(s.res.path); err != nil {
 			s.pr.linef("report: %v", err)
 		}
 	}
-	summary(s.cfg.Stdout, s.run, s.acts, s.cfg.Out)
+	summary(s.cfg.Stdout, s.run, s.acts, s.res.path)
 	return nil
 }
 
@@ -303,36 +339,43 @@ func setShape(run *rundata.Run) {
 	}
 }
 
-// runPhase runs the engine for one phase and fills ph. opened reports
-// whether any engine has opened its stream in this run.
+// runPhase runs the engine for one phase and fills ph. With cfg.Rotate
+// the phase is handed over to a new results directory at every rotation
+// (rotate.go): ph is then the last directory's.
 func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, s *session, index int) (*accumulator, error) {
-	r := &phaseRun{cfg: cfg, i: i, index: index, ph: ph, run: s.run, pr: s.pr, opened: &s.opened, out: s.res, trace: s.trace,
-		stopProgress: func() {}, stopSync: func() error { return nil }}
-	run, pr, out := s.run, s.pr, s.res
+	r := &phaseRun{cfg: cfg, i: i, index: index, ph: ph, s: s, stopProgress: func() {}, stopSync: func() error { return nil }}
 	defer r.closeFile()
 	ph.StartWall = nowWall()
 	// The phase is listed in run.json, with its samples file, before its
 	// engine starts: a kill from now on leaves it there, incomplete.
 	var err error
-	if r.file, err = out.phaseStarting(run, ph, i, cfg.NoSamples); err != nil {
+	if r.file, err = s.res.phaseStarting(s.run, ph, i, cfg.NoSamples); err != nil {
 		return nil, err
 	}
+	ctx, r.cancel = context.WithCancel(ctx)
+	defer r.cancel()
 	res, err := runEngine(ctx, cfg, engineRequestOf(cfg), r.sample, r.hello)
+	if err == nil {
+		err = r.rot.err
+	}
 	r.stopProgress()
 	syncErr := r.stopSync()
 	ph.EndWall = nowWall()
 	ph.Incomplete = false
 	if r.acc == nil {
-		out.dropSamples(ph, r.file)
+		s.res.dropSamples(ph, r.file)
 		r.file = nil
 		return nil, err
 	}
 	if res != nil {
 		ph.StartMonoNS = res.bye.Start
-		ph.Lost = int64(res.bye.Lost)
+		ph.Lost = int64(res.bye.Lost) - r.rot.lostBefore
 		if res.killed {
-			pr.linef("[%s] the engine did not stop within %v of SIGTERM: killed", ph.Name, engineGrace)
+			s.pr.linef("[%s] the engine did not stop within %v of SIGTERM: killed", ph.Name, engineGrace)
 		}
+	}
+	if r.rot.start != 0 { // a rotating phase's directory starts at its boundary
+		ph.StartMonoNS = r.rot.start
 	}
 	return r.acc, r.finish(err, syncErr)
 }
@@ -343,7 +386,7 @@ func engineRequestOf(cfg Config) engineRequest {
 		Driver:     cfg.Driver,
 		Config:     cfg.Audio,
 		CPULoad:    cfg.CPULoad,
-		DurationNS: int64(cfg.Duration),
+		DurationNS: int64(cfg.Duration), // 0: until stopped
 		StallAt:    -1,
 		RT:         cfg.RT,
 	}
@@ -358,61 +401,74 @@ type phaseRun struct {
 	cfg          Config
 	i            int
 	ph           *rundata.Phase
-	run          *rundata.Run
-	pr           *printer
-	opened       *bool
-	out          *results
-	trace        *spikeTrace // nil without --trace
-	index        int         // the phase's index in run.json
-	file         *os.File    // the samples file (nil with NoSamples)
+	s            *session
+	index        int      // the phase's index in run.json
+	file         *os.File // the samples file (nil with NoSamples)
 	acc          *accumulator
+	opened       engineHello // what the engine opened
 	stopProgress func()
 	stopSync     func() error // ends the samples file's periodic flush and sync
+	cancel       func()       // stops the engine
+	rot          rotation     // with cfg.Rotate
 }
 
-// hello sets the phase up once the engine has opened its stream: the
-// samples file, the accumulator, what the driver and kernel granted (in
-// the first phase), the progress display.
+// hello sets the phase up once the engine has opened its stream: what
+// the driver and kernel granted (in the first phase), the accounting of
+// its periods, the tracer's audio thread.
 func (r *phaseRun) hello(h engineHello) error {
-	*r.opened = true
-	g := h.Granted
+	r.s.opened = true
+	r.opened = h
+	if r.s.run.RT.Obtained.Policy == "" {
+		r.granted(h)
+	}
+	if err := r.open(monoNow()); err != nil {
+		return err
+	}
+	if r.s.trace != nil {
+		r.s.trace.phase(r.index, ktrace.Thread{TID: h.TID, Comm: h.Comm}, r.ph.Stressor)
+	}
+	return nil
+}
+
+// open starts accounting the phase's periods into its results directory,
+// the phase beginning at start (CLOCK_MONOTONIC ns): the samples file's
+// writer, the accumulator, the progress display.
+func (r *phaseRun) open(start int64) error {
+	g := r.opened.Granted
 	shape := audioShape{Rate: g.Rate, PeriodFrames: g.PeriodFrames, Periods: g.Periods}
 	var w *rundata.SampleWriter
 	if r.file != nil {
 		w = rundata.NewSampleWriter(r.file, rundata.NewSampleHeader(g.Rate, g.PeriodFrames, g.Periods))
 	}
 	r.acc = newAccumulator(w, shape, r.xrunLine)
-	r.acc.nominalDSP = h.NominalDSP
-	if r.run.RT.Obtained.Policy == "" {
-		r.granted(h)
-	}
-	stop, err := r.out.phaseOpened(r.run, r.ph, h.NominalDSP, r.acc, r.file)
+	r.acc.nominalDSP = r.opened.NominalDSP
+	stop, err := r.s.res.phaseOpened(r.s.run, r.ph, start, r.opened.NominalDSP, r.acc, r.file)
 	if err != nil {
 		return err
 	}
 	r.stopSync = stop
-	if r.trace != nil {
-		r.trace.phase(r.index, ktrace.Thread{TID: h.TID, Comm: h.Comm}, r.ph.Stressor)
-	}
-	r.stopProgress = r.pr.progress(r.ph.Name, r.cfg.Duration, r.acc)
+	r.stopProgress = r.s.pr.progress(r.ph.Name, r.cfg.Duration, r.acc)
 	return nil
 }
 
 // sample takes a period's sample from the engine.
 func (r *phaseRun) sample(s *rundata.Sample) {
+	if r.cfg.Rotate > 0 {
+		r.rotation(s)
+	}
 	r.acc.sample(s)
 	if r.cfg.OnSample != nil {
 		r.cfg.OnSample(s)
 	}
-	if r.trace != nil {
-		r.trace.offer(s)
+	if r.s.trace != nil {
+		r.s.trace.offer(s)
 	}
 }
 
 // granted records, in the first phase, what the driver and kernel
 // granted.
 func (r *phaseRun) granted(h engineHello) {
-	run, g := r.run, h.Granted
+	run, g := r.s.run, h.Granted
 	run.RT = h.RT
 	run.Device, run.Format = g.Device, g.Format
 	run.Rate, run.Channels, run.PeriodFrames, run.Periods = g.Rate, g.Channels, g.PeriodFrames, g.Periods
@@ -420,17 +476,17 @@ func (r *phaseRun) granted(h engineHello) {
 	run.DriverNotes = g.Notes
 	setShape(run)
 	for _, n := range g.Notes {
-		r.pr.linef("%s: %s", run.Driver, n)
+		r.s.pr.linef("%s: %s", run.Driver, n)
 	}
 	for _, ref := range h.RT.Refused {
-		r.pr.linef("not obtained: %s", ref)
+		r.s.pr.linef("not obtained: %s", ref)
 	}
 }
 
 // xrunLine prints an xrun as aplay does, or says what a pointer jump is.
 func (r *phaseRun) xrunLine(s *rundata.Sample) {
 	if s.Xrun == 0 {
-		r.pr.linef("[%s] pointer jump at period %d: the hardware pointer fell a buffer or more behind the card's clock (a period interrupt more than a buffer late; the kernel reported no xrun, and it is not counted as one)", r.ph.Name, s.Index)
+		r.s.pr.linef("[%s] pointer jump at period %d: the hardware pointer fell a buffer or more behind the card's clock (a period interrupt more than a buffer late; the kernel reported no xrun, and it is not counted as one)", r.ph.Name, s.Index)
 		return
 	}
 	kind := "underrun"
@@ -442,7 +498,7 @@ func (r *phaseRun) xrunLine(s *rundata.Sample) {
 	case s.Flags&rundata.FlagSimulated != 0:
 		sim = " (simulated)"
 	}
-	r.pr.linef("[%s] %s!!! (at least %.3f ms long)%s", r.ph.Name, kind, float64(s.Xrun)/1e6, sim)
+	r.s.pr.linef("[%s] %s!!! (at least %.3f ms long)%s", r.ph.Name, kind, float64(s.Xrun)/1e6, sim)
 }
 
 // finish flushes the samples file and fills the phase's statistics; err

@@ -80,6 +80,19 @@ func (t *spikeTrace) write(out *results, ph *rundata.Phase) error {
 	return rundata.WriteFileAtomicIn(out.root, rundata.SpikesFile, b)
 }
 
+// cut ends a results directory of a rotating run: the spikes written
+// into it are forgotten, the next directory starts with none and a fresh
+// per-phase limit, and what is returned is what the trace recorded for
+// the directory ended.
+func (t *spikeTrace) cut() *rundata.Trace {
+	if t.rec == nil {
+		info := t.info
+		return &info
+	}
+	info := t.rec.Cut()
+	return &info
+}
+
 // stop ends the trace, leaving the tracer as it was found, and says what
 // was recorded. It may be called more than once.
 func (t *spikeTrace) stop() *rundata.Trace {

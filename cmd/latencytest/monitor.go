@@ -113,32 +113,28 @@ func (m *monitorFlags) config(fs *flag.FlagSet, f *runFlags, aplay *aplayFlags, 
 	cfg.Command = append([]string{"latencytest", "monitor"}, args...)
 	cfg.Progress = runner.ProgressNone
 	cfg.Checks, cfg.RTTasks = checks(cfg.RT)
+	cfg.Duration, cfg.Rotate = 0, m.rotate // one engine, until stopped
 	return cfg, nil
 }
 
-// loop runs one rotation after another into base/YYYYMMDD-HHMMSS until ctx
-// ends, each a whole run of its own engine: the periods of a rotation are
-// those its engine measured, counted once in its directory and once in
-// the metrics. An interrupted rotation is completed as a run (interrupted
-// in run.json). Bad input in the first rotation (the driver refused the
+// loop measures into base/YYYYMMDD-HHMMSS, one directory per rotation,
+// until ctx ends: one run of one engine, whose phase the runner hands
+// over to a new directory at every rotation (runner.Config.Rotate), so
+// that the stream is measured without a gap; every period is counted
+// once in its directory and once in the metrics. The last rotation is
+// completed as an interrupted run. Bad input (the driver refused the
 // device) leaves nothing behind.
 func (m *monitorFlags) loop(ctx context.Context, cfg runner.Config, set *metrics.Set, stderr io.Writer) error {
 	base := cfg.Out
 	_, statErr := os.Lstat(base)
 	made := errors.Is(statErr, fs.ErrNotExist)
-	for first := true; ctx.Err() == nil; first = false {
-		dir, err := rotationDir(base, time.Now())
-		if err != nil {
-			return err
-		}
-		cfg.Out = dir
-		_, err = runner.Run(ctx, cfg)
-		if err != nil {
-			if first && made && badinput.Is(err) {
-				os.Remove(base) // only if empty: what the run created
-			}
-			return err
-		}
+	dir, err := rotationDir(base, time.Now())
+	if err != nil {
+		return err
+	}
+	cfg.Out = dir
+	cfg.NextOut = func(start time.Time) (string, error) { return rotationDir(base, start.Local()) }
+	cfg.Rotated = func(string) {
 		if set != nil {
 			set.Rotated()
 		}
@@ -146,6 +142,13 @@ func (m *monitorFlags) loop(ctx context.Context, cfg runner.Config, set *metrics
 			fmt.Fprintf(stderr, "latencytest monitor: %v\n", err)
 		}
 	}
+	if _, err := runner.Run(ctx, cfg); err != nil {
+		if made && badinput.Is(err) {
+			os.Remove(base) // only if empty: what the run created
+		}
+		return err
+	}
+	cfg.Rotated(dir)
 	return nil
 }
 

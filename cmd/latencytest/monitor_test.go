@@ -13,6 +13,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"latencytest/rundata"
 )
 
 func TestMonitorBadFlags(t *testing.T) {
@@ -49,11 +51,14 @@ func TestMonitorBadFlags(t *testing.T) {
 	}
 }
 
-// Rotations: every period measured is in exactly one results directory,
-// and the directories' periods add up to the metrics' count; the
-// directories follow each other without overlap; the last one, cut by
-// Ctrl-C, is a complete run that report renders; the metrics file is
-// valid and alone in its directory.
+// Rotations: one engine measures the whole time, and every period it
+// measured is in exactly one results directory: each directory takes the
+// periods due in its rotation, the first period of a directory is due one
+// period after the previous directory's last (no gap at the boundary, no
+// period twice), run.json's instants meet, and the directories' periods
+// add up to the metrics' count. The last one, cut by Ctrl-C, is a complete
+// run that report renders; the metrics file is valid and alone in its
+// directory.
 func TestMonitorRotation(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "res")
@@ -61,19 +66,29 @@ func TestMonitorRotation(t *testing.T) {
 	if err := os.Mkdir(filepath.Dir(prom), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd, se := started(t, nil, "metrics: http://", "monitor", "--rotate", "2s", "--keep", "0", "--out", out,
+	const rotate = time.Second
+	cmd, se := started(t, nil, "metrics: http://", "monitor", "--rotate", rotate.String(), "--keep", "0", "--out", out,
 		"--listen", "127.0.0.1:0", "--metrics-file", prom)
-	time.Sleep(7 * time.Second)
+	engines := map[int]bool{}
+	for end := time.Now().Add(4500 * time.Millisecond); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		for _, pid := range children(cmd.Process.Pid, "__engine") {
+			engines[pid] = true
+		}
+	}
 	cmd.Process.Signal(syscall.SIGINT)
 	if code, _ := exitCode(t, cmd, time.Now()); code != 130 {
 		t.Fatalf("exit %d, want 130: %s", code, se)
 	}
+	if len(engines) != 1 {
+		t.Errorf("%d engine processes over the rotations (%v), want one", len(engines), engines)
+	}
 	names := rotations(t, out)
-	if len(names) < 3 {
-		t.Fatalf("%d rotations in 7 s of --rotate 2s: %v", len(names), names)
+	if len(names) < 4 {
+		t.Fatalf("%d rotations in 4.5 s of --rotate %v: %v", len(names), rotate, names)
 	}
 	var sum int64
-	var lastDue int64
+	var prev *rundata.Run
+	var last rundata.Sample
 	for i, name := range names {
 		run := readRun(t, filepath.Join(out, name))
 		if len(run.Phases) != 1 || run.Phases[0].Name != "idle" || run.Incomplete {
@@ -84,13 +99,32 @@ func TestMonitorRotation(t *testing.T) {
 			t.Errorf("%s: interrupted %v, want %v", name, run.Interrupted, last)
 		}
 		ss := readSamples(t, filepath.Join(out, name), ph)
-		if int64(len(ss)) != ph.Periods || ph.Periods == 0 {
-			t.Fatalf("%s: %d samples, run.json says %d periods", name, len(ss), ph.Periods)
+		if int64(len(ss)) != ph.Periods || ph.Periods == 0 || ph.Lost != 0 {
+			t.Fatalf("%s: %d samples, run.json says %d periods, %d lost", name, len(ss), ph.Periods, ph.Lost)
 		}
-		if ss[0].Due <= lastDue {
-			t.Errorf("%s: its first period (due %d) is not after the previous directory's last (%d)", name, ss[0].Due, lastDue)
+		// Due instants are stored within rundata.DueTolerance.
+		const tol = rundata.DueTolerance
+		if ss[0].Due <= ph.StartMonoNS-tol || ss[len(ss)-1].Due > ph.StartMonoNS+int64(rotate)+tol {
+			t.Errorf("%s: periods due %d to %d, outside its rotation (%d, %d]", name, ss[0].Due, ss[len(ss)-1].Due,
+				ph.StartMonoNS, ph.StartMonoNS+int64(rotate))
 		}
-		lastDue = ss[len(ss)-1].Due
+		if prev != nil {
+			periodNS := int64(run.PeriodFrames) * 1e9 / int64(run.Rate)
+			if d := prev.Phases[0].StartMonoNS + int64(rotate); ph.StartMonoNS != d {
+				t.Errorf("%s: starts at %d, the previous directory ends at %d", name, ph.StartMonoNS, d)
+			}
+			if !run.Start.Equal(prev.End) || !ph.StartWall.Equal(prev.Phases[0].EndWall) {
+				t.Errorf("%s: starts at %v (phase %v), the previous directory ends at %v (phase %v)", name,
+					run.Start, ph.StartWall, prev.End, prev.Phases[0].EndWall)
+			}
+			// After an xrun the timer driver's grid starts afresh, later.
+			gap := ss[0].Due - last.Due
+			if last.Xrun == 0 && (gap < periodNS-2*tol || gap > periodNS+2*tol) || last.Xrun != 0 && gap <= periodNS {
+				t.Errorf("%s: its first period is due %d ns after the previous directory's last (xrun %d), want one period, %d",
+					name, gap, last.Xrun, periodNS)
+			}
+		}
+		prev, last = run, ss[len(ss)-1]
 		sum += ph.Periods
 	}
 	m := promFile(t, prom)
@@ -109,8 +143,10 @@ func TestMonitorRotation(t *testing.T) {
 	if entries, _ := os.ReadDir(filepath.Dir(prom)); len(entries) != 1 {
 		t.Errorf("the metrics file's directory holds %v, want lt.prom alone", entries)
 	}
-	if r := latencytest(t, "report", filepath.Join(out, names[len(names)-1])); r.code != 0 {
-		t.Errorf("report of the interrupted rotation: exit %d: %s", r.code, r.stderr)
+	for _, n := range []string{names[1], names[len(names)-1]} { // one handed over, the interrupted one
+		if r := latencytest(t, "report", filepath.Join(out, n)); r.code != 0 {
+			t.Errorf("report of %s: exit %d: %s", n, r.code, r.stderr)
+		}
 	}
 	args := []string{"compare"}
 	for _, n := range names {

@@ -1,0 +1,140 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"latencytest/rundata"
+)
+
+// A rotating run (Config.Rotate, latencytest monitor) is one phase
+// measured by one engine, without end, whose periods go to a new results
+// directory at every rotation: the stream is never stopped, so no period
+// goes unmeasured between two directories. The cut is on the periods' due
+// instants, as run --duration's end is: with S the stream's start (the
+// first period's due less a period) and R the rotation, directory k takes
+// the periods due in (S+kR, S+(k+1)R]. It is done in the parent, on the
+// goroutine that reads the samples (the engine only ever sees "run until
+// stopped"), so a period is accounted once: into one directory, and once
+// by OnSample. While the next directory is made and the last one
+// completed, the periods wait in the engine's ring (at least 2^16 of them,
+// minutes), and a period lost there is counted in the directory it
+// belongs to.
+
+// rotation is a rotating phase's hand-over state.
+type rotation struct {
+	start      int64 // the current directory's start (CLOCK_MONOTONIC ns); 0 before the first period
+	cut        int64 // the current directory takes the periods due up to cut
+	next       int64 // the engine's index of the period after the last one seen
+	base       int64 // the engine's index of the current directory's period 0
+	lostBefore int64 // periods lost in the directories completed
+	err        error // the hand-over that failed; the engine is stopped then
+}
+
+// rotation hands the phase over to a new results directory when s is due
+// after the current one's end, and numbers s within its directory.
+func (r *phaseRun) rotation(s *rundata.Sample) {
+	rot, every := &r.rot, int64(r.cfg.Rotate)
+	switch {
+	case rot.start == 0:
+		rot.start = s.Due - r.acc.periodNS
+		rot.cut = rot.start + every
+	case s.Due > rot.cut && rot.err == nil:
+		end := rot.cut
+		for s.Due > rot.cut { // a stall longer than a rotation makes no empty directory
+			rot.cut += every
+		}
+		if err := r.handOver(end, rot.cut-every); err != nil {
+			rot.err = err
+			r.cancel()
+		}
+	}
+	rot.next = s.Index + 1
+	s.Index -= rot.base
+}
+
+// handOver completes the current results directory, whose periods were
+// due up to end, and goes on in a new one that starts at start. If the new
+// one cannot be made, the periods stay in the current one and the error
+// stops the run, which completes it as interrupted.
+func (r *phaseRun) handOver(end, start int64) error {
+	s := r.s
+	// One reading of the wall clock: a directory ends at the instant the
+	// next one starts, as run.json says.
+	endWall := wallAt(end)
+	next, err := r.nextDir(endWall.Add(time.Duration(start - end)))
+	if err != nil {
+		return fmt.Errorf("rotation: %w", err)
+	}
+	r.stopProgress()
+	syncErr := r.stopSync()
+	r.stopProgress, r.stopSync = func() {}, func() error { return nil }
+	ph, acc := r.ph, r.acc
+	ph.StartMonoNS, ph.EndWall, ph.Incomplete = r.rot.start, endWall, false
+	ph.Lost = r.rot.next - r.rot.base - acc.periods // the gaps in its indexes
+	err = r.finish(nil, syncErr)
+	s.phaseEnded(ph, acc)
+	s.run.End = endWall
+	var trace *rundata.Trace
+	if s.trace != nil {
+		trace = s.trace.cut()
+	}
+	err = errors.Join(err, s.complete(false, trace))
+	s.res.close()
+	done := s.res.path
+
+	r.rot.start, r.rot.base, r.rot.lostBefore = start, r.rot.next, r.rot.lostBefore+ph.Lost
+	s.run, s.res, s.hists, s.acts = next.run, next.res, nil, map[int]float64{}
+	*r.ph, r.file = next.ph, next.file
+	if oerr := r.open(start); oerr != nil {
+		err = errors.Join(err, oerr)
+	}
+	if s.cfg.Rotated != nil {
+		s.cfg.Rotated(done)
+	}
+	return err
+}
+
+// nextRotation is a rotation's results directory, ready for its periods.
+type nextRotation struct {
+	run  *rundata.Run
+	res  *results
+	ph   rundata.Phase
+	file *os.File
+}
+
+// nextDir makes the results directory of the rotation that starts at
+// wall, with its phase listed and its samples file made. Its run.json
+// says what the current one says of the machine, the stream and the
+// real-time setup (the same engine measures on), the checks and the
+// real-time tasks included: those were taken before the engine started,
+// as a run's are, and taken again they would find the engine itself.
+func (r *phaseRun) nextDir(wall time.Time) (*nextRotation, error) {
+	dir, err := r.cfg.NextOut(wall)
+	if err != nil {
+		return nil, err
+	}
+	run := *r.s.run
+	run.Start, run.End, run.Interrupted, run.Incomplete = wall, time.Time{}, false, true
+	run.Phases, run.Trace = []rundata.Phase{}, nil
+	res, err := openResults(dir, &run)
+	if err != nil {
+		return nil, err
+	}
+	n := &nextRotation{run: &run, res: res,
+		ph: rundata.Phase{Name: r.ph.Name, Repeat: r.ph.Repeat, Stressor: r.ph.Stressor, StartWall: wall}}
+	if n.file, err = res.phaseStarting(&run, &n.ph, r.i, r.cfg.NoSamples); err != nil {
+		res.discard()
+		res.close()
+		return nil, err
+	}
+	return n, nil
+}
+
+// wallAt is the wall clock's instant at mono (CLOCK_MONOTONIC ns), for
+// run.json's human-readable instants of a rotation's boundaries.
+func wallAt(mono int64) time.Time {
+	return nowWall().Add(-time.Duration(monoNow() - mono))
+}

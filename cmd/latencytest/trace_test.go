@@ -184,3 +184,73 @@ func TestRunTraceWithoutTracefs(t *testing.T) {
 		t.Errorf("spikes.json written without a trace: %v", err)
 	}
 }
+
+// monitor --trace over rotations: each directory's spikes.json holds the
+// spikes of its own periods (numbered within it, due in its rotation),
+// none twice, and the metrics count the spikes of all directories by
+// their largest cause; the known culprit is found.
+func TestMonitorTraceRotation(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "res")
+	prom := filepath.Join(dir, "lt.prom")
+	const rotate = time.Second
+	cmd, se := started(t, nil, "metrics: http://", "monitor", "--rotate", rotate.String(), "--keep", "0", "--affinity", "0",
+		"--period", "64", "--periods", "3", "--trace", "--out", out, "--listen", "127.0.0.1:0", "--metrics-file", prom)
+	time.Sleep(700 * time.Millisecond)
+	culprit := exec.Command(os.Args[0])
+	culprit.Env = append(os.Environ(), "LT_CULPRIT=1")
+	if _, err := culprit.Output(); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("culprit: %v (the trace test needs root)", err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	cmd.Process.Signal(unix.SIGINT)
+	if code, _ := exitCode(t, cmd, time.Now()); code != 130 {
+		t.Fatalf("exit %d, want 130: %s", code, se)
+	}
+	names := rotations(t, out)
+	if len(names) < 3 {
+		t.Fatalf("%d rotations: %v", len(names), names)
+	}
+	byCause := map[string]float64{}
+	for _, name := range names {
+		d := filepath.Join(out, name)
+		run := readRun(t, d)
+		if run.Trace == nil || !run.Trace.Enabled {
+			t.Fatalf("%s: run.json trace %+v", name, run.Trace)
+		}
+		ph := run.Phases[0]
+		samples := readSamples(t, d, ph)
+		ss, err := rundata.ReadSpikes(d)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		for _, sp := range ss {
+			if sp.Period < 0 || sp.Period >= int64(len(samples)) {
+				t.Errorf("%s: spike at period %d of %d", name, sp.Period, len(samples))
+				continue
+			}
+			if s := samples[sp.Period]; s.Due-sp.DueNS > rundata.DueTolerance || sp.DueNS-s.Due > rundata.DueTolerance ||
+				s.Latency() != sp.LatencyNS {
+				t.Errorf("%s: spike at period %d due %d, %d ns late; the period is due %d, %d ns late",
+					name, sp.Period, sp.DueNS, sp.LatencyNS, s.Due, s.Latency())
+			}
+			if len(sp.Causes) > 0 {
+				byCause[sp.Causes[0].Kind+"/"+sp.Causes[0].Name]++
+			}
+		}
+	}
+	got := promByCause(t, prom)
+	if len(got) != len(byCause) || got[rundata.CauseThread+"/"+culpritName] == 0 {
+		t.Errorf("metrics file's spikes by cause %v, spikes.json's %v", got, byCause)
+	}
+	for k, n := range byCause {
+		if got[k] != n {
+			t.Errorf("spikes with largest cause %s: metrics file %v, the directories' spikes.json %v", k, got[k], n)
+		}
+	}
+	if left := tracerInstances(t); len(left) != 0 {
+		t.Errorf("trace instances left behind: %v", left)
+	}
+}

@@ -66,7 +66,9 @@ func (r *phaseRun) handOver(end, start int64) error {
 	endWall := wallAt(end)
 	next, err := r.nextDir(endWall.Add(time.Duration(start - end)))
 	if err != nil {
-		return fmt.Errorf("rotation: %w", err)
+		// Not bad input (%v, not %w), whatever the cause: the monitor's
+		// flags were good, and measured for a rotation or more.
+		return fmt.Errorf("rotation: %v", err)
 	}
 	r.stopProgress()
 	syncErr := r.stopSync()

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -115,6 +116,31 @@ func Start(o Options) (*Session, error) {
 	s.Own(os.Getpid(), "latencytest parent")
 	go s.read()
 	return s, nil
+}
+
+// Audio limits the wakeups recorded to those of the audio thread t, the
+// only ones the attribution reads. Under a load that switches tasks often
+// (hackbench), every other task's wakeup is one more event written on the
+// audio thread's CPUs and decoded by the parent, as many as the switches.
+// The kernel filters them before they are written. The zero Thread records
+// every wakeup again: between phases, so that the next audio thread's first
+// wakeups are kept before its id is known.
+func (s *Session) Audio(t Thread) error {
+	filter := "0" // clears the filter
+	switch {
+	case t.TID != 0:
+		filter = "pid == " + strconv.Itoa(t.TID)
+	case t.Comm != "":
+		if strings.ContainsFunc(t.Comm, func(r rune) bool { return r == '"' || r == '\\' || r < ' ' || r > '~' }) {
+			return fmt.Errorf("tracefs: audio thread name %q: not filtered on (quotes, backslashes or non-ASCII)", t.Comm)
+		}
+		filter = `comm == "` + t.Comm + `"`
+	}
+	var errs []error
+	for _, ev := range []string{"sched_wakeup", "sched_wakeup_new"} {
+		errs = append(errs, writeFile(s.inst, filepath.Join("events", "sched", ev, "filter"), filter))
+	}
+	return errors.Join(errs...)
 }
 
 // Load names the current phase's stressor, whose processes run

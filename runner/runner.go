@@ -317,6 +317,9 @@ func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, s *sess
 	if r.file, err = out.phaseStarting(run, ph, i, cfg.NoSamples); err != nil {
 		return nil, err
 	}
+	if s.trace != nil {
+		s.trace.wakeups(ktrace.Thread{})
+	}
 	res, err := runEngine(ctx, cfg, engineRequestOf(cfg), r.sample, r.hello)
 	r.stopProgress()
 	syncErr := r.stopSync()

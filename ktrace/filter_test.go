@@ -1,6 +1,7 @@
 package ktrace
 
 import (
+	"latencytest/internal/mono"
 	"runtime"
 	"testing"
 	"time"
@@ -29,12 +30,12 @@ func TestAudioFiltersWakeups(t *testing.T) {
 		if err := s.Audio(c.filter); err != nil {
 			t.Fatal(err)
 		}
-		from := monoNow()
+		from := mono.Now()
 		deadline := time.Now().Add(300 * time.Millisecond)
 		for time.Now().Before(deadline) {
 			time.Sleep(time.Millisecond)
 		}
-		to := monoNow()
+		to := mono.Now()
 		own, others := wakeupsBetween(t, s, audio, from, to)
 		t.Logf("%s: %d wakeups of the audio thread in 300 ms, %d of others", c.name, own, others)
 		if own == 0 {

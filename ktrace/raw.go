@@ -50,6 +50,27 @@ type rawFormat struct {
 	commitSize int // the page header's commit word: a long
 	dataOff    int // where the records start in a page
 	events     map[uint16]*rawEvent
+	names      interned
+}
+
+// interned keeps one copy of each name the records carry (commands, IRQ
+// names): they repeat in record after record, and a new string for each
+// was most of what the parent allocated under hackbench, and collected.
+type interned map[string]string
+
+// maxInterned bounds the names kept: a machine that forks without end
+// (hackbench names every task the same) cannot grow it for ever.
+const maxInterned = 4096
+
+func (n interned) get(b []byte) string {
+	if s, ok := n[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if n != nil && len(n) < maxInterned {
+		n[s] = s
+	}
+	return s
 }
 
 // loadRawFormat reads the page header and the formats of events (as
@@ -60,7 +81,7 @@ func loadRawFormat(root string, events []string) (*rawFormat, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tracefs: %w", err)
 	}
-	f := &rawFormat{events: map[uint16]*rawEvent{}}
+	f := &rawFormat{events: map[uint16]*rawEvent{}, names: interned{}}
 	if err := f.parseHeaderPage(string(hp)); err != nil {
 		return nil, err
 	}
@@ -282,7 +303,7 @@ func (f *rawFormat) decodeRecord(rec []byte, ts int64, cpu int, emit func(Event)
 	if e == nil {
 		return
 	}
-	r := rawRecord{rec, e.fields}
+	r := rawRecord{rec, e.fields, f.names}
 	ev := Event{TS: ts, CPU: cpu, Kind: e.kind}
 	switch e.kind {
 	case evSwitch:
@@ -333,8 +354,9 @@ func softirqName(vec int) string {
 
 // rawRecord reads fields of one record.
 type rawRecord struct {
-	b  []byte
-	fs map[string]rawField
+	b     []byte
+	fs    map[string]rawField
+	names interned
 }
 
 func (r rawRecord) int(name string) int {
@@ -387,7 +409,7 @@ func (r rawRecord) str(name string) string {
 	if i := indexNUL(b); i >= 0 {
 		b = b[:i]
 	}
-	return string(b)
+	return r.names.get(b)
 }
 
 func indexNUL(b []byte) int {

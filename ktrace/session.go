@@ -23,6 +23,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"latencytest/internal/mono"
 	"latencytest/rundata"
 )
 
@@ -266,7 +267,7 @@ func (s *Session) read() {
 			return
 		default:
 		}
-		n, err := unix.Read(s.fd, buf)
+		n, err := readNow(s.fd, buf)
 		if err == unix.EAGAIN || (err == nil && n == 0) {
 			unix.Poll(pfd, 100)
 			continue
@@ -371,7 +372,7 @@ func (l *cpuLog) prune(t int64) {
 func (s *Session) Explain(audio Thread, due, woke int64) rundata.Spike {
 	for {
 		s.mu.Lock()
-		if s.upTo >= woke || monoNow() > woke+traceWait || s.err != nil {
+		if s.upTo >= woke || mono.Now() > woke+traceWait || s.err != nil {
 			break
 		}
 		s.mu.Unlock()
@@ -473,12 +474,6 @@ func procPolicy(tid int) string {
 
 // traceWait is how long after a wakeup its trace may still arrive, ns.
 const traceWait = int64(time.Second)
-
-func monoNow() int64 {
-	var ts unix.Timespec
-	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	return ts.Nano()
-}
 
 // rtBudget reports whether real-time threads have a budget they can be
 // throttled at (sched_rt_runtime_us other than -1; the kernel's default

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"latencytest/internal/badinput"
+	"latencytest/internal/mono"
 	"latencytest/rundata"
 )
 
@@ -253,7 +254,7 @@ func (r *results) phaseStarting(run *rundata.Run, ph *rundata.Phase, i int, noSa
 		}
 		ph.SamplesFile = "samples/" + base
 	}
-	ph.StartMonoNS, ph.Incomplete = monoNow(), true
+	ph.StartMonoNS, ph.Incomplete = mono.Now(), true
 	if err := r.writeRun(withPhase(run, ph)); err != nil {
 		if f != nil {
 			r.dropSamples(ph, f)
@@ -289,7 +290,7 @@ func (r *results) dropSamples(ph *rundata.Phase, f *os.File) {
 // parent must read the engine's periods meanwhile, and the previous
 // run.json already names the phase and its file.
 func (r *results) phaseOpened(run *rundata.Run, ph *rundata.Phase, nominalDSP int64, acc *accumulator, file *os.File) (stop func() error, err error) {
-	ph.StartMonoNS = monoNow()
+	ph.StartMonoNS = mono.Now()
 	ph.CPULoop.NominalUS = float64(nominalDSP) / 1000
 	if acc.writer != nil { // the file says from now on when the phase began
 		if err := acc.writer.Begin(ph.StartMonoNS); err != nil {
@@ -390,11 +391,4 @@ func closeSamples(f *os.File) error {
 		err = cerr
 	}
 	return err
-}
-
-// monoNow is CLOCK_MONOTONIC, the samples' time base.
-func monoNow() int64 {
-	var ts unix.Timespec
-	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	return ts.Nano()
 }

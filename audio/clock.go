@@ -4,17 +4,14 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"latencytest/internal/mono"
 )
 
-// nanotime is the runtime's CLOCK_MONOTONIC reading through the vDSO: the
-// same clock as clock_gettime(CLOCK_MONOTONIC) and ALSA's monotonic
-// timestamps, read without a system call and without allocating.
-//
-//go:linkname nanotime runtime.nanotime
-func nanotime() int64
-
-// Now returns CLOCK_MONOTONIC in nanoseconds.
-func Now() int64 { return nanotime() }
+// Now returns CLOCK_MONOTONIC in nanoseconds: the same clock as ALSA's
+// monotonic timestamps, read without a system call and without allocating
+// (internal/mono).
+func Now() int64 { return mono.Now() }
 
 //go:linkname procPin runtime.procPin
 func procPin() int

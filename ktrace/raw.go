@@ -43,6 +43,51 @@ type rawEvent struct {
 	kind   int
 	name   string // the event's name, e.g. "local_timer_entry"
 	fields map[string]rawField
+	byIdx  []rawField // the fields the decoder reads, by fieldNames' index
+}
+
+// The fields the decoder reads, by index into rawEvent.byIdx: looked up by
+// name once per event format, not once per record (under hackbench that
+// was a tenth of the parent's CPU).
+const (
+	fPrevComm = iota
+	fPrevPID
+	fPrevPrio
+	fPrevState
+	fNextComm
+	fNextPID
+	fNextPrio
+	fComm
+	fPID
+	fPrio
+	fTargetCPU
+	fIRQ
+	fName
+	fVec
+	fStart
+	fDuration
+	fVector
+	fDesc
+	nFields
+)
+
+var fieldNames = [nFields]string{
+	fPrevComm: "prev_comm", fPrevPID: "prev_pid", fPrevPrio: "prev_prio", fPrevState: "prev_state",
+	fNextComm: "next_comm", fNextPID: "next_pid", fNextPrio: "next_prio",
+	fComm: "comm", fPID: "pid", fPrio: "prio", fTargetCPU: "target_cpu",
+	fIRQ: "irq", fName: "name", fVec: "vec", fStart: "start", fDuration: "duration", fVector: "vector", fDesc: "desc",
+}
+
+// indexed returns e's fields by index; one the event lacks is the zero
+// rawField, read as 0 or "".
+func (e *rawEvent) indexed() []rawField {
+	if e.byIdx == nil {
+		e.byIdx = make([]rawField, nFields)
+		for i, n := range fieldNames {
+			e.byIdx[i] = e.fields[n]
+		}
+	}
+	return e.byIdx
 }
 
 // rawFormat decodes an instance's pages.
@@ -50,6 +95,27 @@ type rawFormat struct {
 	commitSize int // the page header's commit word: a long
 	dataOff    int // where the records start in a page
 	events     map[uint16]*rawEvent
+	names      interned
+}
+
+// interned keeps one copy of each name the records carry (commands, IRQ
+// names): they repeat in record after record, and a new string for each
+// was most of what the parent allocated under hackbench, and collected.
+type interned map[string]string
+
+// maxInterned bounds the names kept: a machine that forks without end
+// (hackbench names every task the same) cannot grow it for ever.
+const maxInterned = 4096
+
+func (n interned) get(b []byte) string {
+	if s, ok := n[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if n != nil && len(n) < maxInterned {
+		n[s] = s
+	}
+	return s
 }
 
 // loadRawFormat reads the page header and the formats of events (as
@@ -60,7 +126,7 @@ func loadRawFormat(root string, events []string) (*rawFormat, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tracefs: %w", err)
 	}
-	f := &rawFormat{events: map[uint16]*rawEvent{}}
+	f := &rawFormat{events: map[uint16]*rawEvent{}, names: interned{}}
 	if err := f.parseHeaderPage(string(hp)); err != nil {
 		return nil, err
 	}
@@ -282,35 +348,35 @@ func (f *rawFormat) decodeRecord(rec []byte, ts int64, cpu int, emit func(Event)
 	if e == nil {
 		return
 	}
-	r := rawRecord{rec, e.fields}
+	r := rawRecord{rec, e.indexed(), f.names}
 	ev := Event{TS: ts, CPU: cpu, Kind: e.kind}
 	switch e.kind {
 	case evSwitch:
-		ev.PrevComm, ev.PrevPID, ev.PrevPrio = r.str("prev_comm"), r.int("prev_pid"), r.int("prev_prio")
+		ev.PrevComm, ev.PrevPID, ev.PrevPrio = r.str(fPrevComm), r.int(fPrevPID), r.int(fPrevPrio)
 		// Runnable: no task state below TASK_REPORT_MAX (0x100 since
 		// Linux 4.14), the way the kernel's own text prints "R".
-		ev.PrevRunnable = r.int("prev_state")&0xff == 0
-		ev.Comm, ev.PID, ev.Prio = r.str("next_comm"), r.int("next_pid"), r.int("next_prio")
+		ev.PrevRunnable = r.int(fPrevState)&0xff == 0
+		ev.Comm, ev.PID, ev.Prio = r.str(fNextComm), r.int(fNextPID), r.int(fNextPrio)
 	case evWakeup:
-		ev.Comm, ev.PID, ev.Prio, ev.TargetCPU = r.str("comm"), r.int("pid"), r.int("prio"), r.int("target_cpu")
+		ev.Comm, ev.PID, ev.Prio, ev.TargetCPU = r.str(fComm), r.int(fPID), r.int(fPrio), r.int(fTargetCPU)
 	case evIRQEntry:
-		ev.IRQ, ev.Name = r.int("irq"), r.str("name")
+		ev.IRQ, ev.Name = r.int(fIRQ), r.str(fName)
 	case evIRQExit:
-		ev.IRQ = r.int("irq")
+		ev.IRQ = r.int(fIRQ)
 	case evSoftEntry, evSoftExit:
-		ev.IRQ = r.int("vec")
+		ev.IRQ = r.int(fVec)
 		ev.Name = softirqName(ev.IRQ)
 	case evNoise:
 		ev.NoiseKind = noiseKinds[e.name]
-		ev.NoiseStart, ev.NoiseNS = int64(r.int("start")), int64(r.int("duration"))
+		ev.NoiseStart, ev.NoiseNS = int64(r.int(fStart)), int64(r.int(fDuration))
 		switch ev.NoiseKind {
 		case noiseThread:
-			ev.PID, ev.Comm = r.int("pid"), r.str("comm")
+			ev.PID, ev.Comm = r.int(fPID), r.str(fComm)
 		case noiseSoftIRQ:
-			ev.IRQ = r.int("vector")
+			ev.IRQ = r.int(fVector)
 			ev.Name = softirqName(ev.IRQ)
 		case noiseIRQ:
-			ev.IRQ, ev.Name = r.int("vector"), r.str("desc")
+			ev.IRQ, ev.Name = r.int(fVector), r.str(fDesc)
 		}
 	case evVectorEntry:
 		ev.Name = strings.TrimSuffix(e.name, "_entry")
@@ -333,13 +399,14 @@ func softirqName(vec int) string {
 
 // rawRecord reads fields of one record.
 type rawRecord struct {
-	b  []byte
-	fs map[string]rawField
+	b     []byte
+	fs    []rawField // by index (rawEvent.indexed)
+	names interned
 }
 
-func (r rawRecord) int(name string) int {
-	f, ok := r.fs[name]
-	if !ok || f.off+f.size > len(r.b) {
+func (r rawRecord) int(i int) int {
+	f := r.fs[i]
+	if f.size == 0 || f.off+f.size > len(r.b) {
 		return 0
 	}
 	ne := binary.NativeEndian
@@ -367,9 +434,9 @@ func (r rawRecord) int(name string) int {
 }
 
 // str reads a fixed char array or a __data_loc string, up to its NUL.
-func (r rawRecord) str(name string) string {
-	f, ok := r.fs[name]
-	if !ok || f.off+f.size > len(r.b) {
+func (r rawRecord) str(i int) string {
+	f := r.fs[i]
+	if f.size == 0 || f.off+f.size > len(r.b) {
 		return ""
 	}
 	b := r.b[f.off : f.off+f.size]
@@ -387,7 +454,7 @@ func (r rawRecord) str(name string) string {
 	if i := indexNUL(b); i >= 0 {
 		b = b[:i]
 	}
-	return string(b)
+	return r.names.get(b)
 }
 
 func indexNUL(b []byte) int {

@@ -2,11 +2,13 @@ package ktrace
 
 import (
 	"fmt"
+	"latencytest/internal/mono"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -97,8 +99,8 @@ func (s *Session) readRaw() {
 		busy := false
 		for i := range r.cpus {
 			c := &r.cpus[i]
-			before := monoNow()
-			n, err := unix.Read(c.fd, page)
+			before := mono.Now()
+			n, err := readNow(c.fd, page)
 			switch {
 			case err == unix.EAGAIN || (err == nil && n == 0):
 				s.addRaw(c, nil, 0, before) // drained: nothing before it is left
@@ -155,4 +157,22 @@ func (s *Session) fail(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.err = err
+}
+
+// readNow reads from fd, opened O_NONBLOCK, without telling the Go
+// scheduler a system call began: it never blocks, and a read the runtime
+// knows of lets its sysmon thread take the goroutine's P away whenever the
+// read outlasts one of its ticks (20 µs; a trace page copied while the
+// host or a load preempts the reader does). Every P taken back keeps
+// sysmon waking every 20 µs: under hackbench that was a fifth of the
+// parent's CPU (perf, docs/spikes.md).
+func readNow(fd int, p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	n, _, errno := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
 }

@@ -16,12 +16,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"latencytest/internal/mono"
 	"latencytest/rundata"
 )
 
@@ -115,6 +117,31 @@ func Start(o Options) (*Session, error) {
 	s.Own(os.Getpid(), "latencytest parent")
 	go s.read()
 	return s, nil
+}
+
+// Audio limits the wakeups recorded to those of the audio thread t, the
+// only ones the attribution reads. Under a load that switches tasks often
+// (hackbench), every other task's wakeup is one more event written on the
+// audio thread's CPUs and decoded by the parent, as many as the switches.
+// The kernel filters them before they are written. The zero Thread records
+// every wakeup again: between phases, so that the next audio thread's first
+// wakeups are kept before its id is known.
+func (s *Session) Audio(t Thread) error {
+	filter := "0" // clears the filter
+	switch {
+	case t.TID != 0:
+		filter = "pid == " + strconv.Itoa(t.TID)
+	case t.Comm != "":
+		if strings.ContainsFunc(t.Comm, func(r rune) bool { return r == '"' || r == '\\' || r < ' ' || r > '~' }) {
+			return fmt.Errorf("tracefs: audio thread name %q: not filtered on (quotes, backslashes or non-ASCII)", t.Comm)
+		}
+		filter = `comm == "` + t.Comm + `"`
+	}
+	var errs []error
+	for _, ev := range []string{"sched_wakeup", "sched_wakeup_new"} {
+		errs = append(errs, writeFile(s.inst, filepath.Join("events", "sched", ev, "filter"), filter))
+	}
+	return errors.Join(errs...)
 }
 
 // Load names the current phase's stressor, whose processes run
@@ -240,7 +267,7 @@ func (s *Session) read() {
 			return
 		default:
 		}
-		n, err := unix.Read(s.fd, buf)
+		n, err := readNow(s.fd, buf)
 		if err == unix.EAGAIN || (err == nil && n == 0) {
 			unix.Poll(pfd, 100)
 			continue
@@ -345,7 +372,7 @@ func (l *cpuLog) prune(t int64) {
 func (s *Session) Explain(audio Thread, due, woke int64) rundata.Spike {
 	for {
 		s.mu.Lock()
-		if s.upTo >= woke || monoNow() > woke+traceWait || s.err != nil {
+		if s.upTo >= woke || mono.Now() > woke+traceWait || s.err != nil {
 			break
 		}
 		s.mu.Unlock()
@@ -447,12 +474,6 @@ func procPolicy(tid int) string {
 
 // traceWait is how long after a wakeup its trace may still arrive, ns.
 const traceWait = int64(time.Second)
-
-func monoNow() int64 {
-	var ts unix.Timespec
-	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	return ts.Nano()
-}
 
 // rtBudget reports whether real-time threads have a budget they can be
 // throttled at (sched_rt_runtime_us other than -1; the kernel's default

@@ -2,6 +2,7 @@ package ktrace
 
 import (
 	"fmt"
+	"latencytest/internal/mono"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -281,7 +282,7 @@ func inBurst(b [2]int64, l late) bool {
 // spikes at the end of a phase does not wait a second each.
 func TestExplainDoesNotWaitForAQuietTrace(t *testing.T) {
 	s := &Session{cpus: map[int]*cpuLog{}, names: newProcNames()}
-	now := monoNow()
+	now := mono.Now()
 	start := time.Now()
 	for range 50 {
 		s.Explain(Thread{TID: 1}, now-3e9, now-2e9)
@@ -290,7 +291,7 @@ func TestExplainDoesNotWaitForAQuietTrace(t *testing.T) {
 		t.Errorf("50 old spikes took %v to explain on a quiet trace, want at once", d)
 	}
 	start = time.Now()
-	s.Explain(Thread{TID: 1}, now-1e6, monoNow())
+	s.Explain(Thread{TID: 1}, now-1e6, mono.Now())
 	if d := time.Since(start); d < 900*time.Millisecond {
 		t.Errorf("a fresh spike on a quiet trace waited %v, want a second for its events", d)
 	}

@@ -13,8 +13,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"golang.org/x/sys/unix"
 
+	"latencytest/internal/mono"
 	"latencytest/rundata"
 )
 
@@ -60,7 +60,7 @@ func New(l Labels) *Set {
 		"driver": l.Driver, "device": device, "period_frames": strconv.Itoa(l.PeriodFrames),
 		"kernel": l.Kernel, "host": l.Host,
 	}, reg)
-	s := &Set{reg: reg, now: monoNow}
+	s := &Set{reg: reg, now: mono.Now}
 	s.latency = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "latencytest_wakeup_latency_seconds",
 		Help:    "How late the audio thread woke up after its period was due.",
@@ -166,11 +166,4 @@ func (w *worstWindow) max(now int64) int64 {
 		}
 	}
 	return worst
-}
-
-// monoNow is CLOCK_MONOTONIC, the samples' time base.
-func monoNow() int64 {
-	var ts unix.Timespec
-	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	return ts.Nano()
 }

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"latencytest/internal/badinput"
+	"latencytest/internal/mono"
 	"latencytest/rundata"
 )
 
@@ -253,7 +254,7 @@ func (r *results) phaseStarting(run *rundata.Run, ph *rundata.Phase, i int, noSa
 		}
 		ph.SamplesFile = "samples/" + base
 	}
-	ph.StartMonoNS, ph.Incomplete = monoNow(), true
+	ph.StartMonoNS, ph.Incomplete = mono.Now(), true
 	if err := r.writeRun(withPhase(run, ph)); err != nil {
 		if f != nil {
 			r.dropSamples(ph, f)
@@ -391,11 +392,4 @@ func closeSamples(f *os.File) error {
 		err = cerr
 	}
 	return err
-}
-
-// monoNow is CLOCK_MONOTONIC, the samples' time base.
-func monoNow() int64 {
-	var ts unix.Timespec
-	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	return ts.Nano()
 }

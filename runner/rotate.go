@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"latencytest/internal/mono"
 	"latencytest/rundata"
 )
 
@@ -135,8 +136,8 @@ func (r *phaseRun) nextDir(wall time.Time) (*nextRotation, error) {
 	return n, nil
 }
 
-// wallAt is the wall clock's instant at mono (CLOCK_MONOTONIC ns), for
+// wallAt is the wall clock's instant at at (CLOCK_MONOTONIC ns), for
 // run.json's human-readable instants of a rotation's boundaries.
-func wallAt(mono int64) time.Time {
-	return nowWall().Add(-time.Duration(monoNow() - mono))
+func wallAt(at int64) time.Time {
+	return nowWall().Add(-time.Duration(mono.Now() - at))
 }

@@ -13,6 +13,7 @@ import (
 	"latencytest/audio"
 	"latencytest/internal/badinput"
 	"latencytest/internal/child"
+	"latencytest/internal/mono"
 	"latencytest/internal/nice"
 	"latencytest/ktrace"
 	"latencytest/rundata"
@@ -352,6 +353,9 @@ func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, s *sess
 	if r.file, err = s.res.phaseStarting(s.run, ph, i, cfg.NoSamples); err != nil {
 		return nil, err
 	}
+	if s.trace != nil {
+		s.trace.wakeups(ktrace.Thread{})
+	}
 	ctx, r.cancel = context.WithCancel(ctx)
 	defer r.cancel()
 	res, err := runEngine(ctx, cfg, engineRequestOf(cfg), r.sample, r.hello)
@@ -421,7 +425,7 @@ func (r *phaseRun) hello(h engineHello) error {
 	if r.s.run.RT.Obtained.Policy == "" {
 		r.granted(h)
 	}
-	if err := r.open(monoNow()); err != nil {
+	if err := r.open(mono.Now()); err != nil {
 		return err
 	}
 	if r.s.trace != nil {

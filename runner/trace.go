@@ -55,6 +55,17 @@ func (t *spikeTrace) phase(i int, audio ktrace.Thread, load string) {
 			t.sess.OwnGroupOf(audio.TID, "latencytest engine")
 		}
 		t.sess.Load(load)
+		t.wakeups(audio)
+	}
+}
+
+// wakeups records only the wakeups of audio, or with the zero Thread
+// (before an engine starts, its thread not known yet) every wakeup. A
+// filter the kernel refuses costs only the events it would have saved,
+// never a cause: its error is not kept.
+func (t *spikeTrace) wakeups(audio ktrace.Thread) {
+	if t.sess != nil {
+		_ = t.sess.Audio(audio)
 	}
 }
 

@@ -97,14 +97,10 @@ func TestVMKnownCulpritOsnoise(t *testing.T) {
 		t.Fatalf("run: %v\n%s", err, stderr.String())
 	}
 	t.Logf("latencytest %s\n%s", strings.Join(run.Args[1:], " "), stderr.String())
-	var bursts [][2]int64
-	for _, line := range strings.Split(strings.TrimSpace(string(said)), "\n") {
-		var b [2]int64
-		if _, err := fmt.Sscan(line, &b[0], &b[1]); err != nil {
-			t.Fatalf("culprit said %q", line)
-		}
-		bursts = append(bursts, b)
-	}
+	// A burst the culprit did not run through alone (the host stopped the
+	// vCPU, which under TCG also stretches the gaps between the two
+	// tracers' probes) is left out: its spikes are logged, not judged.
+	bursts, disturbed := culpritBursts(t, string(said))
 	r, err := rundata.ReadRun(out)
 	if err != nil {
 		t.Fatal(err)
@@ -166,9 +162,9 @@ func TestVMKnownCulpritOsnoise(t *testing.T) {
 				sp.Period, k, k.PID, float64(k.NS)/1e6, c, c.PID, float64(c.NS)/1e6, -noiseSlack, hi)
 		}
 	}
-	t.Logf("%d spikes inside the culprit's %d bursts; largest osnoise − sched difference %v", caused, len(bursts), worst)
+	t.Logf("%d spikes inside the culprit's %d bursts (%d more disturbed); largest osnoise − sched difference %v", caused, len(bursts), disturbed, worst)
 	if caused < nBursts*2/3 {
-		t.Errorf("%d spikes inside the culprit's %d bursts, want at least %d", caused, nBursts, nBursts*2/3)
+		t.Errorf("%d spikes inside the culprit's %d bursts (%d more disturbed), want at least %d", caused, len(bursts), disturbed, nBursts*2/3)
 	}
 	// Among the threads: under TCG a stall of the host reads as a late
 	// wakeup of the idle CPU ("CPU idle", up to 20 ms and more each, see

@@ -114,7 +114,7 @@ portaudio-test:
 
 vmtest:
 	scripts/vmtest
-	scripts/vmtest -rt -run TestVMKnownCulpritOsnoise
+	scripts/vmtest -rt -run 'TestVMKnownCulpritOsnoise|TestRawMatchesKernelText|TestVMKilledRunOsnoiseReset'
 
 # The VM suite on Debian's arm64 kernel under qemu-system-aarch64 (TCG),
 # with the stressors' and engine's tests, which qemu-user cannot run

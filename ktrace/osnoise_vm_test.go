@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -72,15 +73,7 @@ func TestVMKnownCulpritOsnoise(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, haveNoise := fs.osnoiseUsable()
-	settings := func() string {
-		var b strings.Builder
-		for _, f := range []string{"osnoise/options", "osnoise/cpus", "current_tracer"} {
-			c, _ := os.ReadFile(filepath.Join(fs.root, f))
-			fmt.Fprintf(&b, "%s=%q ", f, strings.TrimSpace(string(c)))
-		}
-		return b.String()
-	}
-	before := settings()
+	before := osnoiseSettings(fs)
 	t.Logf("osnoise usable: %v; %s", haveNoise, before)
 
 	out := filepath.Join(t.TempDir(), "out")
@@ -104,14 +97,10 @@ func TestVMKnownCulpritOsnoise(t *testing.T) {
 		t.Fatalf("run: %v\n%s", err, stderr.String())
 	}
 	t.Logf("latencytest %s\n%s", strings.Join(run.Args[1:], " "), stderr.String())
-	var bursts [][2]int64
-	for _, line := range strings.Split(strings.TrimSpace(string(said)), "\n") {
-		var b [2]int64
-		if _, err := fmt.Sscan(line, &b[0], &b[1]); err != nil {
-			t.Fatalf("culprit said %q", line)
-		}
-		bursts = append(bursts, b)
-	}
+	// A burst the culprit did not run through alone (the host stopped the
+	// vCPU, which under TCG also stretches the gaps between the two
+	// tracers' probes) is left out: its spikes are logged, not judged.
+	bursts, disturbed := culpritBursts(t, string(said))
 	r, err := rundata.ReadRun(out)
 	if err != nil {
 		t.Fatal(err)
@@ -173,9 +162,9 @@ func TestVMKnownCulpritOsnoise(t *testing.T) {
 				sp.Period, k, k.PID, float64(k.NS)/1e6, c, c.PID, float64(c.NS)/1e6, -noiseSlack, hi)
 		}
 	}
-	t.Logf("%d spikes inside the culprit's %d bursts; largest osnoise − sched difference %v", caused, len(bursts), worst)
+	t.Logf("%d spikes inside the culprit's %d bursts (%d more disturbed); largest osnoise − sched difference %v", caused, len(bursts), disturbed, worst)
 	if caused < nBursts*2/3 {
-		t.Errorf("%d spikes inside the culprit's %d bursts, want at least %d", caused, nBursts, nBursts*2/3)
+		t.Errorf("%d spikes inside the culprit's %d bursts (%d more disturbed), want at least %d", caused, len(bursts), disturbed, nBursts*2/3)
 	}
 	// Among the threads: under TCG a stall of the host reads as a late
 	// wakeup of the idle CPU ("CPU idle", up to 20 ms and more each, see
@@ -193,12 +182,117 @@ func TestVMKnownCulpritOsnoise(t *testing.T) {
 	if len(threads) == 0 || threads[0].Name != culprit {
 		t.Errorf("the phase's culprit threads: %v, want %s first", threads, culprit)
 	}
-	if after := settings(); after != before {
+	if after := osnoiseSettings(fs); after != before {
 		t.Errorf("tracer settings after the run: %s, before: %s", after, before)
 	}
 	if left, _ := filepath.Glob(filepath.Join(fs.root, "instances", instancePrefix+"*")); len(left) != 0 {
 		t.Errorf("trace instances left behind: %v", left)
 	}
+}
+
+// A `latencytest run --trace` killed by SIGKILL cannot put back what it
+// changed: its instance is left, still running the osnoise tracer, and so
+// are the osnoise settings every instance shares (osnoise/options without
+// the workload, osnoise/cpus limited to the audio thread's CPU). The next
+// session finds the dead run's instance (removeStale), puts the kernel's
+// defaults back (resetOsnoise) and removes it: after it the settings are
+// as they were before the killed run and no latencytest instance is left.
+// On a kernel without the tracer (Debian's standard one) the instance
+// alone is checked.
+func TestVMKilledRunOsnoiseReset(t *testing.T) {
+	fs, err := findTracefs("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, haveNoise := fs.osnoiseUsable()
+	before := osnoiseSettings(fs)
+	t.Logf("osnoise usable: %v; %s", haveNoise, before)
+
+	run := exec.Command(vmBinary, "run", "--driver", "timer", "--tests", "idle", "--duration", "60s", "--affinity", "0",
+		"--cpu-load", "0", "--trace", "--quiet", "--no-report", "--out", filepath.Join(t.TempDir(), "out"))
+	var stderr strings.Builder
+	run.Stderr = &stderr
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	inst := filepath.Join(fs.root, "instances", instancePrefix+strconv.Itoa(run.Process.Pid))
+	// The instance is set up when its last setting is written: the
+	// osnoise tracer (startOsnoise writes it after the shared settings),
+	// or without it the events (a new instance traces from the start).
+	last, want := filepath.Join(inst, "events", "sched", "sched_switch", "enable"), "1"
+	if haveNoise {
+		last, want = filepath.Join(inst, "current_tracer"), "osnoise"
+	}
+	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+		if b, _ := os.ReadFile(last); strings.TrimSpace(string(b)) == want {
+			break
+		}
+		if time.Since(start) > 30*time.Second {
+			run.Process.Kill()
+			run.Wait()
+			t.Fatalf("the run did not set %s to %s within 30 s\n%s", last, want, stderr.String())
+		}
+	}
+	// The parent traces; the engine dies with it (its parent-death signal).
+	if err := run.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	run.Wait()
+	waitNoLatencytest(t)
+	killed := osnoiseSettings(fs)
+	t.Logf("after SIGKILL: %s", killed)
+	if !isDir(inst) {
+		t.Fatalf("the killed run's instance %s is gone already: nothing for the next session to clean", inst)
+	}
+	if haveNoise && killed == before {
+		t.Fatalf("the killed run's osnoise settings are as found: %s, want changed", killed)
+	}
+
+	s, err := Start(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Stop(); err != nil {
+		t.Error(err)
+	}
+	if after := osnoiseSettings(fs); after != before {
+		t.Errorf("osnoise settings after the next session: %s, before the killed run: %s", after, before)
+	}
+	if left, _ := filepath.Glob(filepath.Join(fs.root, "instances", instancePrefix+"*")); len(left) != 0 {
+		t.Errorf("trace instances left behind: %v", left)
+	}
+}
+
+// waitNoLatencytest waits until no latencytest process is left (a killed
+// run's engine and stressors die by their parent-death signal).
+func waitNoLatencytest(t *testing.T) {
+	t.Helper()
+	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+		var left []string
+		ps, _ := filepath.Glob("/proc/[0-9]*/comm")
+		for _, p := range ps {
+			if b, err := os.ReadFile(p); err == nil && strings.TrimSpace(string(b)) == "latencytest" {
+				left = append(left, p)
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("latencytest processes left 10 s after the parent's SIGKILL: %v", left)
+		}
+	}
+}
+
+// osnoiseSettings are the kernel's settings of the osnoise tracer that
+// every instance shares, and the top level's tracer, as one string.
+func osnoiseSettings(fs *tracefs) string {
+	var b strings.Builder
+	for _, f := range []string{"osnoise/options", "osnoise/cpus", "current_tracer"} {
+		c, _ := os.ReadFile(filepath.Join(fs.root, f))
+		fmt.Fprintf(&b, "%s=%q ", f, strings.TrimSpace(string(c)))
+	}
+	return b.String()
 }
 
 func causesNS(cs []rundata.Cause) string {

@@ -155,28 +155,11 @@ func TestKnownCulprit(t *testing.T) {
 		t.Fatal(r.err)
 	}
 	// The culprit's bursts, as it timed them: a late wakeup whose window
-	// lies within a burst is one it caused (see inBurst). Other late wakeups (this shared machine's own noise, such
-	// as a vCPU the host did not run) are only logged.
-	// A burst through which something else held CPU 0 for more than a
-	// tenth of it (a non-preemptible kernel path of another task, or the
-	// host not running this vCPU: the culprit's CPU clock fell behind its
-	// wall clock by more than interrupts take) is not the culprit's alone:
-	// its spikes are logged, not counted.
-	var bursts [][2]int64
-	disturbed := 0
-	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-		var b [2]int64
-		var cpu int64
-		if _, err := fmt.Sscan(line, &b[0], &b[1], &cpu); err != nil {
-			t.Fatalf("culprit said %q", line)
-		}
-		if stolen := b[1] - b[0] - cpu; stolen*10 > b[1]-b[0] {
-			t.Logf("burst at %d: the culprit ran %.2f of its %.2f ms", b[0], float64(cpu)/1e6, float64(b[1]-b[0])/1e6)
-			disturbed++
-			continue
-		}
-		bursts = append(bursts, b)
-	}
+	// lies within a burst is one it caused (see inBurst). Other late
+	// wakeups (this shared machine's own noise, such as a vCPU the host did
+	// not run), and those of bursts the culprit did not run through alone,
+	// are only logged.
+	bursts, disturbed := culpritBursts(t, out.String())
 	caused := 0
 	for _, l := range r.lates {
 		sp := s.Explain(Thread{TID: tid}, l.due, l.woke)
@@ -266,6 +249,30 @@ func TestStaleInstanceRemoved(t *testing.T) {
 	if _, err := os.Stat(live); err != nil {
 		t.Errorf("pid 1's instance removed: %v", err)
 	}
+}
+
+// culpritBursts reads the culprit's report: each burst's start and end
+// (CLOCK_MONOTONIC ns) and the CPU time it ran in it. A burst through which
+// something else held CPU 0 for more than a tenth of it (a non-preemptible
+// kernel path of another task, or the host not running this vCPU: the
+// culprit's CPU clock fell behind its wall clock by more than interrupts
+// take) is not the culprit's alone: it is left out, and counted.
+func culpritBursts(t *testing.T, said string) (bursts [][2]int64, disturbed int) {
+	t.Helper()
+	for _, line := range strings.Split(strings.TrimSpace(said), "\n") {
+		var b [2]int64
+		var cpu int64
+		if _, err := fmt.Sscan(line, &b[0], &b[1], &cpu); err != nil {
+			t.Fatalf("culprit said %q", line)
+		}
+		if stolen := b[1] - b[0] - cpu; stolen*10 > b[1]-b[0] {
+			t.Logf("burst at %d: the culprit ran %.2f of its %.2f ms", b[0], float64(cpu)/1e6, float64(b[1]-b[0])/1e6)
+			disturbed++
+			continue
+		}
+		bursts = append(bursts, b)
+	}
+	return bursts, disturbed
 }
 
 // inBurst tells a late wakeup the culprit's burst b caused: due within

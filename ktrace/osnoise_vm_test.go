@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,36 +17,18 @@ import (
 )
 
 // How far the osnoise account of the culprit's time in a spike may be from
-// the sched/irq account. Both time the same switches and interrupts at the
-// same tracepoints, where each side's probe costs the other a little
-// (docs/spikes.md, "Agreement"):
-//   - at the window's end, the switch to the audio thread: the kernel's
-//     hook runs after the sched_switch event has been written (we enable
-//     our events first), and clockMap's offset is late by the quickest
-//     event write: the osnoise account gives the culprit that much more,
-//     0–16 µs under TCG in four runs (noiseEdge);
-//   - at each interrupt in the window: the kernel's entry hook runs after
-//     the *_entry event's write and its exit hook after the *_exit
-//     event's, and the two writes cost differently: the kernel's interrupt
-//     is shorter by the difference, 0–6 µs for the local-timer interrupts
-//     of an idle CPU, up to 18 µs during the culprit's bursts in four runs
-//     (noisePerIRQ), and the osnoise account gives that to the thread the
-//     interrupt interrupted;
-//   - the sched/irq stamps are truncated to the microsecond (trace_pipe's
-//     text), and the osnoise account leaves the few µs between one
-//     thread's end and the next one's start (the kernel writes the first's
-//     event in between) unexplained: osnoise − sched down to −7 µs seen
-//     (noiseSlack).
-//
-// Under TCG the probes' costs vary with the host's load (a vCPU thread
-// preempted between two probes stretches the gap): the bounds are the
-// largest seen, rounded up. On real hardware a probe costs well under a
-// microsecond.
-const (
-	noiseEdge   = 20 * time.Microsecond
-	noisePerIRQ = 25 * time.Microsecond
-	noiseSlack  = 10 * time.Microsecond
-)
+// the sched/irq account. Both time the same switches and interrupts, each
+// at its own hooks (docs/spikes.md, "Agreement"): at the window's end the
+// kernel's hook runs after the sched_switch event was written, and where
+// an interrupt begins and ends each tracer sees at its own entry and exit
+// hooks. Under TCG the code between them takes as long as the host lets
+// it: differences of −9 to +36 µs in quiet runs, and up to 91 µs for one
+// local-timer interrupt inside a burst on a loaded host (osnoise gave it
+// that much more and the culprit that much less), either way. No bound
+// in microseconds holds for every host load, so the two are held to the
+// precision the attribution is judged at: the same thread, with its time
+// within 5 % of a burst (250 µs of 5 ms).
+const noiseAgree = 5 // percent of the sched account's time
 
 // inBurstVM is inBurst for the VM's PREEMPT_RT kernel under TCG, where the
 // audio thread is woken up to a tick after the burst: no local-timer
@@ -55,18 +36,14 @@ const (
 // any burst's strip), and the audio thread's timer is found expired at the
 // first one after the burst (its wakeup_ns is the latency less 0.1–0.8 ms).
 // A tick is 4 ms at Debian's HZ=250, and a millisecond more as in inBurst.
-// On ARM under TCG a period may be due up to 2 ms before the burst and its
-// thread still not running when the culprit takes the CPU: the timer
-// driver's wakeups there take 0.3 ms on average and 1.9–2.0 ms at p99.9
-// (docs/vmtest.md, "arm64 and arm"), against 0.13 ms at p99 on amd64.
-// Either way the thread woke after the burst began (an xrun is a spike
-// too, however little late).
+// A period may also be due up to 2 ms before the burst with its thread not
+// yet running when the culprit takes the CPU (another thread, such as the
+// test binary itself, or a slow wakeup: the timer driver's wakeups under
+// TCG take up to 2 ms at p99.9 on ARM, docs/vmtest.md); the culprit is
+// judged on the window's overlap with its burst. Either way the thread
+// woke after the burst began (an xrun is a spike too, however little late).
 func inBurstVM(b [2]int64, l late) bool {
-	before := int64(5e5)
-	if runtime.GOARCH != "amd64" {
-		before = 2e6
-	}
-	return b[0]-before <= l.due && l.due < b[1] && b[0] < l.woke && l.woke <= b[1]+5e6
+	return b[0]-2e6 <= l.due && l.due < b[1] && b[0] < l.woke && l.woke <= b[1]+5e6
 }
 
 // The known culprit under `latencytest run --trace` on the VM's kernel:
@@ -163,14 +140,14 @@ func TestVMKnownCulpritOsnoise(t *testing.T) {
 				irqs++
 			}
 		}
-		hi := noiseEdge + time.Duration(irqs)*noisePerIRQ
+		bound := time.Duration(c.NS * noiseAgree / 100)
 		worst = max(worst, time.Duration(math.Abs(float64(d))))
-		t.Logf("period %d, %.3f ms late: sched %s %.3f ms; osnoise %s %.3f ms (%+.1f µs, %d interrupts: allowed %v to %v), unexplained %d ns / %d ns",
-			sp.Period, float64(sp.LatencyNS)/1e6, c, float64(c.NS)/1e6, k, float64(k.NS)/1e6, float64(d)/1e3, irqs, -noiseSlack, hi, sp.UnexplainedNS, sp.KernelNoiseUnexplainedNS)
+		t.Logf("period %d, %.3f ms late: sched %s %.3f ms; osnoise %s %.3f ms (%+.1f µs, %d interrupts: allowed ±%v), unexplained %d ns / %d ns",
+			sp.Period, float64(sp.LatencyNS)/1e6, c, float64(c.NS)/1e6, k, float64(k.NS)/1e6, float64(d)/1e3, irqs, bound, sp.UnexplainedNS, sp.KernelNoiseUnexplainedNS)
 		t.Logf("  sched %s\n  osnoise %s", causesNS(sp.Causes), causesNS(sp.KernelNoise))
-		if k.Name != culprit || k.PID != c.PID || k.Policy != c.Policy || d > hi || d < -noiseSlack {
-			t.Errorf("period %d: osnoise's top cause %s (%d) %.3f ms, sched's %s (%d) %.3f ms: want the same, osnoise − sched within [%v, %v]",
-				sp.Period, k, k.PID, float64(k.NS)/1e6, c, c.PID, float64(c.NS)/1e6, -noiseSlack, hi)
+		if k.Name != culprit || k.PID != c.PID || k.Policy != c.Policy || d > bound || d < -bound {
+			t.Errorf("period %d: osnoise's top cause %s (%d) %.3f ms, sched's %s (%d) %.3f ms: want the same, within ±%v",
+				sp.Period, k, k.PID, float64(k.NS)/1e6, c, c.PID, float64(c.NS)/1e6, bound)
 		}
 	}
 	t.Logf("%d spikes inside the culprit's %d bursts (%d more disturbed); largest osnoise − sched difference %v", caused, len(bursts), disturbed, worst)

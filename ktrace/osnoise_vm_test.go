@@ -52,7 +52,7 @@ func inBurstVM(b [2]int64, l late) bool {
 // the kernel has the osnoise tracer with NO_OSNOISE_WORKLOAD (scripts/vmtest
 // -rt: Debian's PREEMPT_RT kernel), the run records its events too, and
 // their account of each such spike names the same culprit with the same
-// time (noiseTolerance); the tracer's settings are left as found. Where it
+// time (noiseAgree); the tracer's settings are left as found. Where it
 // has not (Debian's standard kernel), run.json says why and no spike has
 // an osnoise account.
 func TestVMKnownCulpritOsnoise(t *testing.T) {

@@ -2,6 +2,7 @@ package ktrace
 
 import (
 	"fmt"
+	"latencytest/internal/culprit"
 	"latencytest/internal/mono"
 	"os"
 	"os/exec"
@@ -17,7 +18,7 @@ import (
 // The known culprit: a process of this test binary that names itself,
 // takes SCHED_FIFO 90 on CPU 0 and busy-loops 5 ms every 100 ms.
 const (
-	culprit     = "lt-culprit"
+	culpritName = "lt-culprit"
 	culpritBusy = 5 * time.Millisecond
 	culpritGap  = 100 * time.Millisecond
 	nBursts     = 20
@@ -31,27 +32,15 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// known is the known culprit of the tests: SCHED_FIFO 90 on CPU 0, above
+// the stand-in audio thread at 80.
+var known = culprit.Config{Name: culpritName, CPU: 0, Prio: 90, Busy: culpritBusy, Gap: culpritGap, Bursts: nBursts,
+	Settle: 50 * time.Millisecond}
+
 func runCulprit() {
-	runtime.LockOSThread()
-	unix.Prctl(unix.PR_SET_NAME, uintptr(unsafeString(culprit)), 0, 0, 0)
-	pinFIFO(0, 90)
-	// sched_switch records a thread's priority when it is switched in:
-	// let the first burst start from a switch at the new priority.
-	time.Sleep(50 * time.Millisecond)
-	// The bursts are reported at the end: a line written after each would
-	// keep the CPU past the burst's end (at SCHED_FIFO 90 nothing below
-	// takes it back), which the tracer rightly charges to the culprit and
-	// its clock would not count (1.5 ms a line in the arm64 VM).
-	var bursts [nBursts][3]int64
-	for i := range bursts {
-		t0, c0 := now(), threadCPU()
-		for now()-t0 < int64(culpritBusy) {
-		}
-		bursts[i] = [3]int64{t0, now(), threadCPU() - c0}
-		time.Sleep(culpritGap)
-	}
-	for _, b := range bursts {
-		fmt.Printf("%d %d %d\n", b[0], b[1], b[2])
+	if err := culprit.Run(known, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
 }
 
@@ -64,13 +53,6 @@ func pinFIFO(cpu, prio int) error {
 	}
 	attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: 1, Priority: uint32(prio)}
 	return unix.SchedSetAttr(0, &attr, 0)
-}
-
-// threadCPU is the calling thread's CPU time, ns.
-func threadCPU() int64 {
-	var ts unix.Timespec
-	unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
-	return ts.Nano()
 }
 
 func now() int64 {
@@ -155,22 +137,21 @@ func TestKnownCulprit(t *testing.T) {
 		t.Fatal(r.err)
 	}
 	// The culprit's bursts, as it timed them: a late wakeup whose window
-	// lies within a burst is one it caused (see inBurst). Other late
-	// wakeups (this shared machine's own noise, such as a vCPU the host did
-	// not run), and those of bursts the culprit did not run through alone,
-	// are only logged.
-	bursts, disturbed := culpritBursts(t, out.String())
+	// lies within a burst is one it caused (culprit.Burst.Caused), judged against
+	// what the culprit ran there by its own clock (culprit.Burst.Judge).
+	// Other late wakeups (this shared machine's own noise, such as a vCPU
+	// the host did not run) are only logged.
+	bursts := culpritBursts(t, out.String())
 	caused := 0
 	for _, l := range r.lates {
 		sp := s.Explain(Thread{TID: tid}, l.due, l.woke)
-		var ours bool
-		var busy int64 // how long the culprit, by its own clock, ran in the window
-		for _, b := range bursts {
-			if inBurst(b, l) {
-				ours, busy = true, min(b[1], l.woke)-max(b[0], l.due)
+		var in *culprit.Burst
+		for i := range bursts {
+			if bursts[i].Caused(l.due, l.woke) {
+				in = &bursts[i]
 			}
 		}
-		if !ours {
+		if in == nil {
 			t.Logf("%.2f ms late, not the culprit's: %+v", float64(sp.LatencyNS)/1e6, sp.Causes)
 			continue
 		}
@@ -180,16 +161,11 @@ func TestKnownCulprit(t *testing.T) {
 			continue
 		}
 		c := sp.Causes[0]
-		t.Logf("%.2f ms late on CPU %d: %s %s (%d) %s %.2f ms; unexplained %.2f ms; wakeup %.2f, run delay %.2f ms",
+		t.Logf("%.2f ms late on CPU %d: %s %s (%d) %s %.2f ms; unexplained %.2f ms; wakeup %.2f, run delay %.2f ms; %v",
 			float64(sp.LatencyNS)/1e6, sp.CPU, c.Kind, c.Name, c.PID, c.Policy, float64(c.NS)/1e6,
-			float64(sp.UnexplainedNS)/1e6, float64(sp.WakeupNS)/1e6, float64(sp.RunDelayNS)/1e6)
-		if c.Name != culprit || c.Kind != "thread" || c.Policy != "SCHED_FIFO 90" || c.PID != cmd.Process.Pid {
-			t.Errorf("top cause %+v, want the culprit %s (%d) SCHED_FIFO 90", c, culprit, cmd.Process.Pid)
-		}
-		// The culprit busy-loops 5 ms; the window starts when the period
-		// became due, up to a period into the burst.
-		if lo, hi := busy*8/10, busy*12/10; c.NS < lo || c.NS > hi || busy < int64(culpritBusy)*3/4 {
-			t.Errorf("culprit %.2f ms in the trace, %.2f ms by its own clock in the window: want these within 20 %%", float64(c.NS)/1e6, float64(busy)/1e6)
+			float64(sp.UnexplainedNS)/1e6, float64(sp.WakeupNS)/1e6, float64(sp.RunDelayNS)/1e6, *in)
+		if msg := in.Judge(known, cmd.Process.Pid, l.due, l.woke, sp.Causes); msg != "" {
+			t.Errorf("%.2f ms late: %s", float64(sp.LatencyNS)/1e6, msg)
 		}
 		if sp.UnexplainedNS*10 > sp.LatencyNS {
 			t.Errorf("%.2f of %.2f ms unexplained", float64(sp.UnexplainedNS)/1e6, float64(sp.LatencyNS)/1e6)
@@ -198,18 +174,18 @@ func TestKnownCulprit(t *testing.T) {
 	for _, b := range bursts {
 		hit := false
 		for _, l := range r.lates {
-			hit = hit || inBurst(b, l)
+			hit = hit || b.Caused(l.due, l.woke)
 		}
 		if !hit {
 			for _, l := range r.lates {
-				if l.woke > b[0]-20e6 && l.due < b[1]+20e6 {
-					t.Logf("burst %d–%d ms: late %d–%d ms", (b[0]-bursts[0][0])/1e6, (b[1]-bursts[0][0])/1e6, (l.due-bursts[0][0])/1e6, (l.woke-bursts[0][0])/1e6)
+				if l.woke > b.Start-20e6 && l.due < b.End+20e6 {
+					t.Logf("burst %d–%d ms: late %d–%d ms", (b.Start-bursts[0].Start)/1e6, (b.End-bursts[0].Start)/1e6, (l.due-bursts[0].Start)/1e6, (l.woke-bursts[0].Start)/1e6)
 				}
 			}
 		}
 	}
 	if caused < nBursts*2/3 {
-		t.Errorf("%d late wakeups caused by the culprit's %d bursts (%d more disturbed), want at least %d", caused, len(bursts), disturbed, nBursts*2/3)
+		t.Errorf("%d late wakeups caused by the culprit's %d bursts, want at least %d", caused, len(bursts), nBursts*2/3)
 	}
 	if err := s.Stop(); err != nil {
 		t.Fatal(err)
@@ -251,37 +227,14 @@ func TestStaleInstanceRemoved(t *testing.T) {
 	}
 }
 
-// culpritBursts reads the culprit's report: each burst's start and end
-// (CLOCK_MONOTONIC ns) and the CPU time it ran in it. A burst through which
-// something else held CPU 0 for more than a tenth of it (a non-preemptible
-// kernel path of another task, or the host not running this vCPU: the
-// culprit's CPU clock fell behind its wall clock by more than interrupts
-// take) is not the culprit's alone: it is left out, and counted.
-func culpritBursts(t *testing.T, said string) (bursts [][2]int64, disturbed int) {
+// culpritBursts reads the culprit's report of its bursts.
+func culpritBursts(t *testing.T, said string) []culprit.Burst {
 	t.Helper()
-	for _, line := range strings.Split(strings.TrimSpace(said), "\n") {
-		var b [2]int64
-		var cpu int64
-		if _, err := fmt.Sscan(line, &b[0], &b[1], &cpu); err != nil {
-			t.Fatalf("culprit said %q", line)
-		}
-		if stolen := b[1] - b[0] - cpu; stolen*10 > b[1]-b[0] {
-			t.Logf("burst at %d: the culprit ran %.2f of its %.2f ms", b[0], float64(cpu)/1e6, float64(b[1]-b[0])/1e6)
-			disturbed++
-			continue
-		}
-		bursts = append(bursts, b)
+	bursts, err := culprit.Parse(said)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return bursts, disturbed
-}
-
-// inBurst tells a late wakeup the culprit's burst b caused: due within
-// the burst, or up to half a millisecond before its start (both timers
-// expired at once and the culprit, at the higher priority, ran first,
-// timing its start after the audio thread's period was due), and woken
-// within a millisecond of its end.
-func inBurst(b [2]int64, l late) bool {
-	return b[0]-5e5 <= l.due && l.due < b[1] && l.woke <= b[1]+1e6
+	return bursts
 }
 
 // A trace that falls quiet delays an explanation by at most a second after

@@ -5,14 +5,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
+	"latencytest/internal/culprit"
 	"latencytest/rundata"
 )
 
@@ -24,36 +23,16 @@ const (
 	culpritBursts = 15
 )
 
-func runCulprit() {
-	runtime.LockOSThread()
-	name := append([]byte(culpritName), 0)
-	unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&name[0])), 0, 0, 0)
-	var set unix.CPUSet
-	set.Set(0)
-	if err := unix.SchedSetaffinity(0, &set); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: 1, Priority: 90}
-	if err := unix.SchedSetAttr(0, &attr, 0); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	time.Sleep(300 * time.Millisecond) // switched in afresh at its new priority
-	for range culpritBursts {
-		t0, c0 := monotonic(), threadCPU()
-		for monotonic()-t0 < int64(culpritBusy) {
-		}
-		fmt.Printf("%d %d %d\n", t0, monotonic(), threadCPU()-c0)
-		time.Sleep(200 * time.Millisecond)
-	}
-}
+// known is the known culprit: SCHED_FIFO 90 on CPU 0, above the audio
+// thread at 80, busy-looping 5 ms every 200 ms.
+var known = culprit.Config{Name: culpritName, CPU: 0, Prio: 90, Busy: culpritBusy, Gap: 200 * time.Millisecond,
+	Bursts: culpritBursts, Settle: 300 * time.Millisecond}
 
-// threadCPU is the calling thread's CPU time, ns.
-func threadCPU() int64 {
-	var ts unix.Timespec
-	unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
-	return ts.Nano()
+func runCulprit() {
+	if err := culprit.Run(known, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 }
 
 // tracerInstances lists latencytest's trace instances left in tracefs.
@@ -78,9 +57,9 @@ func TestRunTraceKnownCulprit(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(700 * time.Millisecond)
-	culprit := exec.Command(os.Args[0])
-	culprit.Env = append(os.Environ(), "LT_CULPRIT=1")
-	said, err := culprit.Output()
+	culp := exec.Command(os.Args[0])
+	culp.Env = append(os.Environ(), "LT_CULPRIT=1")
+	said, err := culp.Output()
 	if err != nil {
 		cmd.Process.Kill()
 		cmd.Wait()
@@ -89,23 +68,9 @@ func TestRunTraceKnownCulprit(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("run: %v\n%s", err, stderr.String())
 	}
-	// A burst through which something else held CPU 0 for more than a
-	// tenth of it (on this kernel without preemption, another task's
-	// kernel code; or the host not running the vCPU: the culprit's CPU
-	// clock fell behind its wall clock) is not the culprit's alone: its
-	// spikes are not judged (as in ktrace's TestKnownCulprit).
-	var bursts [][2]int64
-	for _, line := range strings.Split(strings.TrimSpace(string(said)), "\n") {
-		var b [2]int64
-		var cpu int64
-		if _, err := fmt.Sscan(line, &b[0], &b[1], &cpu); err != nil {
-			t.Fatalf("culprit said %q", line)
-		}
-		if stolen := b[1] - b[0] - cpu; stolen*10 > b[1]-b[0] {
-			t.Logf("burst at %d: the culprit ran %.2f of its %.2f ms", b[0], float64(cpu)/1e6, float64(b[1]-b[0])/1e6)
-			continue
-		}
-		bursts = append(bursts, b)
+	bursts, err := culprit.Parse(string(said))
+	if err != nil {
+		t.Fatal(err)
 	}
 	r := readRun(t, out)
 	if r.Trace == nil || !r.Trace.Enabled {
@@ -117,21 +82,15 @@ func TestRunTraceKnownCulprit(t *testing.T) {
 	}
 	caused := 0
 	for _, sp := range ss {
-		var busy int64 // how long the culprit, by its own clock, ran in the spike
+		d, w := sp.DueNS, sp.DueNS+sp.LatencyNS
 		for _, b := range bursts {
-			d, w := sp.DueNS, sp.DueNS+sp.LatencyNS
-			if b[0]-5e5 <= d && d < b[1] && w <= b[1]+1e6 {
-				busy = min(b[1], w) - max(b[0], d)
+			if !b.Caused(d, w) {
+				continue
 			}
-		}
-		if busy == 0 {
-			continue
-		}
-		caused++
-		c := sp.Causes[0]
-		if c.Name != culpritName || c.Policy != "SCHED_FIFO 90" || c.NS < busy*8/10 || c.NS > busy*12/10 {
-			t.Errorf("period %d, %.2f ms late: top cause %s %.2f ms, want %s (SCHED_FIFO 90) %.2f ms ± 20 %%",
-				sp.Period, float64(sp.LatencyNS)/1e6, c, float64(c.NS)/1e6, culpritName, float64(busy)/1e6)
+			caused++
+			if msg := b.Judge(known, culp.Process.Pid, d, w, sp.Causes); msg != "" {
+				t.Errorf("period %d, %.2f ms late: %s (%v)", sp.Period, float64(sp.LatencyNS)/1e6, msg, b)
+			}
 		}
 	}
 	if caused < culpritBursts*2/3 {
@@ -227,9 +186,9 @@ func TestMonitorTraceRotation(t *testing.T) {
 	cmd, se := started(t, nil, "metrics: http://", "monitor", "--rotate", rotate.String(), "--keep", "0", "--affinity", "0",
 		"--period", "64", "--periods", "3", "--trace", "--out", out, "--listen", "127.0.0.1:0", "--metrics-file", prom)
 	time.Sleep(700 * time.Millisecond)
-	culprit := exec.Command(os.Args[0])
-	culprit.Env = append(os.Environ(), "LT_CULPRIT=1")
-	if _, err := culprit.Output(); err != nil {
+	culp := exec.Command(os.Args[0])
+	culp.Env = append(os.Environ(), "LT_CULPRIT=1")
+	if _, err := culp.Output(); err != nil {
 		cmd.Process.Kill()
 		cmd.Wait()
 		t.Fatalf("culprit: %v (the trace test needs root)", err)

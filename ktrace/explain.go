@@ -226,6 +226,10 @@ func explainCPU(base cpuState, evs []Event, from, to int64, wait [2]int64, budge
 	at := &attribution{from: from, to: to, audio: audio, names: names, causes: map[rundata.Cause]int64{}, waitFrom: wait[0], waitTo: wait[1],
 		idleThrottled: idleThroughWait(base, evs, wait, budget)}
 	st := base.clone()
+	out := switchedOut(evs, to)
+	if t, ok := out[-1]; ok && st.known && st.cur.pid == t.pid {
+		st.cur = t
+	}
 	last := int64(-1 << 62)
 	for i := range evs {
 		ev := &evs[i]
@@ -234,6 +238,9 @@ func explainCPU(base cpuState, evs []Event, from, to int64, wait [2]int64, budge
 		}
 		at.charge(&st, last, ev.TS)
 		st.apply(ev)
+		if t, ok := out[i]; ok && ev.Kind == evSwitch {
+			st.cur = t
+		}
 		last = ev.TS
 	}
 	at.charge(&st, last, to)
@@ -243,6 +250,32 @@ func explainCPU(base cpuState, evs []Event, from, to int64, wait [2]int64, budge
 	}
 	sort.SliceStable(causes, func(i, j int) bool { return causes[i].NS > causes[j].NS })
 	return causes, at.unknown, at.strip
+}
+
+// switchedOut gives each run of a task that ends by to the task as it was
+// switched out (sched_switch's prev_comm and prev_prio), keyed by the
+// index of the event that switched it in (-1: the run under way before
+// evs). A task may rename itself, exec or change its priority while it
+// runs: its switch-in names what it was, its switch-out what it had
+// become, and the latter is what held the CPU (the osnoise tracer, too,
+// names a thread's noise by its name at the end).
+func switchedOut(evs []Event, to int64) map[int]task {
+	out := map[int]task{}
+	in := -1
+	for i := range evs {
+		ev := &evs[i]
+		if ev.Kind != evSwitch {
+			continue
+		}
+		if ev.TS >= to {
+			break
+		}
+		if in >= 0 && evs[in].PID == ev.PrevPID || in < 0 {
+			out[in] = task{ev.PrevPID, ev.PrevComm, ev.PrevPrio}
+		}
+		in = i
+	}
+	return out
 }
 
 // explain finds the CPU the audio thread ran on at woke (its last

@@ -260,3 +260,32 @@ func TestProcNamesNoteOwn(t *testing.T) {
 		t.Error("no command name for this process")
 	}
 }
+
+// A task that renames itself, execs or raises its priority while it runs
+// is named as it was switched out, as the osnoise tracer names it: the
+// culprit of the VM test was switched in as "ktrace.test" (SCHED_OTHER)
+// and had become "lt-culprit" at SCHED_FIFO 90 when its burst ended.
+func TestExplainNamesTaskAsSwitchedOut(t *testing.T) {
+	audio := Thread{TID: 42}
+	out := func(ts int64, prev string, prevPID, prevPrio int, next string, pid, prio int) Event {
+		ev := sw(ts, 0, next, pid, prio)
+		ev.PrevComm, ev.PrevPID, ev.PrevPrio = prev, prevPID, prevPrio
+		return ev
+	}
+	evs := []Event{
+		out(500*us, "swapper/0", 0, 120, "ktrace.test", 7, 120),
+		{TS: 1800 * us, CPU: 0, Kind: evWakeup, PID: 42, Comm: "lt-audio", Prio: 19, TargetCPU: 0},
+		out(6000*us, "lt-culprit", 7, 9, "lt-audio", 42, 19),
+	}
+	sp := explain(map[int]*cpuLog{0: {evs: evs}}, audio, 1000*us, 6010*us, false, nil)
+	if c := sp.Causes[0]; c.Name != "lt-culprit" || c.PID != 7 || c.Policy != "RT 90" || c.NS != 5000*us {
+		t.Errorf("causes %+v, want lt-culprit (7) RT 90 for 5 ms first", sp.Causes)
+	}
+	// The same with the run under way before the events kept (pruned).
+	l := &cpuLog{evs: append([]Event(nil), evs...)}
+	l.prune(900 * us)
+	sp = explain(map[int]*cpuLog{0: l}, audio, 1000*us, 6010*us, false, nil)
+	if c := sp.Causes[0]; c.Name != "lt-culprit" || c.Policy != "RT 90" {
+		t.Errorf("after prune: causes %+v", sp.Causes)
+	}
+}

@@ -2,6 +2,7 @@ package ktrace
 
 import (
 	"fmt"
+	"io"
 	"sort"
 
 	"latencytest/rundata"
@@ -165,4 +166,44 @@ func explainNoise(evs []Event, from, to int64, audio Thread) (causes []rundata.C
 	}
 	sort.SliceStable(causes, func(i, j int) bool { return causes[i].NS > causes[j].NS })
 	return causes, unexplained
+}
+
+// disagree tells a spike whose two accounts differ on their top cause, or
+// on its time by more than 5 %.
+func disagree(sp rundata.Spike) bool {
+	if len(sp.Causes) == 0 || len(sp.KernelNoise) == 0 {
+		return false
+	}
+	c, k := sp.Causes[0], sp.KernelNoise[0]
+	d := max(c.NS-k.NS, k.NS-c.NS)
+	return c.Kind != k.Kind || c.Name != k.Name || c.PID != k.PID || d*20 > c.NS
+}
+
+// dumpWindow writes every event that bears on [from, to): the noise
+// events explainNoise reads for it, and the others from the earliest
+// start among those to the window's end; times in µs from its start.
+func dumpWindow(w io.Writer, evs []Event, from, to int64) {
+	first := from
+	for i := range evs {
+		if ev := &evs[i]; ev.Kind == evNoise && ev.NoiseStart > 0 && ev.TS > from && ev.NoiseStart < to {
+			first = min(first, ev.NoiseStart)
+		}
+	}
+	fmt.Fprintf(w, "ktrace: the two accounts of the window %d–%d disagree; its events (µs from its start):\n", from, to)
+	for i := range evs {
+		ev := &evs[i]
+		at := float64(ev.TS-from) / 1e3
+		switch {
+		case ev.Kind == evNoise:
+			if ev.TS > first && ev.NoiseStart < to {
+				fmt.Fprintf(w, "  %10.1f noise kind %d %s/%d %s start %+.1f net %.1f\n", at, ev.NoiseKind, ev.Comm, ev.PID, ev.Name,
+					float64(ev.NoiseStart-from)/1e3, float64(ev.NoiseNS)/1e3)
+			}
+		case ev.TS < first || ev.TS > to:
+		case ev.Kind == evSwitch:
+			fmt.Fprintf(w, "  %10.1f switch %s/%d -> %s/%d\n", at, ev.PrevComm, ev.PrevPID, ev.Comm, ev.PID)
+		default:
+			fmt.Fprintf(w, "  %10.1f kind %d irq %d %s pid %d\n", at, ev.Kind, ev.IRQ, ev.Name, ev.PID)
+		}
+	}
 }

@@ -172,3 +172,31 @@ func TestExplainNoiseNestedBeforeWindow(t *testing.T) {
 		t.Errorf("causes %+v unexplained %d\nwant %+v", causes, unexplained, want)
 	}
 }
+
+// The accounts disagree when their top causes differ, or their times by
+// more than 5 %; then the window's events are written out.
+func TestDisagreeDumpsTheWindow(t *testing.T) {
+	culprit := rundata.Cause{Kind: rundata.CauseThread, Name: "lt-culprit", PID: 9, NS: 5000 * us}
+	timer := rundata.Cause{Kind: rundata.CauseIRQ, Name: "vector local_timer", NS: 5000 * us}
+	short := culprit
+	short.NS = 4700 * us
+	for _, tc := range []struct {
+		sched, noise rundata.Cause
+		want         bool
+	}{
+		{culprit, culprit, false},
+		{culprit, short, true},
+		{culprit, timer, true},
+	} {
+		sp := rundata.Spike{Causes: []rundata.Cause{tc.sched}, KernelNoise: []rundata.Cause{tc.noise}}
+		if got := disagree(sp); got != tc.want {
+			t.Errorf("sched %v, osnoise %v: disagree %v, want %v", tc.sched, tc.noise, got, tc.want)
+		}
+	}
+	var b strings.Builder
+	evs := []Event{noise(5207*us, noiseThread, 100*us, 5000*us, "lt-culprit", 9)}
+	dumpWindow(&b, evs, 0, 6000*us)
+	if !strings.Contains(b.String(), "lt-culprit/9") || !strings.Contains(b.String(), "start +100.0 net 5000.0") {
+		t.Errorf("dump:\n%s", b.String())
+	}
+}

@@ -68,6 +68,7 @@ func TestVMKnownCulpritOsnoise(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out")
 	run := exec.Command(vmBinary, "run", "--driver", "timer", "--tests", "idle", "--duration", "4s", "--affinity", "0",
 		"--cpu-load", "0", "--period", "64", "--periods", "3", "--trace", "--trace-above", "3ms", "--out", out, "--no-report")
+	run.Env = append(os.Environ(), "LATENCYTEST_TRACE_DEBUG=1") // the events of a spike the accounts disagree on
 	var stderr strings.Builder
 	run.Stderr = &stderr
 	if err := run.Start(); err != nil {

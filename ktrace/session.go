@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -43,6 +44,8 @@ type Session struct {
 	inst string // the instance directory
 	fd   int    // its trace_pipe, when the binary records cannot be read
 	raw  *rawReader
+
+	debug io.Writer // Options.Debug
 
 	mu     sync.Mutex
 	cpus   map[int]*cpuLog
@@ -87,6 +90,10 @@ type Options struct {
 	BufferKB int
 	// KeepNS is how much history is kept to explain a spike with (0: 3 s).
 	KeepNS int64
+	// Debug, if not nil, gets every event of a spike's window whose two
+	// accounts (sched/irq and osnoise) disagree on the top cause's time by
+	// more than 5 %: the evidence to find which one is wrong.
+	Debug io.Writer
 
 	// text reads trace_pipe's text even where the binary records can be
 	// read (the fallback, for its tests).
@@ -109,7 +116,7 @@ func Start(o Options) (*Session, error) {
 	if keep <= 0 {
 		keep = defaultKeepNS
 	}
-	s := &Session{fs: fs, inst: inst, fd: -1, keepNS: keep, budget: rtBudget(), cpus: map[int]*cpuLog{}, names: newProcNames(), ownComm: procComm("self"), stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Session{fs: fs, inst: inst, fd: -1, keepNS: keep, debug: o.Debug, budget: rtBudget(), cpus: map[int]*cpuLog{}, names: newProcNames(), ownComm: procComm("self"), stop: make(chan struct{}), done: make(chan struct{})}
 	if err := s.setup(o); err != nil {
 		s.teardown()
 		return nil, err
@@ -383,6 +390,9 @@ func (s *Session) Explain(audio Thread, due, woke int64) rundata.Spike {
 	if s.noise != nil && sp.CPU >= 0 {
 		sp.KernelNoise, sp.KernelNoiseUnexplainedNS = explainNoise(s.cpus[sp.CPU].evs, due, woke, audio)
 		namePolicies(sp.KernelNoise, sp.Causes)
+		if s.debug != nil && disagree(sp) {
+			dumpWindow(s.debug, s.cpus[sp.CPU].evs, due, woke)
+		}
 	}
 	return sp
 }

@@ -81,6 +81,9 @@ type Config struct {
 	// xrun, with the kernel's tracer (spikes.json).
 	Trace      bool
 	TraceAbove int64
+	// TraceDebug, if not nil, gets the events of every spike whose two
+	// accounts disagree (ktrace.Options.Debug).
+	TraceDebug io.Writer
 	// Render renders the report of the results directory.
 	Render func(dir string) error
 	// OnSample, if not nil, sees every period's sample as it is

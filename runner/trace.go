@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"latencytest/ktrace"
@@ -23,9 +24,9 @@ type spikeTrace struct {
 // startTrace starts the tracer for a run whose audio thread may use cpus;
 // each spike explained goes to spike (if not nil), and xrun prints, for
 // each xrun explained, its main culprit.
-func startTrace(above int64, cpus []int, spike, xrun func(rundata.Spike)) *spikeTrace {
+func startTrace(above int64, cpus []int, debug io.Writer, spike, xrun func(rundata.Spike)) *spikeTrace {
 	t := &spikeTrace{info: rundata.Trace{AboveNS: above}}
-	s, err := ktrace.Start(ktrace.Options{CPUs: cpus})
+	s, err := ktrace.Start(ktrace.Options{CPUs: cpus, Debug: debug})
 	if err != nil {
 		t.info.Note = err.Error()
 		return t
@@ -132,7 +133,7 @@ func mainCulprits(sp rundata.Spike) string {
 // startTrace starts the run's tracer on the audio thread's CPUs; it names
 // an xrun's main culprits on the terminal, after the xrun's own line.
 func (s *session) startTrace() *spikeTrace {
-	t := startTrace(s.cfg.TraceAbove, s.cfg.RT.Affinity, s.cfg.OnSpike, func(sp rundata.Spike) {
+	t := startTrace(s.cfg.TraceAbove, s.cfg.RT.Affinity, s.cfg.TraceDebug, s.cfg.OnSpike, func(sp rundata.Spike) {
 		name := ""
 		if sp.Phase < len(s.names) {
 			name = s.names[sp.Phase]

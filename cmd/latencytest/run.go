@@ -277,7 +277,18 @@ func (f *runFlags) config(loads loadSet) (runner.Config, error) {
 		Children:     loads.children,
 		Trace:        f.trace,
 		TraceAbove:   above,
+		TraceDebug:   traceDebug(),
 	}, nil
+}
+
+// traceDebug is where --trace writes the events of a spike its two
+// accounts disagree on: standard error when LATENCYTEST_TRACE_DEBUG is
+// set (the VM test of the osnoise agreement sets it), else nowhere.
+func traceDebug() io.Writer {
+	if os.Getenv("LATENCYTEST_TRACE_DEBUG") == "" {
+		return nil
+	}
+	return os.Stderr
 }
 
 // traceThreshold is the latency above which --trace explains a wakeup.

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -78,17 +79,23 @@ func (r *rawReader) close() {
 	}
 }
 
-// readRaw drains every CPU's pipe in turn until Stop, and waits up to
-// 100 ms when all were empty. The kernel wakes a poller of
-// trace_pipe_raw only when its buffer is half full, so the wait is a
-// timeout more than a wakeup.
+// readRaw drains every CPU's pipe in turn until Stop, and sleeps 100 ms
+// when all were empty.
+//
+// It sleeps on a Go timer rather than in poll(2). A poll of the pipes was
+// a timeout in practice (the kernel wakes a poller of trace_pipe_raw only
+// when its buffer is half full: 2 MB of the 4 MB per CPU), and a system
+// call that blocks for 100 ms is one the Go runtime hands the P off for:
+// its sysmon thread takes the P back after 10 ms, and the call's return
+// then wakes sysmon with its tick reset to 20 µs, some 50 wakeups each
+// time, a quarter of the parent's CPU under hackbench (docs/benchmarks.md). A
+// timer parks the goroutine instead. Only a CPU that fills half its buffer
+// within 100 ms of being found empty (20 MB/s) waits longer than it did.
 func (s *Session) readRaw() {
 	r := s.raw
 	page := make([]byte, os.Getpagesize())
-	pfds := make([]unix.PollFd, len(r.cpus))
-	for i, c := range r.cpus {
-		pfds[i] = unix.PollFd{Fd: int32(c.fd), Events: unix.POLLIN}
-	}
+	sleep := time.NewTimer(time.Hour)
+	defer sleep.Stop()
 	var evs []Event
 	for {
 		select {
@@ -121,7 +128,12 @@ func (s *Session) readRaw() {
 			s.addRaw(c, evs, lost, 0)
 		}
 		if !busy {
-			unix.Poll(pfds, 100)
+			sleep.Reset(100 * time.Millisecond)
+			select {
+			case <-s.stop:
+				return
+			case <-sleep.C:
+			}
 		}
 	}
 }

@@ -135,7 +135,7 @@ func TestVMKnownCulpritOsnoise(t *testing.T) {
 			continue
 		}
 		caused++
-		if msg := in.Judge(known, culp.Process.Pid, sp.DueNS, sp.DueNS+sp.LatencyNS, sp.Causes); msg != "" {
+		if msg := in.Judge(known, sp.DueNS, sp.DueNS+sp.LatencyNS, sp.Causes); msg != "" {
 			t.Errorf("period %d, %.2f ms late: %s (%v)", sp.Period, float64(sp.LatencyNS)/1e6, msg, *in)
 		}
 		c := sp.Causes[0]

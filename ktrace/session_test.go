@@ -164,7 +164,7 @@ func TestKnownCulprit(t *testing.T) {
 		t.Logf("%.2f ms late on CPU %d: %s %s (%d) %s %.2f ms; unexplained %.2f ms; wakeup %.2f, run delay %.2f ms; %v",
 			float64(sp.LatencyNS)/1e6, sp.CPU, c.Kind, c.Name, c.PID, c.Policy, float64(c.NS)/1e6,
 			float64(sp.UnexplainedNS)/1e6, float64(sp.WakeupNS)/1e6, float64(sp.RunDelayNS)/1e6, *in)
-		if msg := in.Judge(known, cmd.Process.Pid, l.due, l.woke, sp.Causes); msg != "" {
+		if msg := in.Judge(known, l.due, l.woke, sp.Causes); msg != "" {
 			t.Errorf("%.2f ms late: %s", float64(sp.LatencyNS)/1e6, msg)
 		}
 		if sp.UnexplainedNS*10 > sp.LatencyNS {

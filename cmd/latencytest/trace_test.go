@@ -88,7 +88,7 @@ func TestRunTraceKnownCulprit(t *testing.T) {
 				continue
 			}
 			caused++
-			if msg := b.Judge(known, culp.Process.Pid, d, w, sp.Causes); msg != "" {
+			if msg := b.Judge(known, d, w, sp.Causes); msg != "" {
 				t.Errorf("period %d, %.2f ms late: %s (%v)", sp.Period, float64(sp.LatencyNS)/1e6, msg, b)
 			}
 		}

@@ -34,9 +34,12 @@ type Config struct {
 	Settle time.Duration
 }
 
-// Burst is one burst: its start and end (CLOCK_MONOTONIC ns), the CPU
-// time the culprit's thread had in it, and its gaps.
+// Burst is one burst: the culprit's thread id (what a tracer names it
+// by: the goroutine running Run need not be on the process's main thread),
+// the burst's start and end (CLOCK_MONOTONIC ns), the CPU time the thread
+// had in it, and its gaps.
 type Burst struct {
+	TID             int
 	Start, End, CPU int64
 	// Gaps are the stretches of the burst in which the culprit's loop did
 	// not run: more than gapNS between two of its clock readings. An
@@ -88,8 +91,10 @@ func Run(c Config, w io.Writer) error {
 	urg := uint64(1 << (unix.SIGURG - 1))
 	unix.RawSyscall6(unix.SYS_RT_SIGPROCMASK, unix.SIG_BLOCK, uintptr(unsafe.Pointer(&urg)), 0, 8, 0, 0)
 	sleep(c.Settle)
+	tid := unix.Gettid()
 	for i := range bursts {
 		bursts[i] = burst(c.Busy, bursts[i].Gaps)
+		bursts[i].TID = tid
 		sleep(c.Gap)
 	}
 	// Its report is written as an ordinary task, so that writing it
@@ -130,11 +135,11 @@ func burst(busy time.Duration, gaps [][2]int64) Burst {
 	return Burst{Start: t0, End: mono.Now(), CPU: c1 - c0, Gaps: gaps}
 }
 
-// line is how Run says a burst: start, end, CPU, then each gap's start
-// and end.
+// line is how Run says a burst: thread id, start, end, CPU, then each
+// gap's start and end.
 func (b Burst) line() string {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "%d %d %d", b.Start, b.End, b.CPU)
+	fmt.Fprintf(&sb, "%d %d %d %d", b.TID, b.Start, b.End, b.CPU)
 	for _, g := range b.Gaps {
 		fmt.Fprintf(&sb, " %d %d", g[0], g[1])
 	}
@@ -174,11 +179,11 @@ func Parse(said string) ([]Burst, error) {
 			}
 			ns = append(ns, n)
 		}
-		if len(ns) < 3 || len(ns)%2 == 0 {
-			return nil, fmt.Errorf("culprit said %q: want start, end, CPU and pairs of gap instants", line)
+		if len(ns) < 4 || len(ns)%2 != 0 {
+			return nil, fmt.Errorf("culprit said %q: want thread id, start, end, CPU and pairs of gap instants", line)
 		}
-		b := Burst{Start: ns[0], End: ns[1], CPU: ns[2]}
-		for i := 3; i < len(ns); i += 2 {
+		b := Burst{TID: int(ns[0]), Start: ns[1], End: ns[2], CPU: ns[3]}
+		for i := 4; i < len(ns); i += 2 {
 			b.Gaps = append(b.Gaps, [2]int64{ns[i], ns[i+1]})
 		}
 		bursts = append(bursts, b)
@@ -217,8 +222,8 @@ func (b Burst) String() string {
 }
 
 // Judge compares a tracer's causes of a wakeup late from due to woke with
-// what the culprit (c, process pid) ran there by its own clock: it must be
-// among them, by name, pid and policy, with a time between what it ran
+// what the culprit (c, thread b.TID) ran there by its own clock: it must be
+// among them, by name, thread id and policy, with a time between what it ran
 // less its gaps (Ran) and the whole of its burst there, 20 % either way;
 // and first where it ran most of the delay. The gaps are either side
 // because the loop cannot tell an interrupt, which the tracer counts
@@ -226,14 +231,14 @@ func (b Burst) String() string {
 // cannot see and puts down to the task it interrupted. It returns what is
 // wrong, or "". Where the culprit ran less than a tenth of the delay there
 // is nothing to judge.
-func (b Burst) Judge(c Config, pid int, due, woke int64, causes []rundata.Cause) string {
+func (b Burst) Judge(c Config, due, woke int64, causes []rundata.Cause) string {
 	ran, whole := b.Ran(due, woke), overlap(b.Start, b.End, due, woke)
 	if ran*10 < woke-due {
 		return ""
 	}
 	policy := fmt.Sprintf("SCHED_FIFO %d", c.Prio)
 	for i, k := range causes {
-		if k.Kind != rundata.CauseThread || k.Name != c.Name || k.PID != pid {
+		if k.Kind != rundata.CauseThread || k.Name != c.Name || k.PID != b.TID {
 			continue
 		}
 		switch {
@@ -248,6 +253,10 @@ func (b Burst) Judge(c Config, pid int, due, woke int64, causes []rundata.Cause)
 		}
 		return ""
 	}
-	return fmt.Sprintf("the culprit (%d) ran %.3f of the %.3f ms by its own clock, and is not among the causes", pid,
-		float64(ran)/1e6, float64(woke-due)/1e6)
+	var names []string
+	for _, k := range causes {
+		names = append(names, fmt.Sprintf("%s %q (%d)", k.Kind, k.Name, k.PID))
+	}
+	return fmt.Sprintf("the culprit %s (%d) ran %.3f of the %.3f ms by its own clock, and is not among the causes: %s", c.Name, b.TID,
+		float64(ran)/1e6, float64(woke-due)/1e6, strings.Join(names, ", "))
 }

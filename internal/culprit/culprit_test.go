@@ -23,6 +23,9 @@ func TestRunSaysItsBursts(t *testing.T) {
 		t.Fatalf("%d bursts said, want %d:\n%s", len(bs), c.Bursts, out.String())
 	}
 	for i, b := range bs {
+		if b.TID <= 0 {
+			t.Errorf("burst %d: thread id %d", i, b.TID)
+		}
 		if d := b.End - b.Start; d < int64(c.Busy) || b.CPU <= 0 || b.CPU > d || b.Held() < 0 || b.Held() > d {
 			t.Errorf("burst %d: %v; want at least %v, CPU and gaps within it", i, b, c.Busy)
 		}
@@ -32,7 +35,7 @@ func TestRunSaysItsBursts(t *testing.T) {
 // A gap the burst's loop saw is time the culprit did not run, in a
 // window and in the judgement of a tracer's account of it.
 func TestGapsAreNotTheCulprits(t *testing.T) {
-	b, err := Parse("1000000 6000000 5000000 2000000 3000000\n")
+	b, err := Parse("7 1000000 6000000 5000000 2000000 3000000\n")
 	if err != nil || len(b) != 1 {
 		t.Fatal(b, err)
 	}
@@ -57,11 +60,11 @@ func TestGapsAreNotTheCulprits(t *testing.T) {
 		{[]rundata.Cause{{Kind: rundata.CauseThread, Name: "lt-culprit", PID: 7, Policy: "SCHED_OTHER", NS: 4e6}}, false},
 		{[]rundata.Cause{irq}, false},
 	} {
-		if msg := b[0].Judge(c, 7, 1e6, 6e6, tc.causes); (msg == "") != tc.ok {
+		if msg := b[0].Judge(c, 1e6, 6e6, tc.causes); (msg == "") != tc.ok {
 			t.Errorf("%v: %q, want ok %v", tc.causes, msg, tc.ok)
 		}
 	}
-	if _, err := Parse("100 5100 4600 7\n"); err == nil {
+	if _, err := Parse("7 100 5100 4600 7\n"); err == nil {
 		t.Error("a gap with one instant: no error")
 	}
 }

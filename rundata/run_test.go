@@ -42,3 +42,26 @@ func TestParseRunMemory(t *testing.T) {
 		t.Errorf("%d phases accepted: %v", len(r.Phases), err)
 	}
 }
+
+// An xrun's span runs from a period after the last sample before it (its
+// own Due may be late) to the first period after the restart; a pointer
+// jump's is the step that lost buffers.
+func TestStreamLost(t *testing.T) {
+	const p = int64(1e6)
+	ss := []Sample{
+		{Due: 1 * p}, {Due: 2 * p}, {Due: 3 * p},
+		{Due: 4*p + 600e3, Xrun: 2 * p}, // the update that found the buffer empty came 0.6 ms after
+		{Due: 14 * p},                   // the restart and its refill: 9 periods lost
+		{Due: 15 * p},
+		{Due: 19 * p, Flags: FlagPointerJump}, // three periods' worth of buffers lost
+		{Due: 20 * p},
+	}
+	lost, restarts := StreamLost(ss, p)
+	if lost != 12*p || restarts != 1 {
+		t.Errorf("lost %d ns over %d restarts, want %d over 1", lost, restarts, 12*p)
+	}
+	// Counted periods plus the lost time's are the stream time's.
+	if n := int64(len(ss)) + lost/p; n != (ss[len(ss)-1].Due-ss[0].Due)/p+1 {
+		t.Errorf("%d periods counted and lost, over %d ns", n, ss[len(ss)-1].Due-ss[0].Due)
+	}
+}

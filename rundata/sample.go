@@ -106,3 +106,32 @@ func GetWire(b []byte, s *Sample) {
 	s.CaptureDue = int64(le.Uint64(b[64:]))
 	s.PollNS = int64(le.Uint64(b[72:]))
 }
+
+// StreamLost returns the stream time of samples ss, a phase's periods of
+// periodNS each, in which no period became due because of an xrun (from
+// the xrun's period to the first after the restart: the stop, the restart
+// and the refill) or a pointer jump (the buffers the pointer lost): the
+// time by which the Due steps across such a place exceed a period each.
+// The periods a phase counts are its stream time less this, over periodNS.
+// The number of restarts is returned too.
+//
+// An xrun's own Due is not used: a driver may only know it to the pointer
+// update that found the buffer empty (ALSA's steps back in whole update
+// steps, so up to a step late), but the xrun's period became due a period
+// after the last one before it, so the span is measured from there.
+func StreamLost(ss []Sample, periodNS int64) (lost int64, restarts int) {
+	last := -1 // the last sample that is not an xrun
+	for i := range ss {
+		if i > 0 && ss[i-1].Xrun != 0 {
+			restarts++
+		}
+		if ss[i].Xrun != 0 {
+			continue
+		}
+		if last >= 0 && (i-last > 1 || ss[i].Flags&FlagPointerJump != 0) {
+			lost += max(0, ss[i].Due-ss[last].Due-int64(i-last)*periodNS)
+		}
+		last = i
+	}
+	return lost, restarts
+}

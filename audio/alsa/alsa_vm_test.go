@@ -88,42 +88,13 @@ func TestVMDummyPlayback(t *testing.T) {
 			if int64(len(ss)) != ph.Periods {
 				t.Errorf("%d samples in the file, %d periods in run.json", len(ss), ph.Periods)
 			}
-			lost, restarts := streamLost(ss, r.Rate, r.PeriodFrames)
+			lost, restarts := rundata.StreamLost(ss, int64(r.PeriodFrames)*1e9/int64(r.Rate))
 			checkPeriods(t, ph.Periods, 10e9, lost, restarts, r.Rate, shape.period)
 			if t.Failed() {
 				logLongSteps(t, ss, int64(shape.period)*1e9/int64(r.Rate))
 			}
 		})
 	}
-}
-
-// streamLost returns the stream time in which no period became due
-// because of an xrun (from the xrun's period to the first period after the
-// restart: the stop, the restart and the refill) or a pointer jump (the
-// buffers the pointer lost): the time by which the Due steps across such a
-// place exceed a period each. The number of restarts is returned too.
-//
-// An xrun's own Due is not used: it is the update that found the buffer
-// empty stepped back in whole update steps (Driver.back), so up to a step
-// late, and under TCG, where most restarts come from late ticks, that
-// averaged half a period a restart. The xrun period became due a period
-// after the last one before it, so the span is measured from there.
-func streamLost(ss []rundata.Sample, rate, frames int) (lost int64, restarts int) {
-	periodNS := int64(frames) * 1e9 / int64(rate)
-	last := -1 // the last sample that is not an xrun
-	for i := range ss {
-		if i > 0 && ss[i-1].Xrun != 0 {
-			restarts++
-		}
-		if ss[i].Xrun != 0 {
-			continue
-		}
-		if last >= 0 && (i-last > 1 || ss[i].Flags&rundata.FlagPointerJump != 0) {
-			lost += max(0, ss[i].Due-ss[last].Due-int64(i-last)*periodNS)
-		}
-		last = i
-	}
-	return lost, restarts
 }
 
 // logLongSteps logs the Due steps of more than two periods that neither an
@@ -141,7 +112,7 @@ func logLongSteps(t *testing.T, ss []rundata.Sample, periodNS int64) {
 }
 
 // checkPeriods: the periods counted match the stream time less what the
-// xruns and pointer jumps lost (streamLost), within 2 %: every other
+// xruns and pointer jumps lost (rundata.StreamLost), within 2 %: every other
 // period became due one period after the last. restarts is only reported.
 func checkPeriods(t *testing.T, periods int64, durationNS float64, lost int64, restarts, rate, frames int) {
 	t.Helper()
@@ -649,7 +620,7 @@ func TestVMCaptureRun(t *testing.T) {
 		// As in TestVMDummyPlayback: the periods match the stream time
 		// less what xruns and pointer jumps lost.
 		ss := readSamples(t, out, ph)
-		lost, restarts := streamLost(ss, r.Rate, r.PeriodFrames)
+		lost, restarts := rundata.StreamLost(ss, int64(r.PeriodFrames)*1e9/int64(r.Rate))
 		checkPeriods(t, ph.Periods, 3e9, lost, restarts, r.Rate, r.PeriodFrames)
 		checkSides(t, ph, ss, args[1] == "duplex")
 	}

@@ -157,15 +157,8 @@ func TestRunTimerIdleCountsPeriods(t *testing.T) {
 		t.Fatalf("run: interrupted %v, %d phases", run.Interrupted, len(run.Phases))
 	}
 	ph := run.Phases[0]
-	want := 3.0 * 48000 / 64
-	if d := float64(ph.Periods) - want; d > 0.02*want || d < -0.02*want {
-		t.Errorf("counted %d periods, want %.0f ± 2 %%", ph.Periods, want)
-	}
 	if ph.Latency.Max <= 0 || ph.Latency.Min > ph.Latency.P50 || ph.Latency.P50 > ph.Latency.P99 || ph.Latency.P99 > ph.Latency.Max {
 		t.Errorf("latency stats out of order: %+v", ph.Latency)
-	}
-	if ph.Xruns != 0 {
-		t.Errorf("%d xruns with 20 ms of buffer", ph.Xruns)
 	}
 	if !run.Simulated || run.Driver != "timer" || run.PeriodFrames != 64 || run.Rate != 48000 {
 		t.Errorf("run header: %+v", run)
@@ -173,6 +166,25 @@ func TestRunTimerIdleCountsPeriods(t *testing.T) {
 	samples := readSamples(t, out, ph)
 	if int64(len(samples)) != ph.Periods {
 		t.Errorf("samples file holds %d periods, run.json says %d", len(samples), ph.Periods)
+	}
+	// Every period of the 3 s is counted but those an xrun lost. An xrun
+	// here is a wakeup 20 ms late, which this shared host's own stalls of
+	// a vCPU can reach (docs/benchmarks.md, "Where the tail comes from";
+	// the race-detector CI run met one): each must be as long as the write
+	// came after the buffer ran dry.
+	const periodNS = int64(64) * 1e9 / 48000
+	for _, s := range samples {
+		if s.Xrun != 0 {
+			t.Logf("xrun at period %d: woke %.2f ms after due, %.2f ms dry", s.Index, float64(s.Latency())/1e6, float64(s.Xrun)/1e6)
+			if s.Latency() > 15*periodNS+s.Xrun {
+				t.Errorf("period %d woke %d ns after due: its xrun of %d ns is short of that less the 15 periods buffered", s.Index, s.Latency(), s.Xrun)
+			}
+		}
+	}
+	lost, _ := rundata.StreamLost(samples, periodNS)
+	want := (3e9 - float64(lost)) / float64(periodNS)
+	if d := float64(ph.Periods) - want; d > 0.02*want || d < -0.02*want {
+		t.Errorf("counted %d periods, want %.0f ± 2 %% (3 s less %.1f ms lost to %d xruns)", ph.Periods, want, float64(lost)/1e6, ph.Xruns)
 	}
 	// The summary line, cyclictest style.
 	if !strings.Contains(r.stdout, "T: idle") || !strings.Contains(r.stdout, fmt.Sprintf("C:%8d", ph.Periods)) {

@@ -57,13 +57,7 @@ func inBurstVM(b culprit.Burst, l late) bool {
 // has not (Debian's standard kernel), run.json says why and no spike has
 // an osnoise account.
 func TestVMKnownCulpritOsnoise(t *testing.T) {
-	fs, err := findTracefs("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, haveNoise := fs.osnoiseUsable()
-	before := osnoiseSettings(fs)
-	t.Logf("osnoise usable: %v; %s", haveNoise, before)
+	fs, haveNoise, before := osnoiseBefore(t)
 
 	out := filepath.Join(t.TempDir(), "out")
 	run := exec.Command(vmBinary, "run", "--driver", "timer", "--tests", "idle", "--duration", "4s", "--affinity", "0",
@@ -202,13 +196,7 @@ func TestVMKnownCulpritOsnoise(t *testing.T) {
 // On a kernel without the tracer (Debian's standard one) the instance
 // alone is checked.
 func TestVMKilledRunOsnoiseReset(t *testing.T) {
-	fs, err := findTracefs("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, haveNoise := fs.osnoiseUsable()
-	before := osnoiseSettings(fs)
-	t.Logf("osnoise usable: %v; %s", haveNoise, before)
+	fs, haveNoise, before := osnoiseBefore(t)
 
 	run := exec.Command(vmBinary, "run", "--driver", "timer", "--tests", "idle", "--duration", "60s", "--affinity", "0",
 		"--cpu-load", "0", "--trace", "--quiet", "--no-report", "--out", filepath.Join(t.TempDir(), "out"))
@@ -321,4 +309,18 @@ func waitMeasuring(samples string, timeout time.Duration) error {
 		size = fi.Size()
 	}
 	return fmt.Errorf("%s did not grow within %v", samples, timeout)
+}
+
+// osnoiseBefore finds tracefs, whether the osnoise tracer can be used, and
+// its settings before a test, to compare with after it.
+func osnoiseBefore(t *testing.T) (fs *tracefs, haveNoise bool, before string) {
+	t.Helper()
+	fs, err := findTracefs("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, haveNoise = fs.osnoiseUsable()
+	before = osnoiseSettings(fs)
+	t.Logf("osnoise usable: %v; %s", haveNoise, before)
+	return fs, haveNoise, before
 }

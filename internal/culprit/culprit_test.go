@@ -23,8 +23,8 @@ func TestRunSaysItsBursts(t *testing.T) {
 		t.Fatalf("%d bursts said, want %d:\n%s", len(bs), c.Bursts, out.String())
 	}
 	for i, b := range bs {
-		if b.TID <= 0 {
-			t.Errorf("burst %d: thread id %d", i, b.TID)
+		if b.TID <= 0 || b.Ready <= 0 || b.Ready > b.Start {
+			t.Errorf("burst %d: thread id %d, ready at %d, start %d", i, b.TID, b.Ready, b.Start)
 		}
 		if d := b.End - b.Start; d < int64(c.Busy) || b.CPU <= 0 || b.CPU > d || b.Held() < 0 || b.Held() > d {
 			t.Errorf("burst %d: %v; want at least %v, CPU and gaps within it", i, b, c.Busy)
@@ -35,7 +35,7 @@ func TestRunSaysItsBursts(t *testing.T) {
 // A gap the burst's loop saw is time the culprit did not run, in a
 // window and in the judgement of a tracer's account of it.
 func TestGapsAreNotTheCulprits(t *testing.T) {
-	b, err := Parse("7 1000000 6000000 5000000 2000000 3000000\n")
+	b, err := Parse("7 1000000 1000000 6000000 5000000 2000000 3000000\n")
 	if err != nil || len(b) != 1 {
 		t.Fatal(b, err)
 	}
@@ -64,7 +64,22 @@ func TestGapsAreNotTheCulprits(t *testing.T) {
 			t.Errorf("%v: %q, want ok %v", tc.causes, msg, tc.ok)
 		}
 	}
-	if _, err := Parse("7 100 5100 4600 7\n"); err == nil {
+	if _, err := Parse("7 100 100 5100 4600 7\n"); err == nil {
 		t.Error("a gap with one instant: no error")
+	}
+}
+
+// From the end of its sleep the culprit is runnable at its priority: time
+// between then and its burst's start is its, by the tracer, too.
+func TestJudgeCountsFromReady(t *testing.T) {
+	c := Config{Name: "lt-culprit", Prio: 90}
+	me := []rundata.Cause{{Kind: rundata.CauseThread, Name: "lt-culprit", PID: 7, Policy: "SCHED_FIFO 90", NS: 6.4e6}}
+	b := Burst{TID: 7, Ready: 0.5e6, Start: 1e6, End: 6e6}
+	if msg := b.Judge(c, 0, 6e6, me); msg != "" {
+		t.Errorf("woken at 0.5 ms: %s", msg)
+	}
+	b.Ready = b.Start
+	if msg := b.Judge(c, 0, 6e6, me); msg == "" {
+		t.Errorf("6.4 ms in the trace, 5 ms from ready to end: no complaint")
 	}
 }

@@ -88,9 +88,10 @@ func (r *rawReader) close() {
 // call that blocks for 100 ms is one the Go runtime hands the P off for:
 // its sysmon thread takes the P back after 10 ms, and the call's return
 // then wakes sysmon with its tick reset to 20 µs, some 50 wakeups each
-// time, a quarter of the parent's CPU under hackbench (docs/benchmarks.md). A
-// timer parks the goroutine instead. Only a CPU that fills half its buffer
-// within 100 ms of being found empty (20 MB/s) waits longer than it did.
+// time. A timer parks the goroutine instead: the parent's context switches
+// under hackbench fell by 28–35 %, its CPU time not measurably
+// (docs/benchmarks.md). Only a CPU that fills half its buffer within
+// 100 ms of being found empty (20 MB/s) waits longer than it did.
 func (s *Session) readRaw() {
 	r := s.raw
 	page := make([]byte, os.Getpagesize())

@@ -95,18 +95,7 @@ func noiseCause(ev *Event, audio Thread) rundata.Cause {
 // takes to get to writing it (its sched_switch hook runs after the
 // sched_switch event's, 3–7 µs later under TCG).
 func explainNoise(evs []Event, from, to int64, audio Thread) (causes []rundata.Cause, unexplained int64) {
-	// Events end by their stamp: none written before the window can
-	// reach into it. But a span that reaches into it ends at its start
-	// plus the net durations of everything nested in it, some of which
-	// may have ended before the window (an interrupt early in a long
-	// burst): every event written since the earliest such start counts.
-	first := to
-	for i := range evs {
-		ev := &evs[i]
-		if ev.Kind == evNoise && ev.NoiseStart > 0 && ev.TS > from && ev.NoiseStart < to {
-			first = min(first, ev.NoiseStart)
-		}
-	}
+	first := noiseReach(evs, from, to)
 	var spans []noiseSpan
 	for i := range evs {
 		ev := &evs[i]
@@ -168,6 +157,24 @@ func explainNoise(evs []Event, from, to int64, audio Thread) (causes []rundata.C
 	return causes, unexplained
 }
 
+// noiseReach is the earliest start of the noise events that reach into
+// [from, to), or to when none does. Events end by their stamp: none
+// written before the window can reach into it. But a span that reaches
+// into it ends at its start plus the net durations of everything nested
+// in it, some of which may have ended before the window (an interrupt
+// early in a long burst): every event written since the earliest such
+// start bears on the window.
+func noiseReach(evs []Event, from, to int64) int64 {
+	first := to
+	for i := range evs {
+		ev := &evs[i]
+		if ev.Kind == evNoise && ev.NoiseStart > 0 && ev.TS > from && ev.NoiseStart < to {
+			first = min(first, ev.NoiseStart)
+		}
+	}
+	return first
+}
+
 // disagree tells a spike whose two accounts differ on their top cause, or
 // on its time by more than 5 %.
 func disagree(sp rundata.Spike) bool {
@@ -181,14 +188,10 @@ func disagree(sp rundata.Spike) bool {
 
 // dumpWindow writes every event that bears on [from, to): the noise
 // events explainNoise reads for it, and the others from the earliest
-// start among those to the window's end; times in µs from its start.
+// start among those (noiseReach) to the window's end; times in µs from
+// its start.
 func dumpWindow(w io.Writer, evs []Event, from, to int64) {
-	first := from
-	for i := range evs {
-		if ev := &evs[i]; ev.Kind == evNoise && ev.NoiseStart > 0 && ev.TS > from && ev.NoiseStart < to {
-			first = min(first, ev.NoiseStart)
-		}
-	}
+	first := min(from, noiseReach(evs, from, to))
 	fmt.Fprintf(w, "ktrace: the two accounts of the window %d–%d disagree; its events (µs from its start):\n", from, to)
 	for i := range evs {
 		ev := &evs[i]

@@ -136,6 +136,21 @@ func TestBadFlagsExit2WritingNothing(t *testing.T) {
 	}
 }
 
+// The flag package says only "parse error" of a bad duration; the user is
+// told the form allowed.
+func TestBadDurationSaysForm(t *testing.T) {
+	for _, args := range [][]string{
+		{"run", "--duration", "soon"},
+		{"run", "--trace", "--trace-above", "nope"},
+		{"monitor", "--rotate", "5"},
+	} {
+		r := latencytest(t, args...)
+		if r.code != 2 || !strings.Contains(r.stderr, args[len(args)-2]) || !strings.Contains(r.stderr, "allowed a number and a unit") {
+			t.Errorf("%v: exit %d, stderr %q", args, r.code, r.stderr)
+		}
+	}
+}
+
 func TestUnknownCommand(t *testing.T) {
 	r := latencytest(t, "frobnicate")
 	if r.code != 2 || !strings.Contains(r.stderr, "allowed") {

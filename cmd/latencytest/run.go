@@ -485,10 +485,34 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, doc s
 	if err != nil {
 		msg := strings.Replace(err.Error(), "flag provided but not defined: -", "unknown flag --", 1)
 		msg = strings.Replace(msg, " for flag -", " for --", 1)
+		msg = explainDuration(fs, msg)
 		fmt.Fprintf(stderr, "latencytest %s: %s\n", fs.Name(), msg)
 		return 2, false
 	}
 	return 0, true
+}
+
+// explainDuration says what a duration flag allows where the flag
+// package's message ends in only "parse error".
+func explainDuration(fs *flag.FlagSet, msg string) string {
+	head, ok := strings.CutSuffix(msg, ": parse error")
+	if !ok {
+		return msg
+	}
+	i := strings.LastIndex(head, " for --")
+	if i < 0 {
+		return msg
+	}
+	f := fs.Lookup(head[i+len(" for --"):])
+	if f == nil {
+		return msg
+	}
+	if g, ok := f.Value.(flag.Getter); ok {
+		if _, ok := g.Get().(time.Duration); ok {
+			return head + ": allowed a number and a unit, such as 500us, 20ms or 1m30s"
+		}
+	}
+	return msg
 }
 
 // measureExit is run's and monitor's exit code: 2 for bad input, 1 for a

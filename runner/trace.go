@@ -3,6 +3,7 @@ package runner
 import (
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
 
 	"latencytest/ktrace"
@@ -144,8 +145,12 @@ func (s *session) startTrace() *spikeTrace {
 		}
 		s.pr.linef("[%s] xrun at period %d, %s: %s", name, sp.Period, late, mainCulprits(sp))
 	})
-	if !t.info.Enabled {
+	switch {
+	case !t.info.Enabled:
 		s.pr.linef("trace: causes not recorded: %s", t.info.Note)
+	case len(s.cfg.RT.Affinity) == 0 && runtime.NumCPU() > 1:
+		// Measured: docs/benchmarks.md, "trace-pinned".
+		s.pr.linef("trace: recording every CPU's task switches; with --affinity only the audio thread's CPU is recorded, which costs it less (docs/spikes.md)")
 	}
 	return t
 }

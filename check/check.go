@@ -44,6 +44,9 @@ type env struct {
 	// tasks is the real-time task list for audioPrio and cpus, once
 	// walked (rtTasks).
 	tasks []rundata.RTTask
+	// config is the kernel's configuration and where it was read, once
+	// read (kernelConfig): three checks consult it.
+	config *configFile
 }
 
 // Options name the audio thread the checks judge the machine for.
@@ -154,6 +157,38 @@ func (e *env) glob(pattern string) []string {
 		ms[i] = "/" + ms[i]
 	}
 	return ms
+}
+
+// threads returns every thread's /proc/PID/task/TID directory. It reads
+// only the directories it needs: fs.Glob of /proc/[0-9]*/task/[0-9]* lists
+// each /proc/PID as well to find its task entry, and the kernel makes a
+// directory entry for each of the fifty-odd files there (a third of the
+// check's CPU time).
+func (e *env) threads() []string {
+	procs, _ := fs.ReadDir(e.fsys, "proc")
+	var out []string
+	for _, p := range procs {
+		if !allDigits(p.Name()) {
+			continue
+		}
+		dir := "proc/" + p.Name() + "/task"
+		ts, _ := fs.ReadDir(e.fsys, dir)
+		for _, t := range ts {
+			if allDigits(t.Name()) {
+				out = append(out, "/"+dir+"/"+t.Name())
+			}
+		}
+	}
+	return out
+}
+
+func allDigits(s string) bool {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // cmdlineHas reports whether the kernel command line holds word, alone or

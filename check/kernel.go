@@ -36,6 +36,20 @@ func parseKernelConfig(r io.Reader) map[string]string {
 // kernelConfig finds the running kernel's configuration in /proc/config.gz
 // or /boot/config-RELEASE; nil when neither is readable.
 func (e *env) kernelConfig() (map[string]string, string) {
+	if e.config == nil {
+		cfg, src := e.readKernelConfig()
+		e.config = &configFile{cfg, src}
+	}
+	return e.config.options, e.config.src
+}
+
+// configFile is the kernel's configuration, and the file it was read from.
+type configFile struct {
+	options map[string]string
+	src     string
+}
+
+func (e *env) readKernelConfig() (map[string]string, string) {
 	if b, err := fs.ReadFile(e.fsys, "proc/config.gz"); err == nil {
 		if zr, err := gzip.NewReader(bytes.NewReader(b)); err == nil {
 			if cfg := parseKernelConfig(zr); len(cfg) > 0 {

@@ -117,7 +117,7 @@ func (e *env) rtTasks(prio int, cpus []int) []rundata.RTTask {
 // walkRTTasks reads every thread's scheduling policy from /proc.
 func (e *env) walkRTTasks(prio int, cpus []int) []rundata.RTTask {
 	out := []rundata.RTTask{} // not nil, once walked
-	for _, dir := range e.glob("/proc/[0-9]*/task/[0-9]*") {
+	for _, dir := range e.threads() {
 		st, err := e.read(dir + "/stat")
 		if err != nil {
 			continue // the thread ended meanwhile
@@ -179,7 +179,7 @@ func checkRTTasks(e *env) []rundata.Finding {
 	const fix = "lower or stop it (chrt -o -p 0 TID, or its service's settings), or pin it away from the audio thread's CPUs (taskset -p -c LIST TID)"
 	ts := e.rtTasks(e.audioPrio, e.cpus)
 	if len(ts) == 0 {
-		if len(e.glob("/proc/[0-9]*/task")) == 0 {
+		if len(e.threads()) == 0 {
 			return []rundata.Finding{finding(name, INFO, "cannot read /proc/*/task", why, "")}
 		}
 		return []rundata.Finding{finding(name, OK, "none", why, "")}

@@ -54,8 +54,9 @@ func checkMain(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	o := check.Options{Prio: *prio, CPUs: cpus}
-	writeFindings(stdout, check.RunFor(o), *verbose)
-	writeRTTasks(stdout, check.RTTasks(o))
+	fs, ts := check.Audit(o) // one walk of /proc for both
+	writeFindings(stdout, fs, *verbose)
+	writeRTTasks(stdout, ts)
 	return 0
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+
+	"golang.org/x/sys/unix"
 )
 
 // ProcStat is what /proc/PID/stat says of a process.
@@ -21,12 +23,13 @@ func Processes() ([]ProcStat, error) {
 		return nil, fmt.Errorf("list processes: %w", err)
 	}
 	var out []ProcStat
+	buf := make([]byte, 4096)
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		b, err := readStat("/proc/"+e.Name()+"/stat", buf)
 		if err != nil {
 			continue // gone meanwhile
 		}
@@ -35,6 +38,28 @@ func Processes() ([]ProcStat, error) {
 		}
 	}
 	return out, nil
+}
+
+// readStat reads a /proc stat file, which the kernel renders whole in one
+// read, into buf. Three system calls where os.ReadFile makes seven (the
+// poller's fcntl and epoll_ctl, fstat): every phase's end walks every
+// process, and that was a tenth of a short run's CPU time.
+func readStat(path string, buf []byte) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	for {
+		n, err := unix.Read(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return buf[:n], nil
+	}
 }
 
 // parseStat reads the fields after the command name, which is in

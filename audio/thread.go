@@ -2,8 +2,11 @@ package audio
 
 import (
 	"math"
+	"os"
 	"runtime"
 	"runtime/debug"
+	"strconv"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -83,7 +86,50 @@ const LoopPs = 2
 // which waits for the pinned loop, that is for the end of the phase, while
 // every other goroutine stands still).
 func RuntimeSetup() {
-	debug.SetGCPercent(-1)
+	// The limit first: SetGCPercent(-1) waits for a collection in progress
+	// to end, and under the limit another could start before it was lifted
+	// (with the engine's coarse timer slack, one always did).
 	debug.SetMemoryLimit(math.MaxInt64)
+	debug.SetGCPercent(-1)
 	runtime.GOMAXPROCS(LoopPs)
+}
+
+// OthersSlack is the timer slack SlackOthers gives the engine's threads
+// other than the loop's.
+const OthersSlack = 50 * time.Millisecond
+
+// SlackOthers gives every thread of this process but the calling one
+// (the loop's) a coarse timer slack: how much later than asked the kernel
+// may end their timed sleeps, so as to serve several with one wakeup. Go's
+// sysmon thread wakes every 10 ms while the loop holds its P, and each
+// wakeup of an idle CPU costs a virtual machine tens of microseconds; with
+// the slack the kernel serves most with other wakeups, or every 60 ms
+// (docs/benchmarks.md, "timer slack"). Call it once set-up is done: the
+// runtime's own short sleeps, which a collection and a stop of the world
+// take, would stretch too. The drainer's 100 ms and the ring's 4 s leave
+// room for it. Best effort: another thread's slack needs CAP_SYS_NICE.
+func SlackOthers() {
+	me := unix.Gettid()
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return
+	}
+	v := []byte(strconv.FormatInt(int64(OthersSlack), 10))
+	for _, t := range tasks {
+		tid, err := strconv.Atoi(t.Name())
+		if err != nil || tid == me {
+			continue
+		}
+		// Only the thread group's own directory has the file, and
+		// /proc/TID is one for any thread.
+		fd, err := unix.Open("/proc/"+t.Name()+"/timerslack_ns", unix.O_WRONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			continue // ended meanwhile
+		}
+		_, err = unix.Write(fd, v)
+		unix.Close(fd)
+		if err == unix.EPERM {
+			return // the same for every thread
+		}
+	}
 }

@@ -94,6 +94,7 @@ func EngineMain(stdin io.Reader, stderr io.Writer, open func(name string) (audio
 	if err := conn.Send(eventHello, hello); err != nil {
 		return 1
 	}
+	audio.SlackOthers()
 	runErr := eng.Run()
 	close(done)
 	drainErr := <-drained

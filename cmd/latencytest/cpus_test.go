@@ -11,8 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"latencytest/audio"
 	"latencytest/internal/threads"
 	"latencytest/runner"
+
+	"golang.org/x/sys/unix"
 )
 
 // With the audio thread pinned (--affinity), latencytest's own work runs
@@ -110,4 +113,59 @@ func fifo(pid int, tid string) bool {
 	s := string(st)
 	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 	return len(f) > 38 && f[38] == "1"
+}
+
+// The engine's threads but the loop's run with a coarse timer slack once
+// set up, so that Go's sysmon wakes with other work; the loop keeps the
+// slack it inherited. Run as SCHED_OTHER, where slack applies (a real-time
+// thread has none): exactly one engine thread has the parent's slack, and
+// it is the one that wakes every period.
+func TestEngineTimerSlack(t *testing.T) {
+	own, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binary, "run", "--driver", "timer", "--tests", "idle", "--duration", "3s", "--prio", "0",
+		"--cpu-load", "0", "--out", filepath.Join(t.TempDir(), "out"), "--no-report", "--quiet")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	engine := engineOf(t, cmd.Process.Pid)
+	time.Sleep(time.Second) // the loop runs
+	type thread struct {
+		tid           string
+		slack, wakeup int64
+	}
+	var loops, others []thread
+	tasks, _ := os.ReadDir(filepath.Join("/proc", strconv.Itoa(engine), "task"))
+	for _, task := range tasks {
+		slack, err1 := os.ReadFile(filepath.Join("/proc", task.Name(), "timerslack_ns"))
+		sched, err2 := os.ReadFile(filepath.Join("/proc", strconv.Itoa(engine), "task", task.Name(), "schedstat"))
+		if err1 != nil || err2 != nil {
+			continue // ended meanwhile
+		}
+		th := thread{tid: task.Name()}
+		th.slack, _ = strconv.ParseInt(strings.TrimSpace(string(slack)), 10, 64)
+		if f := strings.Fields(string(sched)); len(f) == 3 {
+			th.wakeup, _ = strconv.ParseInt(f[2], 10, 64)
+		}
+		if th.slack == int64(own) {
+			loops = append(loops, th)
+		} else {
+			others = append(others, th)
+		}
+	}
+	if len(loops) != 1 || len(others) == 0 {
+		t.Fatalf("engine threads with the parent's slack %d ns: %v; others: %v; want the loop alone", own, loops, others)
+	}
+	for _, o := range others {
+		if o.slack != int64(audio.OthersSlack) {
+			t.Errorf("engine thread %s: timer slack %d ns, want %d", o.tid, o.slack, audio.OthersSlack)
+		}
+		if o.wakeup >= loops[0].wakeup {
+			t.Errorf("engine thread %s woke %d times, the loop's (%s) %d: the parent's slack is not on the loop", o.tid, o.wakeup, loops[0].tid, loops[0].wakeup)
+		}
+	}
 }

@@ -94,7 +94,9 @@ func EngineMain(stdin io.Reader, stderr io.Writer, open func(name string) (audio
 	if err := conn.Send(eventHello, hello); err != nil {
 		return 1
 	}
-	audio.SlackOthers()
+	if hello.TID != 0 { // the audio thread is this one, not a driver's
+		audio.SlackOthers()
+	}
 	runErr := eng.Run()
 	close(done)
 	drainErr := <-drained

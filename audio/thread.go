@@ -88,7 +88,7 @@ const LoopPs = 2
 func RuntimeSetup() {
 	// The limit first: SetGCPercent(-1) waits for a collection in progress
 	// to end, and under the limit another could start before it was lifted
-	// (with the engine's coarse timer slack, one always did).
+	// (TestRunStopsWithMemoryLimit met one when set-up's timing changed).
 	debug.SetMemoryLimit(math.MaxInt64)
 	debug.SetGCPercent(-1)
 	runtime.GOMAXPROCS(LoopPs)

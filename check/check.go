@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"latencytest/internal/procfile"
 	"latencytest/rundata"
 	"latencytest/sysinfo"
 )
@@ -125,7 +126,7 @@ func run(e *env) []rundata.Finding {
 
 func systemEnv() *env {
 	return &env{
-		fsys:    os.DirFS("/"),
+		fsys:    procfile.Dir("/"),
 		rtprio:  getLimit(unix.RLIMIT_RTPRIO),
 		memlock: getLimit(unix.RLIMIT_MEMLOCK),
 		tempDir: os.TempDir(),

@@ -6,7 +6,7 @@ import (
 	"os"
 	"strconv"
 
-	"golang.org/x/sys/unix"
+	"latencytest/internal/procfile"
 )
 
 // ProcStat is what /proc/PID/stat says of a process.
@@ -29,7 +29,7 @@ func Processes() ([]ProcStat, error) {
 		if err != nil {
 			continue
 		}
-		b, err := readStat("/proc/"+e.Name()+"/stat", buf)
+		b, err := procfile.Read("/proc/"+e.Name()+"/stat", buf)
 		if err != nil {
 			continue // gone meanwhile
 		}
@@ -38,28 +38,6 @@ func Processes() ([]ProcStat, error) {
 		}
 	}
 	return out, nil
-}
-
-// readStat reads a /proc stat file, which the kernel renders whole in one
-// read, into buf. Three system calls where os.ReadFile makes seven (the
-// poller's fcntl and epoll_ctl, fstat): every phase's end walks every
-// process, and that was a tenth of a short run's CPU time.
-func readStat(path string, buf []byte) ([]byte, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer unix.Close(fd)
-	for {
-		n, err := unix.Read(fd, buf)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		return buf[:n], nil
-	}
 }
 
 // parseStat reads the fields after the command name, which is in

@@ -112,11 +112,16 @@ type attribution struct {
 	order    []rundata.Cause
 	strip    []rundata.Slice
 	unknown  int64
-	// [waitFrom, waitTo): the real-time audio thread was runnable on
-	// this CPU (woken, not yet run); empty when not known.
-	waitFrom, waitTo int64
-	// idleThrottled: the CPU idled through the whole wait, long enough
-	// that only RT throttling explains it (idleThroughWait).
+	waits    []wait // when the real-time audio thread was runnable on the CPU
+}
+
+// wait is a stretch [from, to) in which the real-time audio thread was
+// runnable on the CPU but did not run there: woken, or taken off the CPU
+// still runnable (preempted, or stopped by RT throttling).
+type wait struct {
+	from, to int64
+	// idleThrottled: the CPU idled from the wakeup on for so long that
+	// only RT throttling explains it (throttleIdle).
 	idleThrottled bool
 }
 
@@ -126,13 +131,16 @@ func (at *attribution) charge(st *cpuState, a, b int64) {
 	if b <= a {
 		return
 	}
-	for _, cut := range [2]int64{at.waitFrom, at.waitTo} {
-		if a < cut && cut < b {
-			at.charge(st, a, cut)
-			at.charge(st, cut, b)
-			return
+	for _, w := range at.waits {
+		for _, cut := range [2]int64{w.from, w.to} {
+			if a < cut && cut < b {
+				at.charge(st, a, cut)
+				at.charge(st, cut, b)
+				return
+			}
 		}
 	}
+	w := at.waitOver(a, b)
 	var c rundata.Cause
 	switch {
 	case len(st.stack) > 0:
@@ -142,7 +150,7 @@ func (at *attribution) charge(st *cpuState, a, b int64) {
 		at.unknown += b - a
 		at.slice("", "unexplained", a, b)
 		return
-	case at.throttled(st, a, b):
+	case at.throttled(st, w):
 		c = rundata.Cause{Kind: rundata.CauseThrottled, Name: "RT throttling"}
 	case st.cur.pid == 0:
 		c = rundata.Cause{Kind: rundata.CauseIdle, Name: "idle"}
@@ -150,7 +158,7 @@ func (at *attribution) charge(st *cpuState, a, b int64) {
 		c = rundata.Cause{Kind: rundata.CauseAudio, Name: st.cur.comm, PID: st.cur.pid}
 	default:
 		c = rundata.Cause{Kind: rundata.CauseThread, Name: at.threadName(st.cur), PID: st.cur.pid, Policy: policyName(st.cur.pid, st.cur.prio, at.names)}
-		if at.waitFrom <= a && b <= at.waitTo && st.cur.prio >= 100 {
+		if w != nil && st.cur.prio >= 100 {
 			c.Kind = rundata.CauseHeld
 		}
 	}
@@ -161,52 +169,102 @@ func (at *attribution) charge(st *cpuState, a, b int64) {
 	at.slice(c.Kind, c.Name, a, b)
 }
 
-// throttled reports whether [a, b) lies where the real-time audio thread
-// waited on the CPU and st's task is one the scheduler switched to during
-// that wait although it is not real-time (or is idle): it picks such a
-// task over a runnable real-time one only while real-time threads are
-// throttled. A task already running when the audio thread woke is not
-// (it may be held in kernel code instead: CauseHeld).
-func (at *attribution) throttled(st *cpuState, a, b int64) bool {
-	if at.waitFrom > a || b > at.waitTo || !st.known || at.audio.is(st.cur.pid, st.cur.comm) {
+// waitOver is the wait that holds [a, b), or nil (charge has cut the
+// stretch at every wait's ends).
+func (at *attribution) waitOver(a, b int64) *wait {
+	for i := range at.waits {
+		if w := &at.waits[i]; w.from <= a && b <= w.to {
+			return w
+		}
+	}
+	return nil
+}
+
+// throttled reports whether st's task holds the CPU during w (not nil)
+// as one the scheduler switched to although it is not real-time (or is
+// idle): it picks such a task over a runnable real-time one only while
+// real-time threads are throttled. A task already running when the audio
+// thread woke is not (it may be held in kernel code instead: CauseHeld).
+func (at *attribution) throttled(st *cpuState, w *wait) bool {
+	if w == nil || !st.known || at.audio.is(st.cur.pid, st.cur.comm) {
 		return false
 	}
-	if st.cur.pid == 0 && at.idleThrottled {
+	if st.cur.pid == 0 && w.idleThrottled {
 		return true
 	}
-	return st.since >= at.waitFrom && (st.cur.pid == 0 || st.cur.prio >= 100)
+	return st.since >= w.from && (st.cur.pid == 0 || st.cur.prio >= 100)
 }
 
 // throttleIdle is how long an idle CPU must leave the woken real-time
-// audio thread waiting before idleThroughWait calls it throttling: leaving
-// idle takes microseconds on bare metal and under a millisecond on an
-// emulated CPU, while throttling lasts the rest of an rt period (up to
-// sched_rt_period_us − sched_rt_runtime_us, 50 ms by default).
+// audio thread waiting before it is called throttling: leaving idle takes
+// microseconds on bare metal and under a millisecond on an emulated CPU,
+// while throttling lasts the rest of an rt period (up to
+// sched_rt_period_us − sched_rt_runtime_us, 50 ms by default). The
+// scheduler picked idle over the runnable real-time thread, which it does
+// only while real-time threads are throttled. (No sched_switch marks it:
+// idle was running already, and schedule() keeps it.) A hypervisor that
+// stops the virtual CPU for as long would look the same; where the kernel
+// has no real-time budget it is never throttling.
 const throttleIdle = 10e6
 
-// idleThroughWait reports whether the CPU was idle from the audio thread's
-// wakeup on it until at least throttleIdle later: the scheduler picked
-// idle over the runnable real-time thread, which it does only while
-// real-time threads are throttled. (No sched_switch marks it: idle was
-// running already, and schedule() keeps it.) A hypervisor that stops the
-// virtual CPU for as long would look the same; budget is false when the
-// kernel has no real-time budget, and then it is never throttling.
-func idleThroughWait(base cpuState, evs []Event, wait [2]int64, budget bool) bool {
-	if !budget || wait[1]-wait[0] < throttleIdle {
-		return false
+// waitsOn finds every wait of the real-time audio thread on cpu, whose
+// log is l, that begins before to: from its wakeup for the CPU (not while
+// it runs: a timer that expires before the thread has left the CPU wakes
+// it there) or from its leaving the CPU still runnable, until it was
+// switched in. Throttling stops it anywhere: while it waits for its
+// period, or during its work, perhaps several times in one window; the
+// last wait alone (the one before the switch in that ended the window)
+// missed the stop during the previous period's work that a late wakeup
+// after a short sleep followed (arm64 VM, CI).
+func waitsOn(l *cpuLog, cpu int, audio Thread, to int64, budget bool) []wait {
+	var ws []wait
+	st := l.base.clone()
+	running := st.known && audio.is(st.cur.pid, st.cur.comm)
+	open, idleWoken := -1, -1 // the wait under way; one woken on an idle CPU, until the CPU's next switch
+	switched := func(ts int64) {
+		if idleWoken >= 0 {
+			ws[idleWoken].idleThrottled = budget && ts-ws[idleWoken].from >= throttleIdle
+			idleWoken = -1
+		}
 	}
-	st := base.clone()
-	for i := range evs {
-		if evs[i].TS > wait[0] {
-			if evs[i].Kind == evSwitch {
-				return st.known && st.cur.pid == 0 && evs[i].TS-wait[0] >= throttleIdle
+	for i := range l.evs {
+		ev := &l.evs[i]
+		if ev.TS >= to {
+			if ev.Kind == evSwitch {
+				switched(ev.TS)
+			}
+			if idleWoken < 0 {
+				break
 			}
 			continue
 		}
-		st.apply(&evs[i])
+		switch {
+		case ev.Kind == evWakeup && !running && open < 0 && ev.TargetCPU == cpu && realtime(ev.Prio) && audio.is(ev.PID, ev.Comm):
+			ws = append(ws, wait{from: ev.TS, to: to})
+			open = len(ws) - 1
+			if st.known && st.cur.pid == 0 {
+				idleWoken = open
+			}
+		case ev.Kind == evSwitch:
+			switched(ev.TS)
+			in := audio.is(ev.PID, ev.Comm)
+			if in && open >= 0 {
+				ws[open].to, open = ev.TS, -1
+			}
+			if (running || audio.is(ev.PrevPID, ev.PrevComm)) && !in && ev.PrevRunnable && realtime(ev.PrevPrio) {
+				ws = append(ws, wait{from: ev.TS, to: to})
+				open = len(ws) - 1
+			}
+			running = in
+		}
+		st.apply(ev)
 	}
-	return false
+	return ws
 }
+
+// realtime reports whether a kernel priority, as sched_switch and
+// sched_wakeup show it, is a real-time one (SCHED_FIFO or SCHED_RR).
+func realtime(prio int) bool { return prio >= 0 && prio < 100 }
 
 func (at *attribution) slice(kind, name string, a, b int64) {
 	if n := len(at.strip); n > 0 {
@@ -221,10 +279,9 @@ func (at *attribution) slice(kind, name string, a, b int64) {
 
 // explainCPU shares out [from, to) on one CPU: base is the CPU's state
 // before evs (sorted by time), which run past to. The real-time audio
-// thread was runnable on the CPU during wait (empty: not known).
-func explainCPU(base cpuState, evs []Event, from, to int64, wait [2]int64, budget bool, audio Thread, names resolver) (causes []rundata.Cause, unexplained int64, strip []rundata.Slice) {
-	at := &attribution{from: from, to: to, audio: audio, names: names, causes: map[rundata.Cause]int64{}, waitFrom: wait[0], waitTo: wait[1],
-		idleThrottled: idleThroughWait(base, evs, wait, budget)}
+// thread was runnable on the CPU during waits.
+func explainCPU(base cpuState, evs []Event, from, to int64, waits []wait, audio Thread, names resolver) (causes []rundata.Cause, unexplained int64, strip []rundata.Slice) {
+	at := &attribution{from: from, to: to, audio: audio, names: names, causes: map[rundata.Cause]int64{}, waits: waits}
 	st := base.clone()
 	out := switchedOut(evs, to)
 	if t, ok := out[-1]; ok && st.known && st.cur.pid == t.pid {
@@ -285,8 +342,6 @@ func switchedOut(evs []Event, to int64) map[int]task {
 func explain(cpus map[int]*cpuLog, audio Thread, due, woke int64, budget bool, names resolver) rundata.Spike {
 	sp := rundata.Spike{LatencyNS: woke - due, CPU: -1, WakeupNS: -1, RunDelayNS: -1}
 	runTS, wakeTS := int64(-1), int64(-1)
-	runPrio := -1
-	var wake *Event
 	for cpu, l := range cpus {
 		for i := len(l.evs) - 1; i >= 0; i-- {
 			ev := &l.evs[i]
@@ -295,7 +350,7 @@ func explain(cpus map[int]*cpuLog, audio Thread, due, woke int64, budget bool, n
 			}
 			if ev.Kind == evSwitch && audio.is(ev.PID, ev.Comm) {
 				if ev.TS > runTS {
-					runTS, sp.CPU, runPrio = ev.TS, cpu, ev.Prio
+					runTS, sp.CPU = ev.TS, cpu
 				}
 				break
 			}
@@ -303,9 +358,7 @@ func explain(cpus map[int]*cpuLog, audio Thread, due, woke int64, budget bool, n
 		for i := len(l.evs) - 1; i >= 0 && l.evs[i].TS >= due; i-- {
 			ev := &l.evs[i]
 			if ev.Kind == evWakeup && ev.TS <= woke && audio.is(ev.PID, ev.Comm) {
-				if ev.TS > wakeTS {
-					wakeTS, wake = ev.TS, ev
-				}
+				wakeTS = max(wakeTS, ev.TS)
 				break
 			}
 		}
@@ -320,35 +373,11 @@ func explain(cpus map[int]*cpuLog, audio Thread, due, woke int64, budget bool, n
 			sp.RunDelayNS = runTS - wakeTS
 		}
 	}
-	// While a real-time audio thread waits on its CPU (woken, or preempted
-	// and still runnable), an ordinary thread runs there only in kernel
-	// code it cannot be preempted in, or while real-time threads are
-	// throttled.
-	wait := [2]int64{1, 0}
-	if wake != nil && wake.TargetCPU == sp.CPU && wake.Prio >= 0 && wake.Prio < 100 && runTS >= wakeTS {
-		wait = [2]int64{wakeTS, runTS}
-	}
+	// While a real-time audio thread waits on its CPU, an ordinary thread
+	// runs there only in kernel code it cannot be preempted in, or while
+	// real-time threads are throttled.
 	l := cpus[sp.CPU]
-	if p := preemptedAt(l, audio, runTS); p > wait[0] && runPrio >= 0 && runPrio < 100 {
-		wait = [2]int64{p, runTS}
-	}
-	sp.Causes, sp.UnexplainedNS, sp.Strip = explainCPU(l.base, l.evs, due, woke, wait, budget, audio, names)
+	waits := waitsOn(l, sp.CPU, audio, woke, budget)
+	sp.Causes, sp.UnexplainedNS, sp.Strip = explainCPU(l.base, l.evs, due, woke, waits, audio, names)
 	return sp
-}
-
-// preemptedAt is when the audio thread last left the CPU before run while
-// still runnable (preempted, or stopped by RT throttling), or -1 when it
-// last left by going to sleep or the log does not say.
-func preemptedAt(l *cpuLog, audio Thread, run int64) int64 {
-	for i := len(l.evs) - 1; i >= 0; i-- {
-		ev := &l.evs[i]
-		if ev.TS >= run || ev.Kind != evSwitch || !audio.is(ev.PrevPID, ev.PrevComm) {
-			continue
-		}
-		if ev.PrevRunnable {
-			return ev.TS
-		}
-		return -1
-	}
-	return -1
 }

@@ -169,6 +169,49 @@ func TestExplainThrottledWhileRunning(t *testing.T) {
 	}
 }
 
+// RT throttling during the previous period's work, then a short sleep:
+// the audio thread, behind, is stopped still runnable for 393 ms, runs out
+// its work, sleeps to a deadline already past and is woken at once by the
+// timer. The last wait (that wakeup, 230 µs) is not the one that made it
+// late; every wait in the window counts (the events of a failing run of
+// TestVMRTThrottling on arm64, µs from 20 ms before the due instant).
+func TestExplainThrottledBeforeShortSleep(t *testing.T) {
+	audio := Thread{TID: 470}
+	out := func(ts int64, runnable bool) Event {
+		return Event{TS: ts * us, Kind: evSwitch, PID: 0, Comm: "swapper/1", Prio: 120, PrevPID: 470, PrevComm: "latencytest", PrevPrio: 19, PrevRunnable: runnable}
+	}
+	evs := []Event{
+		sw(4666*us, 0, "latencytest", 470, 19),
+		out(30950, true),
+		sw(424192*us, 0, "latencytest", 470, 19),
+		out(424611, false),
+		{TS: 424780 * us, Kind: evIRQEntry, IRQ: 11, Name: "arch_timer"},
+		{TS: 424855 * us, Kind: evWakeup, PID: 470, Comm: "latencytest", Prio: 19},
+		{TS: 424948 * us, Kind: evIRQExit, IRQ: 11},
+		sw(425085*us, 0, "latencytest", 470, 19),
+	}
+	sp := explain(map[int]*cpuLog{0: {evs: evs}}, audio, 20000*us, 425152*us, true, nil)
+	want := []rundata.Cause{
+		{Kind: rundata.CauseThrottled, Name: "RT throttling", NS: (424192 - 30950) * us},
+		{Kind: rundata.CauseAudio, Name: "latencytest", PID: 470, NS: (30950 - 20000 + 424611 - 424192 + 425152 - 425085) * us},
+		{Kind: rundata.CauseIdle, Name: "idle", NS: (424780 - 424611 + 425085 - 424948) * us},
+		{Kind: rundata.CauseIRQ, Name: "IRQ 11 arch_timer", NS: (424948 - 424780) * us},
+	}
+	if !reflect.DeepEqual(sp.Causes, want) {
+		t.Errorf("causes\n %+v\nwant %+v", sp.Causes, want)
+	}
+	if sp.WakeupNS != (424855-20000)*us || sp.RunDelayNS != (425085-424855)*us {
+		t.Errorf("wakeup %d ns, run delay %d ns", sp.WakeupNS, sp.RunDelayNS)
+	}
+	// Stopped by a real-time thread instead of the budget: that thread
+	// ran, nothing is throttling.
+	evs[1].Comm, evs[1].PID, evs[1].Prio = "irq/24-ahci", 24, 49
+	sp = explain(map[int]*cpuLog{0: {evs: evs}}, audio, 20000*us, 425152*us, true, nil)
+	if c := sp.Causes[0]; c.Kind != rundata.CauseThread || c.Name != "irq/24-ahci" {
+		t.Errorf("preempted by a real-time thread: %+v", sp.Causes)
+	}
+}
+
 // RT throttling with nothing else to run: the audio thread is woken on an
 // idle CPU and the CPU stays idle for 300 ms (schedule() keeps idle, so no
 // switch marks it). That is throttling where the kernel has a real-time

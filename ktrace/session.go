@@ -387,6 +387,9 @@ func (s *Session) Explain(audio Thread, due, woke int64) rundata.Spike {
 	}
 	defer s.mu.Unlock()
 	sp := explain(s.cpus, audio, due, woke, s.budget, &s.names)
+	if sp.CPU < 0 && s.debug != nil {
+		s.dumpNoAudio(due, woke)
+	}
 	if s.noise != nil && sp.CPU >= 0 {
 		sp.KernelNoise, sp.KernelNoiseUnexplainedNS = explainNoise(s.cpus[sp.CPU].evs, due, woke, audio)
 		namePolicies(sp.KernelNoise, sp.Causes)
@@ -395,6 +398,19 @@ func (s *Session) Explain(audio Thread, due, woke int64) rundata.Spike {
 		}
 	}
 	return sp
+}
+
+// dumpNoAudio writes, for Options.Debug, what the trace held when it had
+// no switch of the audio thread up to a spike's end: how far it had been
+// read and what each CPU's history spans. s.mu is held.
+func (s *Session) dumpNoAudio(due, woke int64) {
+	fmt.Fprintf(s.debug, "ktrace: no switch of the audio thread up to the window %d–%d; read up to %d, newest event %d, %d lost, now %d\n",
+		due, woke, s.upTo, s.latest, s.lost, mono.Now())
+	for cpu, l := range s.cpus {
+		if n := len(l.evs); n > 0 {
+			fmt.Fprintf(s.debug, "  cpu %d: %d events %d–%d, base %+v\n", cpu, n, l.evs[0].TS, l.evs[n-1].TS, l.base.cur)
+		}
+	}
 }
 
 // namePolicies gives the threads of the osnoise account the policy the

@@ -4,6 +4,7 @@ package ktrace
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,6 +41,9 @@ func TestVMRTThrottling(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "x")
 	cmd := exec.Command(vmBinary, "run", "--driver", "timer", "--tests", "idle", "--duration", "4s", "--cpu-load", "80",
 		"--affinity", "1", "--period", "256", "--periods", "4", "--trace", "--no-report", "--quiet", "--out", out)
+	// The events of a spike the two accounts disagree on, and the state
+	// of a trace with no switch of the audio thread in a window.
+	cmd.Env = append(os.Environ(), "LATENCYTEST_TRACE_DEBUG=1")
 	b, err := cmd.CombinedOutput()
 	t.Logf("latencytest %s\n%s", strings.Join(cmd.Args[1:], " "), b)
 	if err != nil {
@@ -67,6 +71,8 @@ func TestVMRTThrottling(t *testing.T) {
 		long++
 		n, ns := rundata.Throttled([]rundata.Spike{sp}, sp.Phase)
 		if n != 1 || ns < w/2 {
+			js, _ := json.Marshal(sp)
+			t.Logf("spike: %s", js)
 			t.Errorf("period %d, %.1f ms late, %.1f ms window: RT throttling %.1f ms of it, want most; causes %v", sp.Period, float64(sp.LatencyNS)/1e6, float64(w)/1e6, float64(ns)/1e6, sp.Causes)
 		}
 	}

@@ -335,6 +335,21 @@ func switchedOut(evs []Event, to int64) map[int]task {
 	return out
 }
 
+// lastRun is when the audio thread was last switched in on l's CPU before
+// woke; ok is false when it was not. A thread that has held the CPU since
+// before the history kept (a real-time thread that runs behind, its every
+// sleep to a deadline already past, never leaves it) was switched in when
+// the base says.
+func lastRun(l *cpuLog, audio Thread, woke int64) (ts int64, ok bool) {
+	for i := len(l.evs) - 1; i >= 0; i-- {
+		ev := &l.evs[i]
+		if ev.TS <= woke && ev.Kind == evSwitch && audio.is(ev.PID, ev.Comm) {
+			return ev.TS, true
+		}
+	}
+	return l.base.since, l.base.known && audio.is(l.base.cur.pid, l.base.cur.comm)
+}
+
 // explain finds the CPU the audio thread ran on at woke (its last
 // switch-in before then), and shares out [due, woke) on that CPU. The
 // thread's wakeup (the last sched_wakeup in the window) splits the window
@@ -343,17 +358,8 @@ func explain(cpus map[int]*cpuLog, audio Thread, due, woke int64, budget bool, n
 	sp := rundata.Spike{LatencyNS: woke - due, CPU: -1, WakeupNS: -1, RunDelayNS: -1}
 	runTS, wakeTS := int64(-1), int64(-1)
 	for cpu, l := range cpus {
-		for i := len(l.evs) - 1; i >= 0; i-- {
-			ev := &l.evs[i]
-			if ev.TS > woke {
-				continue
-			}
-			if ev.Kind == evSwitch && audio.is(ev.PID, ev.Comm) {
-				if ev.TS > runTS {
-					runTS, sp.CPU = ev.TS, cpu
-				}
-				break
-			}
+		if ts, ok := lastRun(l, audio, woke); ok && ts > runTS {
+			runTS, sp.CPU = ts, cpu
 		}
 		for i := len(l.evs) - 1; i >= 0 && l.evs[i].TS >= due; i-- {
 			ev := &l.evs[i]

@@ -103,6 +103,28 @@ func TestExplainUnknownAndIdle(t *testing.T) {
 	}
 }
 
+// An audio thread that has held its CPU since before the history kept
+// (behind, each sleep to a deadline already past, it never left it) is
+// found from the base state, not "no trace of the audio thread".
+func TestExplainAudioRunningBeforeHistory(t *testing.T) {
+	audio := Thread{TID: 42}
+	l := &cpuLog{evs: []Event{
+		sw(100*us, 1, "lt-audio", 42, 19),
+		{TS: 1200 * us, CPU: 1, Kind: evIRQEntry, IRQ: 11, Name: "arch_timer"},
+		{TS: 1300 * us, CPU: 1, Kind: evIRQExit, IRQ: 11},
+		{TS: 1400 * us, CPU: 1, Kind: evWakeup, PID: 42, Comm: "lt-audio", Prio: 19, TargetCPU: 1},
+	}}
+	l.prune(1000 * us) // the switch in lives in the base now
+	sp := explain(map[int]*cpuLog{1: l}, audio, 1000*us, 2000*us, true, nil)
+	want := []rundata.Cause{
+		{Kind: rundata.CauseAudio, Name: "lt-audio", PID: 42, NS: 900 * us},
+		{Kind: rundata.CauseIRQ, Name: "IRQ 11 arch_timer", NS: 100 * us},
+	}
+	if sp.CPU != 1 || !reflect.DeepEqual(sp.Causes, want) || sp.UnexplainedNS != 0 {
+		t.Errorf("spike %+v\nwant causes %+v on CPU 1", sp, want)
+	}
+}
+
 // RT throttling: the audio thread is woken on its CPU and runs a little,
 // then the scheduler takes the CPU from it for an ordinary thread and for
 // idle while it is still runnable, which it does only while real-time

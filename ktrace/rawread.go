@@ -110,10 +110,14 @@ func (s *Session) readRaw() {
 			before := mono.Now()
 			n, err := readNow(c.fd, page)
 			switch {
-			case err == unix.EAGAIN || (err == nil && n == 0):
+			case err == unix.EAGAIN:
 				s.addRaw(c, nil, 0, before) // drained: nothing before it is left
 				continue
-			case err == unix.EINTR:
+			case err == unix.EINTR || (err == nil && n == 0):
+				// 0 is not "drained": the kernel returns it when its
+				// buffer holds records it could not hand over this time
+				// (tracing_buffers_read, when reading the page fails on
+				// a buffer not empty); they are read at the next turn.
 				continue
 			case err != nil:
 				s.fail(fmt.Errorf("tracefs: read cpu%d's trace_pipe_raw: %w", c.cpu, err))

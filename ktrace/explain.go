@@ -208,7 +208,7 @@ func (at *attribution) throttled(st *cpuState, w *wait) bool {
 const throttleIdle = 10e6
 
 // waitsOn finds every wait of the real-time audio thread on cpu, whose
-// log is l, that begins before to: from its wakeup for the CPU (not while
+// log is l, that overlaps [from, to): from its wakeup for the CPU (not while
 // it runs: a timer that expires before the thread has left the CPU wakes
 // it there) or from its leaving the CPU still runnable, until it was
 // switched in. Throttling stops it anywhere: while it waits for its
@@ -216,7 +216,7 @@ const throttleIdle = 10e6
 // last wait alone (the one before the switch in that ended the window)
 // missed the stop during the previous period's work that a late wakeup
 // after a short sleep followed (arm64 VM, CI).
-func waitsOn(l *cpuLog, cpu int, audio Thread, to int64, budget bool) []wait {
+func waitsOn(l *cpuLog, cpu int, audio Thread, from, to int64, budget bool) []wait {
 	var ws []wait
 	st := l.base.clone()
 	running := st.known && audio.is(st.cur.pid, st.cur.comm)
@@ -248,10 +248,18 @@ func waitsOn(l *cpuLog, cpu int, audio Thread, to int64, budget bool) []wait {
 		case ev.Kind == evSwitch:
 			switched(ev.TS)
 			in := audio.is(ev.PID, ev.Comm)
-			if in && open >= 0 {
-				ws[open].to, open = ev.TS, -1
+			left := !in && (running || audio.is(ev.PrevPID, ev.PrevComm))
+			if open >= 0 && (in || left) {
+				// A switch in ends the wait. One out shows that the thread
+				// ran: a wait under way was none (woken while it ran,
+				// before the history showed it running). A wait over
+				// before the window is not kept: charge cuts at every one.
+				if ws[open].to = ev.TS; left || ev.TS <= from {
+					ws = ws[:open]
+				}
+				open = -1
 			}
-			if (running || audio.is(ev.PrevPID, ev.PrevComm)) && !in && ev.PrevRunnable && realtime(ev.PrevPrio) {
+			if left && ev.PrevRunnable && realtime(ev.PrevPrio) {
 				ws = append(ws, wait{from: ev.TS, to: to})
 				open = len(ws) - 1
 			}
@@ -383,7 +391,7 @@ func explain(cpus map[int]*cpuLog, audio Thread, due, woke int64, budget bool, n
 	// runs there only in kernel code it cannot be preempted in, or while
 	// real-time threads are throttled.
 	l := cpus[sp.CPU]
-	waits := waitsOn(l, sp.CPU, audio, woke, budget)
+	waits := waitsOn(l, sp.CPU, audio, due, woke, budget)
 	sp.Causes, sp.UnexplainedNS, sp.Strip = explainCPU(l.base, l.evs, due, woke, waits, audio, names)
 	return sp
 }

@@ -354,3 +354,39 @@ func TestExplainNamesTaskAsSwitchedOut(t *testing.T) {
 		t.Errorf("after prune: causes %+v", sp.Causes)
 	}
 }
+
+// The waits a window is cut at: those that overlap it, each from the
+// audio thread's wakeup on its CPU or its leaving it still runnable to its
+// switch in. A wakeup while the thread runs (its timer expired before it
+// left the CPU) is none, even where the history began with the thread
+// already running and did not show it.
+func TestWaitsOn(t *testing.T) {
+	audio := Thread{TID: 42}
+	wake := func(ts int64) Event {
+		return Event{TS: ts * us, Kind: evWakeup, PID: 42, Comm: "lt-audio", Prio: 19}
+	}
+	out := func(ts int64, runnable bool) Event {
+		return Event{TS: ts * us, Kind: evSwitch, Comm: "swapper/0", Prio: 120, PrevPID: 42, PrevComm: "lt-audio", PrevPrio: 19, PrevRunnable: runnable}
+	}
+	l := &cpuLog{evs: []Event{
+		wake(100), // running since before the history: no wait
+		out(200, false),
+		wake(300),
+		sw(400*us, 0, "lt-audio", 42, 19), // a wait before the window
+		out(1100, true),
+		sw(1300*us, 0, "lt-audio", 42, 19),
+		out(1400, false),
+		wake(1500),
+		sw(1600*us, 0, "lt-audio", 42, 19),
+	}}
+	got := waitsOn(l, 0, audio, 1000*us, 2000*us, true)
+	want := []wait{{from: 1100 * us, to: 1300 * us}, {from: 1500 * us, to: 1600 * us}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("waits %+v\nwant %+v", got, want)
+	}
+	// Woken for another CPU: no wait on this one.
+	l.evs[7].TargetCPU = 1
+	if got := waitsOn(l, 0, audio, 1000*us, 2000*us, true); !reflect.DeepEqual(got, want[:1]) {
+		t.Errorf("woken for CPU 1: waits %+v, want %+v", got, want[:1])
+	}
+}

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"latencytest/rundata"
 )
 
@@ -186,18 +188,58 @@ func TestVMKnownCulpritOsnoise(t *testing.T) {
 	}
 }
 
-// A `latencytest run --trace` killed by SIGKILL cannot put back what it
-// changed: its instance is left, still running the osnoise tracer, and so
-// are the osnoise settings every instance shares (osnoise/options without
-// the workload, osnoise/cpus limited to the audio thread's CPU). The next
+// A `latencytest run --trace` killed by SIGKILL runs none of its own
+// clean-up, which would put back what it changed: its instance, running
+// the osnoise tracer, and the osnoise settings every instance shares
+// (osnoise/options without the workload, osnoise/cpus limited to the
+// audio thread's CPU). Its guard process does it instead: once the run
+// and its guard are gone, the settings are exactly as found and no
+// latencytest instance is left. Where the guard is killed too, the next
 // session finds the dead run's instance (removeStale), puts the kernel's
 // defaults back (resetOsnoise) and removes it: after it the settings are
-// as they were before the killed run and no latencytest instance is left.
-// On a kernel without the tracer (Debian's standard one) the instance
-// alone is checked.
+// as they were before the killed run (the kernel's defaults here) and no
+// instance is left. On a kernel without the tracer (Debian's standard
+// one) the instance alone is checked.
 func TestVMKilledRunOsnoiseReset(t *testing.T) {
 	fs, haveNoise, before := osnoiseBefore(t)
+	left := func(when string) {
+		t.Helper()
+		if after := osnoiseSettings(fs); after != before {
+			t.Errorf("osnoise settings %s: %s, before the killed run: %s", when, after, before)
+		}
+		if left, _ := filepath.Glob(filepath.Join(fs.root, "instances", instancePrefix+"*")); len(left) != 0 {
+			t.Errorf("trace instances left %s: %v", when, left)
+		}
+	}
+	killTracingRun(t, fs, haveNoise, false)
+	left("after the killed run's guard")
 
+	inst := killTracingRun(t, fs, haveNoise, true)
+	killed := osnoiseSettings(fs)
+	t.Logf("after SIGKILL of the run and its guard: %s", killed)
+	if !isDir(inst) {
+		t.Fatalf("the killed run's instance %s is gone already: nothing for the next session to clean", inst)
+	}
+	if haveNoise && killed == before {
+		t.Fatalf("the killed run's osnoise settings are as found: %s, want changed", killed)
+	}
+	s, err := Start(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Stop(); err != nil {
+		t.Error(err)
+	}
+	left("after the next session")
+}
+
+// killTracingRun starts `latencytest run --trace`, waits until its trace
+// instance is set up, SIGKILLs its tracer guard (with guard) and then the
+// run, and waits until no latencytest process is left (the engine dies
+// by its parent-death signal; the guard, not killed, ends once it has
+// put the tracer back). It returns the run's instance.
+func killTracingRun(t *testing.T, fs *tracefs, haveNoise, guard bool) string {
+	t.Helper()
 	run := exec.Command(vmBinary, "run", "--driver", "timer", "--tests", "idle", "--duration", "60s", "--affinity", "0",
 		"--cpu-load", "0", "--trace", "--quiet", "--no-report", "--out", filepath.Join(t.TempDir(), "out"))
 	var stderr strings.Builder
@@ -208,49 +250,58 @@ func TestVMKilledRunOsnoiseReset(t *testing.T) {
 	inst := filepath.Join(fs.root, "instances", instancePrefix+strconv.Itoa(run.Process.Pid))
 	// The instance is set up when its last setting is written: the
 	// osnoise tracer (startOsnoise writes it after the shared settings),
-	// or without it the events (a new instance traces from the start).
+	// or without it the events (a new instance traces from the start);
+	// its guard starts after that.
 	last, want := filepath.Join(inst, "events", "sched", "sched_switch", "enable"), "1"
 	if haveNoise {
 		last, want = filepath.Join(inst, "current_tracer"), "osnoise"
 	}
-	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+	var guards []int
+	for start := time.Now(); len(guards) == 0; time.Sleep(20 * time.Millisecond) {
 		if b, _ := os.ReadFile(last); strings.TrimSpace(string(b)) == want {
-			break
+			guards = childrenRunning(run.Process.Pid, "__trace-guard")
 		}
 		if time.Since(start) > 30*time.Second {
 			run.Process.Kill()
 			run.Wait()
-			t.Fatalf("the run did not set %s to %s within 30 s\n%s", last, want, stderr.String())
+			t.Fatalf("the run did not set %s to %s and start its tracer guard within 30 s\n%s", last, want, stderr.String())
 		}
 	}
-	// The parent traces; the engine dies with it (its parent-death signal).
+	if guard {
+		if err := unix.Kill(guards[0], unix.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := run.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	run.Wait()
 	waitNoLatencytest(t)
-	killed := osnoiseSettings(fs)
-	t.Logf("after SIGKILL: %s", killed)
-	if !isDir(inst) {
-		t.Fatalf("the killed run's instance %s is gone already: nothing for the next session to clean", inst)
-	}
-	if haveNoise && killed == before {
-		t.Fatalf("the killed run's osnoise settings are as found: %s, want changed", killed)
-	}
+	return inst
+}
 
-	s, err := Start(Options{})
-	if err != nil {
-		t.Fatal(err)
+// childrenRunning lists the processes whose parent is ppid and whose
+// command line holds word.
+func childrenRunning(ppid int, word string) []int {
+	var pids []int
+	ps, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range ps {
+		b, err := os.ReadFile(p)
+		i := strings.LastIndexByte(string(b), ')')
+		if err != nil || i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 2 || f[1] != strconv.Itoa(ppid) {
+			continue
+		}
+		dir := filepath.Dir(p)
+		if cmd, _ := os.ReadFile(filepath.Join(dir, "cmdline")); strings.Contains(string(cmd), word) {
+			pid, _ := strconv.Atoi(filepath.Base(dir))
+			pids = append(pids, pid)
+		}
 	}
-	if err := s.Stop(); err != nil {
-		t.Error(err)
-	}
-	if after := osnoiseSettings(fs); after != before {
-		t.Errorf("osnoise settings after the next session: %s, before the killed run: %s", after, before)
-	}
-	if left, _ := filepath.Glob(filepath.Join(fs.root, "instances", instancePrefix+"*")); len(left) != 0 {
-		t.Errorf("trace instances left behind: %v", left)
-	}
+	return pids
 }
 
 // waitNoLatencytest waits until no latencytest process is left (a killed

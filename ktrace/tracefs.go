@@ -20,15 +20,10 @@ type tracefs struct{ root string }
 // findTracefs finds tracefs, mounting it at /sys/kernel/tracing when it is
 // not mounted (root only).
 func findTracefs(root string) (*tracefs, error) {
-	cands := []string{root}
-	if root == "" {
-		cands = []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}
+	if t := lookTracefs(root); t != nil {
+		return t, nil
 	}
-	for _, c := range cands {
-		if isDir(filepath.Join(c, "instances")) {
-			return &tracefs{root: c}, nil
-		}
-	}
+	cands := tracefsPlaces(root)
 	if !isDir(cands[0]) {
 		return nil, fmt.Errorf("no tracefs: %s does not exist (a kernel without CONFIG_FTRACE)", cands[0])
 	}
@@ -41,6 +36,24 @@ func findTracefs(root string) (*tracefs, error) {
 	return &tracefs{root: cands[0]}, nil
 }
 
+// lookTracefs finds a mounted tracefs (root, or "" for where the kernel
+// mounts it), or returns nil.
+func lookTracefs(root string) *tracefs {
+	for _, c := range tracefsPlaces(root) {
+		if isDir(filepath.Join(c, "instances")) {
+			return &tracefs{root: c}
+		}
+	}
+	return nil
+}
+
+func tracefsPlaces(root string) []string {
+	if root == "" {
+		return []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}
+	}
+	return []string{root}
+}
+
 func isDir(p string) bool {
 	fi, err := os.Lstat(p)
 	return err == nil && fi.IsDir()
@@ -48,7 +61,7 @@ func isDir(p string) bool {
 
 // newInstance creates this process's instance.
 func (t *tracefs) newInstance() (string, error) {
-	dir := filepath.Join(t.root, "instances", instancePrefix+strconv.Itoa(os.Getpid()))
+	dir := t.instanceDir(os.Getpid())
 	if err := unix.Mkdir(dir, 0o700); err != nil {
 		if errors.Is(err, unix.EEXIST) {
 			t.removeInstance(dir)

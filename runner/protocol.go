@@ -21,6 +21,10 @@ const EngineCommand = "__engine"
 // real-time budget lifted for a run (internal/rtbudget).
 const RTBudgetCommand = "__rt-budget"
 
+// TraceGuardCommand is the hidden subcommand of the guard that leaves the
+// tracer as a run found it when the run dies before it can (ktrace.Restore).
+const TraceGuardCommand = "__trace-guard"
+
 // The engine's events on its report pipe (internal/child), after
 // child.EventError for why it cannot run.
 const (

@@ -137,7 +137,7 @@ func Run(ctx context.Context, cfg Config) (*rundata.Run, error) {
 	defer s.separate()()
 	defer s.liftBudget(ctx)()
 	if cfg.Trace {
-		s.trace = s.startTrace()
+		s.trace = s.startTrace(ctx)
 		defer s.trace.stop()
 	}
 	for i, name := range s.names {

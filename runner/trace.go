@@ -1,10 +1,17 @@
 package runner
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"runtime"
 	"strings"
+	"syscall"
+	"time"
+
+	"latencytest/internal/child"
 
 	"latencytest/ktrace"
 	"latencytest/rundata"
@@ -17,6 +24,7 @@ import (
 type spikeTrace struct {
 	rec   *ktrace.Recorder
 	sess  *ktrace.Session
+	guard *child.Process // puts the tracer back if this process dies first
 	info  rundata.Trace
 	audio ktrace.Thread // the current phase's audio thread
 	index int           // and its index in run.json
@@ -113,7 +121,38 @@ func (t *spikeTrace) stop() *rundata.Trace {
 		t.info = t.rec.Close()
 		t.rec = nil
 	}
+	if t.guard != nil {
+		t.guard.Stop(2 * time.Second) // the tracer is as found: nothing left for it
+		t.guard = nil
+	}
 	return &t.info
+}
+
+// guard starts the process that leaves the tracer as the run found it if
+// the run dies before it can (SIGKILL, a crash: none of the run's own
+// clean-up runs). It is told what the trace changed outside its instance
+// and waits; at this process's death (PR_SET_PDEATHSIG) it puts that back
+// and removes the instance (ktrace.Restore). Like the budget's guard it is
+// not in Config.Children, which a second Ctrl-C kills at once. Without it
+// a killed run's instance is left to the next run that traces, which
+// removes it and resets the osnoise tracer to the kernel's defaults.
+func (t *spikeTrace) startGuard(ctx context.Context, exe string) error {
+	if t.sess == nil || exe == "" {
+		return nil
+	}
+	b, err := json.Marshal(t.sess.Saved())
+	if err != nil {
+		return err
+	}
+	p, _, err := child.Start(ctx, child.Spec{
+		Name: "tracer guard", Exe: exe, Args: []string{TraceGuardCommand}, Stdin: bytes.NewReader(b),
+		Pdeathsig: syscall.SIGTERM, StartLimit: 5 * time.Second,
+	})
+	if err != nil {
+		return err
+	}
+	t.guard = p
+	return nil
 }
 
 // mainCulprits says in a few words what held the CPU longest during a spike.
@@ -133,7 +172,7 @@ func mainCulprits(sp rundata.Spike) string {
 
 // startTrace starts the run's tracer on the audio thread's CPUs; it names
 // an xrun's main culprits on the terminal, after the xrun's own line.
-func (s *session) startTrace() *spikeTrace {
+func (s *session) startTrace(ctx context.Context) *spikeTrace {
 	t := startTrace(s.cfg.TraceAbove, s.cfg.RT.Affinity, s.cfg.TraceDebug, s.cfg.OnSpike, func(sp rundata.Spike) {
 		name := ""
 		if sp.Phase < len(s.names) {
@@ -145,6 +184,9 @@ func (s *session) startTrace() *spikeTrace {
 		}
 		s.pr.linef("[%s] xrun at period %d, %s: %s", name, sp.Period, late, mainCulprits(sp))
 	})
+	if err := t.startGuard(ctx, s.cfg.Exe); err != nil {
+		s.pr.linef("trace: no guard: %v; if this run is killed, its trace instance is left to the next run that traces", err)
+	}
 	switch {
 	case !t.info.Enabled:
 		s.pr.linef("trace: causes not recorded: %s", t.info.Note)

@@ -48,6 +48,8 @@ func commands() map[string]command {
 		engineCommand: {main: engineMain, hidden: true},
 		// rtBudgetCommand holds the real-time budget lifted for a run.
 		rtBudgetCommand: {main: rtBudgetMain, hidden: true},
+		// traceGuardCommand leaves the tracer as a killed run found it.
+		traceGuardCommand: {main: traceGuardMain, hidden: true},
 	}
 }
 

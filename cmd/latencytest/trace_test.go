@@ -322,3 +322,42 @@ func TestMonitorTraceRotation(t *testing.T) {
 		t.Errorf("trace instances left behind: %v", left)
 	}
 }
+
+// A run --trace killed with SIGKILL runs none of its own clean-up: its
+// guard leaves the tracer as found, the run's trace instance removed
+// within a second, and then ends itself.
+func TestRunTraceKilledLeavesTracerAsFound(t *testing.T) {
+	cmd := exec.Command(binary, "run", "--driver", "timer", "--tests", "idle", "--duration", "30s", "--cpu-load", "0", "--trace",
+		"--out", filepath.Join(t.TempDir(), "out"), "--no-report", "--quiet")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	inst := filepath.Join("/sys/kernel/tracing/instances", "latencytest-"+strconv.Itoa(cmd.Process.Pid))
+	var guards []int
+	for deadline := time.Now().Add(10 * time.Second); len(guards) == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no trace instance %s and tracer guard within 10 s\n%s", inst, stderr.String())
+		}
+		if b, _ := os.ReadFile(filepath.Join(inst, "tracing_on")); strings.TrimSpace(string(b)) == "1" {
+			guards = children(cmd.Process.Pid, traceGuardCommand)
+		}
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	for deadline := time.Now().Add(time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Lstat(inst); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the killed run's trace instance %s is still there after 1 s", inst)
+		}
+	}
+	for deadline := time.Now().Add(2 * time.Second); alive(guards[0]); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the tracer guard %d still runs 2 s after its run's SIGKILL", guards[0])
+		}
+	}
+}

@@ -1,0 +1,53 @@
+package ktrace
+
+import (
+	"errors"
+	"path/filepath"
+	"strconv"
+)
+
+// Saved is what a session changed outside its own instance: the osnoise
+// tracer's settings, which every instance shares. A run hands it to a
+// guard process of its own, which puts the tracer back as the run found
+// it when the run dies before it can (Restore): a SIGKILL or a crash runs
+// none of the run's own clean-up.
+type Saved struct {
+	Osnoise bool     `json:"osnoise,omitempty"` // the session runs the osnoise tracer
+	Options []string `json:"options,omitempty"` // osnoise/options as found
+	CPUs    string   `json:"cpus,omitempty"`    // osnoise/cpus as found; "" when not changed
+}
+
+// Saved is what Restore needs to undo the session.
+func (s *Session) Saved() Saved {
+	if s.noise == nil {
+		return Saved{}
+	}
+	return Saved{Osnoise: true, Options: s.noise.options, CPUs: s.noise.cpus}
+}
+
+// Restore leaves the tracer as the session of process pid found it, for
+// a pid that died before its session could: the osnoise settings as sv
+// says they were, the instance's tracer and events off, the instance
+// removed. Where the session ended as it should there is no instance,
+// and nothing is done. The instance is the one process pid creates,
+// never a path from elsewhere.
+func Restore(pid int, sv Saved) error {
+	fs := lookTracefs("")
+	if fs == nil {
+		return nil // not mounted: no instance
+	}
+	dir := fs.instanceDir(pid)
+	if !isDir(dir) {
+		return nil
+	}
+	var errs []error
+	if sv.Osnoise {
+		errs = append(errs, fs.stopOsnoise(dir, &osnoiseSaved{options: sv.Options, cpus: sv.CPUs}))
+	}
+	return errors.Join(append(errs, fs.removeInstance(dir))...)
+}
+
+// instanceDir is the instance of process pid's session.
+func (t *tracefs) instanceDir(pid int) string {
+	return filepath.Join(t.root, "instances", instancePrefix+strconv.Itoa(pid))
+}

@@ -1,13 +1,9 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"os/signal"
-	"syscall"
 
-	"latencytest/internal/child"
 	"latencytest/internal/rtbudget"
 	"latencytest/runner"
 )
@@ -18,14 +14,12 @@ const rtBudgetCommand = runner.RTBudgetCommand
 // real-time budget and puts it back when told to stop, when its parent
 // dies, or when the parent is no longer the one that started it.
 func rtBudgetMain(args []string, stdout, stderr io.Writer) int {
-	conn, err := child.Attach()
+	conn, ctx, stop, err := attachGuard()
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", rtBudgetCommand, err)
 		return 1
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
-	conn.WatchParent(ctx, stop)
 	err = rtbudget.Guard(ctx, rtbudget.Path, func(r rtbudget.Ready) error { return conn.Send("ready", r) })
 	if err != nil {
 		conn.Fail(err)

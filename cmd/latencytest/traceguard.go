@@ -1,15 +1,11 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
-	"latencytest/internal/child"
 	"latencytest/ktrace"
 	"latencytest/runner"
 )
@@ -23,11 +19,12 @@ const traceGuardCommand = runner.TraceGuardCommand
 // as it should has done so itself, and then there is nothing to do.
 func traceGuardMain(args []string, stdout, stderr io.Writer) int {
 	parent := os.Getppid()
-	conn, err := child.Attach()
+	conn, ctx, stop, err := attachGuard()
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", traceGuardCommand, err)
 		return 1
 	}
+	defer stop()
 	if conn == nil { // it acts on its parent's trace instance: only a run that traces may start it
 		fmt.Fprintf(stderr, "%s: only run --trace starts it\n", traceGuardCommand)
 		return 2
@@ -39,9 +36,6 @@ func traceGuardMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", traceGuardCommand, err)
 		return 1
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	defer stop()
-	conn.WatchParent(ctx, stop)
 	if err := conn.Send("ready", nil); err != nil {
 		return 1
 	}

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"path/filepath"
 	"strconv"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Saved is what a session changed outside its own instance: the osnoise
@@ -27,11 +30,12 @@ func (s *Session) Saved() Saved {
 
 // Restore leaves the tracer as the session of process pid found it, for
 // a pid that died before its session could: the osnoise settings as sv
-// says they were, the instance's tracer and events off, the instance
-// removed. Where the session ended as it should there is no instance,
-// and nothing is done. The instance is the one process pid creates,
-// never a path from elsewhere.
-func Restore(pid int, sv Saved) error {
+// says they were (sv nil: not known, and the kernel's defaults are put
+// back, as the next session would), the instance's tracer and events off,
+// the instance removed. Where the session ended as it should there is no
+// instance, and nothing is done. The instance is the one process pid
+// creates, never a path from elsewhere.
+func Restore(pid int, sv *Saved) error {
 	fs := lookTracefs("")
 	if fs == nil {
 		return nil // not mounted: no instance
@@ -41,11 +45,26 @@ func Restore(pid int, sv Saved) error {
 		return nil
 	}
 	var errs []error
-	if sv.Osnoise {
+	switch {
+	case sv == nil:
+		fs.resetOsnoise(dir)
+	case sv.Osnoise:
 		errs = append(errs, fs.stopOsnoise(dir, &osnoiseSaved{options: sv.Options, cpus: sv.CPUs}))
 	}
-	return errors.Join(append(errs, fs.removeInstance(dir))...)
+	// The dead process's threads end one by one, and the first to end may
+	// be the one whose death signals the guard: the instance stays busy
+	// (EBUSY) until the last has closed its trace pipes.
+	err := fs.removeInstance(dir)
+	for end := time.Now().Add(restoreWait); errors.Is(err, unix.EBUSY) && time.Now().Before(end); {
+		time.Sleep(20 * time.Millisecond)
+		err = fs.removeInstance(dir)
+	}
+	return errors.Join(append(errs, err)...)
 }
+
+// restoreWait bounds how long Restore waits for a dead process's instance
+// to be released.
+const restoreWait = 10 * time.Second
 
 // instanceDir is the instance of process pid's session.
 func (t *tracefs) instanceDir(pid int) string {

@@ -234,14 +234,15 @@ func TestVMKilledRunOsnoiseReset(t *testing.T) {
 }
 
 // killTracingRun starts `latencytest run --trace`, waits until its trace
-// instance is set up, SIGKILLs its tracer guard (with guard) and then the
+// instance is set up and its phase measures, SIGKILLs its tracer guard (with guard) and then the
 // run, and waits until no latencytest process is left (the engine dies
 // by its parent-death signal; the guard, not killed, ends once it has
 // put the tracer back). It returns the run's instance.
 func killTracingRun(t *testing.T, fs *tracefs, haveNoise, guard bool) string {
 	t.Helper()
+	out := filepath.Join(t.TempDir(), "out")
 	run := exec.Command(vmBinary, "run", "--driver", "timer", "--tests", "idle", "--duration", "60s", "--affinity", "0",
-		"--cpu-load", "0", "--trace", "--quiet", "--no-report", "--out", filepath.Join(t.TempDir(), "out"))
+		"--cpu-load", "0", "--trace", "--quiet", "--no-report", "--out", out)
 	var stderr strings.Builder
 	run.Stderr = &stderr
 	if err := run.Start(); err != nil {
@@ -266,6 +267,13 @@ func killTracingRun(t *testing.T, fs *tracefs, haveNoise, guard bool) string {
 			run.Wait()
 			t.Fatalf("the run did not set %s to %s and start its tracer guard within 30 s\n%s", last, want, stderr.String())
 		}
+	}
+	// Once the phase measures the guard is ready (killed while it starts,
+	// it cannot clean up).
+	if err := waitMeasuring(filepath.Join(out, "samples", "01-idle.bin"), 30*time.Second); err != nil {
+		run.Process.Kill()
+		run.Wait()
+		t.Fatalf("%v\n%s", err, stderr.String())
 	}
 	if guard {
 		if err := unix.Kill(guards[0], unix.SIGKILL); err != nil {

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -145,7 +147,7 @@ func (t *spikeTrace) startGuard(ctx context.Context, exe string) error {
 		return err
 	}
 	p, _, err := child.Start(ctx, child.Spec{
-		Name: "tracer guard", Exe: exe, Args: []string{TraceGuardCommand}, Stdin: bytes.NewReader(b),
+		Name: "tracer guard", Exe: exe, Args: []string{TraceGuardCommand, strconv.Itoa(os.Getpid())}, Stdin: bytes.NewReader(b),
 		Pdeathsig: syscall.SIGTERM, StartLimit: 5 * time.Second,
 	})
 	if err != nil {

@@ -327,8 +327,9 @@ func TestMonitorTraceRotation(t *testing.T) {
 // guard leaves the tracer as found, the run's trace instance removed
 // within a second, and then ends itself.
 func TestRunTraceKilledLeavesTracerAsFound(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
 	cmd := exec.Command(binary, "run", "--driver", "timer", "--tests", "idle", "--duration", "30s", "--cpu-load", "0", "--trace",
-		"--out", filepath.Join(t.TempDir(), "out"), "--no-report", "--quiet")
+		"--out", out, "--no-report", "--quiet")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -336,28 +337,43 @@ func TestRunTraceKilledLeavesTracerAsFound(t *testing.T) {
 	}
 	defer cmd.Process.Kill()
 	inst := filepath.Join("/sys/kernel/tracing/instances", "latencytest-"+strconv.Itoa(cmd.Process.Pid))
+	// Killed once the phase measures: the guard, started before it, is
+	// ready then (killed sooner, while it starts, it cannot clean up, and
+	// the next run that traces removes the instance: docs/spikes.md).
+	samples := filepath.Join(out, "samples", "01-idle.bin")
 	var guards []int
-	for deadline := time.Now().Add(10 * time.Second); len(guards) == 0; time.Sleep(20 * time.Millisecond) {
+	for deadline, size := time.Now().Add(10*time.Second), int64(-1); len(guards) == 0; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("no trace instance %s and tracer guard within 10 s\n%s", inst, stderr.String())
+			t.Fatalf("no trace instance %s, tracer guard and samples within 10 s\n%s", inst, stderr.String())
 		}
-		if b, _ := os.ReadFile(filepath.Join(inst, "tracing_on")); strings.TrimSpace(string(b)) == "1" {
+		fi, err := os.Stat(samples)
+		if err == nil && size >= 0 && fi.Size() > size && isDir(inst) {
 			guards = children(cmd.Process.Pid, traceGuardCommand)
 		}
+		if err == nil {
+			size = fi.Size()
+		}
 	}
+	// The guard's signal comes when the thread that started it ends, which
+	// may be before the run's last thread has closed the trace pipes: the
+	// instance is busy until then, and the guard waits for it (in a CI
+	// rehearsal, before it did, the instance was left: 1 of 2 runs under
+	// the race detector). The time is logged.
+	killed := time.Now()
 	cmd.Process.Kill()
 	cmd.Wait()
-	for deadline := time.Now().Add(time.Second); ; time.Sleep(10 * time.Millisecond) {
+	for deadline := killed.Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if _, err := os.Lstat(inst); os.IsNotExist(err) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the killed run's trace instance %s is still there after 1 s", inst)
+			t.Fatalf("the killed run's trace instance %s is still there 10 s after its SIGKILL", inst)
 		}
 	}
+	t.Logf("the instance was removed %v after the run's SIGKILL", time.Since(killed).Round(time.Millisecond))
 	for deadline := time.Now().Add(2 * time.Second); alive(guards[0]); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the tracer guard %d still runs 2 s after its run's SIGKILL", guards[0])
+			t.Fatalf("the tracer guard %d still runs 2 s after it removed the instance", guards[0])
 		}
 	}
 }

@@ -98,7 +98,11 @@ func TestRunTraceKnownCulprit(t *testing.T) {
 		t.Errorf("%d spikes inside the culprit's %d bursts, want at least %d", caused, culpritBursts, culpritBursts*2/3)
 	}
 	if cs, _ := rundata.Culprits(ss); len(cs) == 0 || cs[0].Name != culpritName {
-		t.Errorf("the phase's culprits: %+v, want %s first", cs, culpritName)
+		var table []string
+		for _, c := range cs {
+			table = append(table, fmt.Sprintf("%s %.2f ms", c, float64(c.NS)/1e6))
+		}
+		t.Errorf("the phase's culprits: %s; want %s first", strings.Join(table, ", "), culpritName)
 	}
 	if !strings.Contains(stderr.String(), "xrun at period") || !strings.Contains(stderr.String(), culpritName+" (SCHED_FIFO 90)") {
 		t.Errorf("no xrun line names the culprit:\n%s", stderr.String())

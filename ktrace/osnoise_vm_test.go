@@ -312,16 +312,26 @@ func childrenRunning(ppid int, word string) []int {
 	return pids
 }
 
-// waitNoLatencytest waits until no latencytest process is left (a killed
-// run's engine and stressors die by their parent-death signal).
+// waitNoLatencytest waits until no latencytest process is left running (a
+// killed run's engine and stressors die by their parent-death signal, its
+// tracer guard once it has put the tracer back). One that has exited is
+// gone, though its zombie stays until its parent reaps it: the VM's init,
+// which inherits the killed run's children, reaps only after each test
+// binary.
 func waitNoLatencytest(t *testing.T) {
 	t.Helper()
 	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
 		var left []string
-		ps, _ := filepath.Glob("/proc/[0-9]*/comm")
+		ps, _ := filepath.Glob("/proc/[0-9]*/stat")
 		for _, p := range ps {
-			if b, err := os.ReadFile(p); err == nil && strings.TrimSpace(string(b)) == "latencytest" {
-				left = append(left, p)
+			b, err := os.ReadFile(p)
+			open, end := strings.IndexByte(string(b), '('), strings.LastIndexByte(string(b), ')')
+			if err != nil || open < 0 || end < open {
+				continue
+			}
+			f := strings.Fields(string(b[end+1:]))
+			if string(b[open+1:end]) == "latencytest" && len(f) > 0 && f[0] != "Z" {
+				left = append(left, filepath.Dir(p)+" ("+f[0]+")")
 			}
 		}
 		if len(left) == 0 {

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"latencytest/internal/child"
-
 	"latencytest/ktrace"
 	"latencytest/rundata"
 )
@@ -130,7 +129,7 @@ func (t *spikeTrace) stop() *rundata.Trace {
 	return &t.info
 }
 
-// guard starts the process that leaves the tracer as the run found it if
+// startGuard starts the process that leaves the tracer as the run found it if
 // the run dies before it can (SIGKILL, a crash: none of the run's own
 // clean-up runs). It is told what the trace changed outside its instance
 // and waits; at this process's death (PR_SET_PDEATHSIG) it puts that back

@@ -367,9 +367,8 @@ func TestRunTraceKilledLeavesTracerAsFound(t *testing.T) {
 	}
 	// The guard's signal comes when the thread that started it ends, which
 	// may be before the run's last thread has closed the trace pipes: the
-	// instance is busy until then, and the guard waits for it (in a CI
-	// rehearsal, before it did, the instance was left: 1 of 2 runs under
-	// the race detector). The time is logged.
+	// instance is busy (EBUSY) until then, and the guard waits for it. The
+	// time is logged.
 	killed := time.Now()
 	cmd.Process.Kill()
 	cmd.Wait()

@@ -292,24 +292,45 @@ func killTracingRun(t *testing.T, fs *tracefs, haveNoise, guard bool) string {
 // command line holds word.
 func childrenRunning(ppid int, word string) []int {
 	var pids []int
-	ps, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, p := range ps {
-		b, err := os.ReadFile(p)
-		i := strings.LastIndexByte(string(b), ')')
-		if err != nil || i < 0 {
+	for _, p := range procStats() {
+		if p.ppid != ppid {
 			continue
 		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) < 2 || f[1] != strconv.Itoa(ppid) {
-			continue
-		}
-		dir := filepath.Dir(p)
-		if cmd, _ := os.ReadFile(filepath.Join(dir, "cmdline")); strings.Contains(string(cmd), word) {
-			pid, _ := strconv.Atoi(filepath.Base(dir))
-			pids = append(pids, pid)
+		if cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.pid)); strings.Contains(string(cmd), word) {
+			pids = append(pids, p.pid)
 		}
 	}
 	return pids
+}
+
+// procStat is a process as its /proc/PID/stat shows it.
+type procStat struct {
+	pid, ppid   int
+	comm, state string
+}
+
+// procStats reads every process's stat.
+func procStats() []procStat {
+	var out []procStat
+	ps, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range ps {
+		b, err := os.ReadFile(p)
+		open, end := strings.IndexByte(string(b), '('), strings.LastIndexByte(string(b), ')')
+		if err != nil || open < 0 || end < open {
+			continue
+		}
+		f := strings.Fields(string(b[end+1:]))
+		if len(f) < 2 {
+			continue
+		}
+		pid, err1 := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		ppid, err2 := strconv.Atoi(f[1])
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		out = append(out, procStat{pid: pid, ppid: ppid, comm: string(b[open+1 : end]), state: f[0]})
+	}
+	return out
 }
 
 // waitNoLatencytest waits until no latencytest process is left running (a
@@ -322,16 +343,9 @@ func waitNoLatencytest(t *testing.T) {
 	t.Helper()
 	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
 		var left []string
-		ps, _ := filepath.Glob("/proc/[0-9]*/stat")
-		for _, p := range ps {
-			b, err := os.ReadFile(p)
-			open, end := strings.IndexByte(string(b), '('), strings.LastIndexByte(string(b), ')')
-			if err != nil || open < 0 || end < open {
-				continue
-			}
-			f := strings.Fields(string(b[end+1:]))
-			if string(b[open+1:end]) == "latencytest" && len(f) > 0 && f[0] != "Z" {
-				left = append(left, filepath.Dir(p)+" ("+f[0]+")")
+		for _, p := range procStats() {
+			if p.comm == "latencytest" && p.state != "Z" {
+				left = append(left, fmt.Sprintf("/proc/%d (%s)", p.pid, p.state))
 			}
 		}
 		if len(left) == 0 {

@@ -79,11 +79,13 @@ func TestVMKnownCulpritOsnoise(t *testing.T) {
 	}
 	culp := exec.Command(os.Args[0], "-test.run=^$")
 	culp.Env = append(os.Environ(), "KTRACE_CULPRIT=1")
+	var culpErr strings.Builder
+	culp.Stderr = &culpErr
 	said, err := culp.Output()
 	if err != nil {
 		run.Process.Kill()
 		run.Wait()
-		t.Fatalf("culprit: %v", err)
+		t.Fatalf("culprit: %v\n%s", err, culpErr.String())
 	}
 	if err := run.Wait(); err != nil {
 		t.Fatalf("run: %v\n%s", err, stderr.String())

@@ -107,10 +107,13 @@ func cLayout(t *testing.T, arch string, exprs []string) []uint64 {
 
 // runForeign runs cmd, a static binary for arch ("" when it is the
 // machine's own), and returns its output. A binary the kernel cannot
-// execute (ENOEXEC) is run again under qemu-user.
+// execute (ENOEXEC) is run again under qemu-user. A failure shows the
+// program's stderr: a runtime's fatal error is the only clue to it.
 func runForeign(t *testing.T, cmd *exec.Cmd, arch string) []byte {
 	t.Helper()
+	var stderr bytes.Buffer
 	cmd.Env = append(os.Environ(), layoutDumpEnv+"=1")
+	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if errors.Is(err, syscall.ENOEXEC) && arch != "" {
 		q := cTargets[arch].qemu
@@ -120,10 +123,20 @@ func runForeign(t *testing.T, cmd *exec.Cmd, arch string) []byte {
 		}
 		cmd = exec.Command(qemu, cmd.Args...)
 		cmd.Env = append(os.Environ(), layoutDumpEnv+"=1")
+		if arch == "386" {
+			// qemu-i386 (7.2, Debian 12's) kills a Go 386 program at
+			// the first signal its runtime's handler takes ("morestack
+			// on gsignal", "bad g in signal handler"), and the runtime
+			// signals itself to preempt goroutines: with that off, the
+			// dump takes no signal (docs/arm.md).
+			cmd.Env = append(cmd.Env, "GODEBUG=asyncpreemptoff=1")
+		}
+		stderr.Reset()
+		cmd.Stderr = &stderr
 		out, err = cmd.Output()
 	}
 	if err != nil {
-		t.Fatalf("%s: %v", strings.Join(cmd.Args, " "), err)
+		t.Fatalf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, stderr.Bytes())
 	}
 	return out
 }

@@ -67,11 +67,13 @@ func TestRunTraceKnownCulprit(t *testing.T) {
 	time.Sleep(700 * time.Millisecond)
 	culp := exec.Command(os.Args[0])
 	culp.Env = append(os.Environ(), "LT_CULPRIT=1")
+	var culpErr strings.Builder
+	culp.Stderr = &culpErr
 	said, err := culp.Output()
 	if err != nil {
 		cmd.Process.Kill()
 		cmd.Wait()
-		t.Fatalf("culprit: %v (the trace test needs root)", err)
+		t.Fatalf("culprit: %v (the trace test needs root)\n%s", err, culpErr.String())
 	}
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("run: %v\n%s", err, stderr.String())
@@ -288,10 +290,10 @@ func TestMonitorTraceRotation(t *testing.T) {
 	time.Sleep(700 * time.Millisecond)
 	culp := exec.Command(os.Args[0])
 	culp.Env = append(os.Environ(), "LT_CULPRIT=1")
-	if _, err := culp.Output(); err != nil {
+	if out, err := culp.CombinedOutput(); err != nil {
 		cmd.Process.Kill()
 		cmd.Wait()
-		t.Fatalf("culprit: %v (the trace test needs root)", err)
+		t.Fatalf("culprit: %v (the trace test needs root)\n%s", err, out)
 	}
 	time.Sleep(300 * time.Millisecond)
 	cmd.Process.Signal(unix.SIGINT)

@@ -14,6 +14,7 @@ type Config struct {
 	Device        string  // driver-specific device name ("" = the driver's default)
 	CaptureDevice string  // for --stream duplex: the capture side ("" = same as Device)
 	Stream        string  // "playback" (default), "capture" or "duplex"
+	Access        string  // ALSA: "mmap" (default: the mapped buffer, waiting in poll) or "rw" (a blocking write, as plain aplay)
 	Rate          int     // frames per second
 	Channels      int     // channels per frame
 	PeriodFrames  int     // frames per period
@@ -29,14 +30,16 @@ func (c *Config) PeriodNS() int64 { return int64(c.PeriodFrames) * 1e9 / int64(c
 // Granted is what a driver actually opened. A device may round the rate,
 // period or buffer; the engine measures what was granted and says so.
 type Granted struct {
-	Device       string   // resolved device name, e.g. "hw:0,0 (Dummy)"
-	Format       string   // sample format, e.g. "S16_LE"
-	Rate         int      //
-	Channels     int      //
-	PeriodFrames int      //
-	Periods      int      //
-	Simulated    bool     // xruns come from a virtual buffer, not from hardware
-	Notes        []string // one line each: what differs from what was asked, and why
+	Device       string        // resolved device name, e.g. "hw:0,0 (Dummy)"
+	Format       string        // sample format, e.g. "S16_LE"
+	Access       string        // "mmap" or "rw" (ALSA)
+	Card         *rundata.Card // the sound card opened (ALSA)
+	Rate         int           //
+	Channels     int           //
+	PeriodFrames int           //
+	Periods      int           //
+	Simulated    bool          // xruns come from a virtual buffer, not from hardware
+	Notes        []string      // one line each: what differs from what was asked, and why
 }
 
 // A Driver delivers period wakeups. Open configures the stream, Start

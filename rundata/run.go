@@ -35,10 +35,15 @@ type Run struct {
 
 	System System `json:"system"`
 
-	Driver       string  `json:"driver"`
-	Device       string  `json:"device"`
-	Stream       string  `json:"stream,omitempty"`
-	Format       string  `json:"format,omitempty"`
+	Driver string `json:"driver"`
+	Device string `json:"device"`
+	Stream string `json:"stream,omitempty"`
+	Format string `json:"format,omitempty"`
+	Access string `json:"access,omitempty"` // ALSA: mmap or rw
+	// Card is the sound card an ALSA run opened (nil for the other
+	// drivers): what a reader needs to know which hardware and driver the
+	// figures are of.
+	Card         *Card   `json:"card,omitempty"`
 	Rate         int     `json:"rate"`
 	Channels     int     `json:"channels"`
 	PeriodFrames int     `json:"period_frames"`
@@ -86,6 +91,31 @@ type System struct {
 	Preempt       string `json:"preempt"`
 	CPUModel      string `json:"cpu_model"`
 	CPUs          int    `json:"cpus"`
+}
+
+// Card names a sound card as the kernel knows it, and what its driver
+// said of the stream.
+type Card struct {
+	Index    int    `json:"index"`
+	ID       string `json:"id"`                  // /proc/asound/cardN/id
+	Driver   string `json:"driver"`              // ALSA's name of the card's driver, e.g. "HDA-Intel", "USB-Audio"
+	Name     string `json:"name"`                //
+	LongName string `json:"long_name,omitempty"` // e.g. "HDA Intel at 0xfebf0000 irq 11"
+	Module   string `json:"module,omitempty"`    // the kernel module bound to the card's device, e.g. "snd_hda_intel"
+	Bus      string `json:"bus,omitempty"`       // the card's device: "pci 0000:00:04.0", "usb 1-1:1.0"
+	// Controller is, for a card behind a bus of its own (USB), the
+	// host controller its transfers go through: "xhci_hcd 0000:00:05.0".
+	Controller string `json:"controller,omitempty"`
+	// IRQs are the /proc/interrupts lines of the interrupts the card (or
+	// its controller) raises, as they stood when the stream opened.
+	IRQs []string `json:"irqs,omitempty"`
+	// Flags are the SNDRV_PCM_INFO_* flags the driver set for the
+	// stream (asound.h's names without the prefix): how its pointer
+	// moves (BATCH, BLOCK_TRANSFER), what it needs of the application
+	// (SYNC_APPLPTR) and which audio timestamps it offers (HAS_LINK_*).
+	Flags []string `json:"flags"`
+	// Timestamp says what each period's due instant was taken from.
+	Timestamp string `json:"timestamp,omitempty"`
 }
 
 // RTSetup records the real-time setup that was asked for and what the

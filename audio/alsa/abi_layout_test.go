@@ -29,7 +29,7 @@ func layoutChecks() []struct {
 		c     string
 		goVal uintptr
 	}
-	return []check{
+	checks := []check{
 		// The C side must see the time64 records on 32-bit: built with
 		// _TIME_BITS=64 (cTargets), time_t is 8 bytes everywhere.
 		{"sizeof(time_t)", 8},
@@ -161,6 +161,11 @@ func layoutChecks() []struct {
 		{"({struct snd_interval i = {0}; i.integer = 1; *((unsigned int *)&i + 2);})", intervalInteger},
 		{"({struct snd_interval i = {0}; i.empty = 1; *((unsigned int *)&i + 2);})", intervalEmpty},
 	}
+	// The info flags by the names the driver reports them by.
+	for _, f := range infoNames {
+		checks = append(checks, check{"SNDRV_PCM_INFO_" + f.name, uintptr(f.bit)})
+	}
+	return checks
 }
 
 // TestLayoutMatchesAsoundH compiles a C program against <sound/asound.h>

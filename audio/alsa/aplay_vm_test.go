@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -118,7 +119,49 @@ func isStopped(pid int) bool {
 // aplayRun is aplay playing silence on one dummy substream.
 type aplayRun struct {
 	cmd *exec.Cmd
-	out bytes.Buffer
+	out stampWriter
+}
+
+// stampWriter keeps a player's output and notes when each of its
+// "underrun!!!" lines arrived: aplay prints them unbuffered, on stderr,
+// as it recovers, so the arrival is when the xrun was noticed (within the
+// pipe's and the reader's scheduling).
+type stampWriter struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	partial []byte
+	at      []xrunAt
+}
+
+func (w *stampWriter) Write(p []byte) (int, error) {
+	now := audio.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	w.partial = append(w.partial, p...)
+	for {
+		i := bytes.IndexByte(w.partial, '\n')
+		if i < 0 {
+			break
+		}
+		for _, ms := range underruns(string(w.partial[:i])) {
+			w.at = append(w.at, xrunAt{at: now, ms: ms})
+		}
+		w.partial = w.partial[i+1:]
+	}
+	return len(p), nil
+}
+
+func (w *stampWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+func (w *stampWriter) xruns() []xrunAt {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]xrunAt(nil), w.at...)
 }
 
 // startAplay starts aplay -M on device (a dummy substream) with the shape
@@ -191,6 +234,7 @@ func runAplay(t *testing.T, period, periods int, d time.Duration, st *stop) []fl
 // ltRun is what runLatencytest found.
 type ltRun struct {
 	xruns  []float64 // ms
+	at     []xrunAt  // each xrun, noticed at its wakeup
 	ph     rundata.Phase
 	stopAt stopped        // when the engine was stopped
 	worst  rundata.Sample // the latest wakeup
@@ -230,6 +274,7 @@ func runLatencytest(t testing.TB, period, periods int, d time.Duration, st *stop
 		}
 		if s.Xrun != 0 {
 			ms = append(ms, float64(s.Xrun)/1e6)
+			lt.at = append(lt.at, xrunAt{at: s.Woke, ms: float64(s.Xrun) / 1e6})
 			// What the wakeup saw: how late, how long since the last
 			// pointer update, how much of the buffer was free.
 			t.Logf("  xrun at period %d: woke %d µs after due, %d µs after the previous due, avail %d frames, xrun %.3f ms",
@@ -258,33 +303,58 @@ func fmtMS(ms []float64) string {
 }
 
 // compare runs aplay, latencytest, and aplay again, back to back on this
-// boot (all on hw:0,0,0), idle, and checks latencytest's xruns against
-// aplay's where aplay's are stable. The emulated machine freezes now and
-// then for milliseconds (its host is shared: both vCPUs stop at once,
-// seen with ftrace), and a freeze longer than what is queued is an xrun
-// for any player. So a second aplay, the witness, plays on hw:0,0,1
-// during latencytest's run, and aplay is stable when no freeze shows
-// anywhere: its runs before and after had no underrun and the witness
-// none. Equal counts of freeze underruns are no reference: freezes come at
-// random, and two runs having one each says nothing of a third (seen:
-// aplay 1, 1, witness 1, latencytest 2, all of about a millisecond on a
-// 16 ms buffer). When stable, latencytest must have aplay's count (none).
-// Otherwise the figures are only logged.
-func compare(t *testing.T, period, periods int, d time.Duration) ltRun {
-	ref := runAplay(t, period, periods, d, nil)
-	w := startAplay(t, "hw:0,0,1", period, periods, d+3*time.Second)
-	lt := runLatencytest(t, period, periods, d, nil)
-	got, ph := lt.xruns, lt.ph
-	wit := w.wait(t)
-	ref2 := runAplay(t, period, periods, d, nil)
-	t.Logf("%d×%d %v: aplay %s, then %s; witness %s; latencytest %s ms, %d pointer jumps, %d periods, max latency %.0f µs",
-		periods, period, d, fmtMS(ref), fmtMS(ref2), fmtMS(wit), fmtMS(got), ph.PointerJumps, ph.Periods, ph.Latency.Max)
-	if len(ref) != 0 || len(ref2) != 0 || len(wit) != 0 {
-		t.Logf("aplay not stable on this boot (%d, then %d underruns; the witness %d): the VM's own freezes; not compared", len(ref), len(ref2), len(wit))
+// boot, idle, on device (-M and latencytest's mmap access, or plain
+// aplay and --access rw), and checks latencytest's xruns against
+// aplay's by countsAgree, on the xruns no stop of the machine explains
+// (freezeWitness). A stop longer than what is queued is an xrun for any
+// player; it falls at random into one run or another, so counting all
+// xruns of runs that do not overlap in time would decide by chance (seen:
+// aplay 0, 0 and latencytest 1, of 0.2 ms at a wakeup 10.95 ms late).
+func compare(t *testing.T, device string, rw bool, period, periods int, d time.Duration) ltRun {
+	t.Helper()
+	w := startFreezeWitness(t)
+	periodNS := int64(period) * 1e9 / 48000
+	bufNS := periodNS * int64(periods)
+	aplayOnce := func() []xrunAt {
+		a := startAplayOn(t, device, period, periods, d, !rw, -1)
+		a.wait(t)
+		return a.out.xruns()
+	}
+	access := "mmap"
+	if rw {
+		access = "rw"
+	}
+	t0 := audio.Now()
+	ref := aplayOnce()
+	t1 := audio.Now()
+	lt := runLatencytest(t, period, periods, d, nil, "--device", device, "--access", access)
+	t2 := audio.Now()
+	ref2 := aplayOnce()
+	t3 := audio.Now()
+	fs := w.freezes()
+	refU, refE := unexplained(ref, fs, bufNS, periodNS)
+	ltU, ltE := unexplained(lt.at, fs, bufNS, periodNS)
+	ref2U, ref2E := unexplained(ref2, fs, bufNS, periodNS)
+	name := "aplay -M"
+	if rw {
+		name = "aplay"
+	}
+	t.Logf("%s %d×%d %v, %s: %s %d xruns (%d explained by the machine's stops; %s), latencytest %d (%d; %s), %s %d (%d; %s); latencytest's %s ms, %d pointer jumps, %d periods, max latency %.0f µs",
+		device, periods, period, d, access, name, len(ref), refE, freezeSummary(fs, t0, t1),
+		len(lt.at), ltE, freezeSummary(fs, t1, t2), name, len(ref2), ref2E, freezeSummary(fs, t2, t3),
+		fmtMS(lt.xruns), lt.ph.PointerJumps, lt.ph.Periods, lt.ph.Latency.Max)
+	for _, x := range ltU {
+		t.Logf("  latencytest's xrun of %.2f ms at %.3f s: no stop of the machine explains it", x.ms, float64(x.at-t1)/1e9)
+	}
+	if len(refU) == 0 && len(ref2U) == 0 {
+		// Stable: every underrun of aplay's was the machine's.
+		if len(ltU) != 0 {
+			t.Errorf("latencytest: %d xruns no stop of the machine explains; %s had none, twice", len(ltU), name)
+		}
 		return lt
 	}
-	if len(got) != 0 {
-		t.Errorf("latencytest %d xruns, aplay none (twice, and the witness none)", len(got))
+	if ok, band := countsAgree(len(lt.at), len(ref), len(ref2)); !ok {
+		t.Errorf("latencytest %d xruns, want %s", len(lt.at), band)
 	}
 	return lt
 }
@@ -336,7 +406,7 @@ func TestVMAplayIdle(t *testing.T) {
 	needAplay(t)
 	for _, sh := range []struct{ period, periods int }{{64, 2}, {256, 2}, {256, 3}} {
 		t.Run(fmt.Sprintf("%dx%d", sh.periods, sh.period), func(t *testing.T) {
-			compare(t, sh.period, sh.periods, 20*time.Second)
+			compare(t, "hw:0,0,0", false, sh.period, sh.periods, 20*time.Second)
 		})
 	}
 }

@@ -74,13 +74,14 @@ type card struct {
 }
 
 // system is where the ALSA device nodes and their descriptions live:
-// /dev/snd and /proc/asound normally, a fixture in tests.
+// /dev/snd, /proc/asound and /sys normally, a fixture in tests.
 type system struct {
 	dev  string
 	proc string
+	sys  string
 }
 
-func defaultSystem() system { return system{dev: "/dev/snd", proc: "/proc/asound"} }
+func defaultSystem() system { return system{dev: "/dev/snd", proc: "/proc/asound", sys: "/sys"} }
 
 // cards lists the cards that have a control device, by index.
 func (s system) cards() ([]card, error) {

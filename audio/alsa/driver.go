@@ -51,8 +51,9 @@ type Driver struct {
 // side is one direction of the stream and where its pointers are.
 type side struct {
 	pcm  *pcm
-	name string // "hw:0,0"
-	buf  []byte // one period
+	name string        // "hw:0,0"
+	buf  []byte        // one period
+	card *rundata.Card // the card, as run.json names it
 
 	raw   uint64 // last hardware pointer read, as the kernel keeps it (wraps at boundary)
 	pos   uint64 // frames the hardware has moved since the stream (re)started
@@ -99,6 +100,9 @@ func (d *Driver) Open(cfg audio.Config) (g audio.Granted, err error) {
 	if cfg.Rate <= 0 || cfg.Channels <= 0 || cfg.PeriodFrames <= 0 || cfg.Periods < 2 {
 		return g, badinput.Errorf("--rate %d, --channels %d, --period %d, --periods %d: need all > 0 and periods ≥ 2", cfg.Rate, cfg.Channels, cfg.PeriodFrames, cfg.Periods)
 	}
+	if cfg.Access != "" && cfg.Access != "mmap" && cfg.Access != "rw" {
+		return g, badinput.Errorf("--access %q: want mmap or rw", cfg.Access)
+	}
 	if cfg.ToneHz != 0 && cfg.File != "" {
 		return g, badinput.New("--tone and --file: choose one")
 	}
@@ -112,7 +116,7 @@ func (d *Driver) Open(cfg audio.Config) (g audio.Granted, err error) {
 		}
 	}()
 	want := shape{access: accessMmapInterleaved, channels: cfg.Channels, rate: cfg.Rate, periodFrames: cfg.PeriodFrames, periods: cfg.Periods}
-	if d.forceRW {
+	if d.forceRW || cfg.Access == "rw" {
 		want.access = accessRWInterleaved
 	}
 	var notes []string
@@ -157,9 +161,20 @@ func (d *Driver) Open(cfg audio.Config) (g audio.Granted, err error) {
 	} else if n != "" {
 		notes = append(notes, n)
 	}
+	access := "rw"
+	if want.access == accessMmapInterleaved {
+		access = "mmap"
+	} else if cfg.Access != "rw" && !d.forceRW {
+		notes = append(notes, "read/write access: the device offers no mmap")
+	}
+	card := d.sides[0].card
+	card.Timestamp = "the kernel's timestamp of the hardware pointer update that completed the period (taken where the driver reports the pointer: its period interrupt, or a USB transfer's completion)"
+	notes = append(notes, cardNote(card))
 	g = audio.Granted{
+		Card:         card,
 		Device:       d.describe(),
 		Format:       formatName(want.format),
+		Access:       access,
 		Rate:         want.rate,
 		Channels:     want.channels,
 		PeriodFrames: want.periodFrames,
@@ -237,6 +252,7 @@ func (d *Driver) openSide(name string, stream int, want *shape, exact bool) (*si
 	}
 	got := grantedShape(&h)
 	*want = got
+	s.card = d.sys.describeCard(c, h.Info)
 	s.buf = make([]byte, got.periodFrames*p.frameBytes)
 	// Present before the loop (see audio.Driver): the kernel writes each
 	// captured period into buf, the loop reads and writes the mapping.

@@ -34,6 +34,7 @@ const classicSuite = "idle,x11,proc,disk-write,disk-copy,disk-read,hackbench"
 // runFlags are `run`'s settings as parsed, before validation.
 type runFlags struct {
 	driver, device, captureDevice, stream string
+	access                                string
 	rate, channels, period, periods       int
 	rtcRate                               int
 	cpuLoad, prio                         int
@@ -142,6 +143,7 @@ func streamFlags(fs *flag.FlagSet, f *runFlags, driver string, cpuLoad int) *apl
 	fs.StringVar(&f.device, "device", "", "device to open (ALSA: hw:CARD,DEV; PortAudio: HOSTAPI, HOSTAPI:NAME or an index)")
 	fs.StringVar(&f.captureDevice, "capture-device", "", "capture device for --stream duplex (default: --device)")
 	fs.StringVar(&f.stream, "stream", "playback", "playback, capture or duplex")
+	fs.StringVar(&f.access, "access", "mmap", "ALSA access: mmap (the mapped buffer, waiting in poll, as aplay -M) or rw (a blocking write, as plain aplay)")
 	fs.IntVar(&f.rate, "rate", 48000, "sample rate, Hz")
 	fs.IntVar(&f.channels, "channels", 2, "channels")
 	fs.IntVar(&f.periods, "periods", 2, "periods in the buffer")
@@ -205,6 +207,12 @@ func (f *runFlags) config(loads loadSet) (runner.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
+	switch {
+	case f.access != "mmap" && f.access != "rw":
+		return cfg, badFlag("--access %q: allowed mmap or rw", f.access)
+	case f.access == "rw" && drv != "alsa":
+		return cfg, badFlag("--access rw: only with the ALSA driver (the driver is %s)", drv)
+	}
 	rate, period, err := f.shape(drv)
 	if err != nil {
 		return cfg, err
@@ -258,7 +266,7 @@ func (f *runFlags) config(loads loadSet) (runner.Config, error) {
 	return runner.Config{
 		Driver: drv,
 		Audio: audio.Config{
-			Device: f.device, CaptureDevice: f.captureDevice, Stream: f.stream,
+			Device: f.device, CaptureDevice: f.captureDevice, Stream: f.stream, Access: f.access,
 			Rate: rate, Channels: f.channels, PeriodFrames: period, Periods: f.periods,
 			ToneHz: f.tone, File: f.file, Verbose: f.verbose,
 		},

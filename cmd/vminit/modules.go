@@ -35,6 +35,7 @@ func loadModules(out io.Writer, orderFile string) error {
 		return fmt.Errorf("modules: %w", err)
 	}
 	defer f.Close()
+	params := cmdlineParams(readCmdline())
 	var loaded []string
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
@@ -42,7 +43,7 @@ func loadModules(out io.Writer, orderFile string) error {
 		if name == "" {
 			continue
 		}
-		if err := loadModule(filepath.Join(filepath.Dir(orderFile), name)); err != nil {
+		if err := loadModule(filepath.Join(filepath.Dir(orderFile), name), params[kmod.Canonical(name)]); err != nil {
 			return err
 		}
 		loaded = append(loaded, strings.TrimSuffix(name, ".ko"))
@@ -54,15 +55,39 @@ func loadModules(out io.Writer, orderFile string) error {
 	return nil
 }
 
-// loadModule loads one module with its default parameters. A module that
-// is already there (built into this kernel) is fine.
-func loadModule(path string) error {
+// readCmdline is the kernel's command line ("" when it cannot be read).
+func readCmdline() string {
+	b, _ := os.ReadFile("/proc/cmdline")
+	return string(b)
+}
+
+// cmdlineParams gathers the MODULE.PARAM=VALUE words of a kernel command
+// line by module (its canonical name), as modprobe would pass them: with
+// no modprobe in the VM, vminit does (e.g. snd_usb_audio.lowlatency=0).
+func cmdlineParams(cmdline string) map[string]string {
+	params := map[string]string{}
+	for _, w := range strings.Fields(cmdline) {
+		k, v, ok := strings.Cut(w, "=")
+		mod, param, ok2 := strings.Cut(k, ".")
+		if !ok || !ok2 || mod == "" || param == "" {
+			continue
+		}
+		m := kmod.Canonical(mod)
+		params[m] = strings.TrimSpace(params[m] + " " + param + "=" + v)
+	}
+	return params
+}
+
+// loadModule loads one module with params (the kernel's "p1=v1 p2=v2"; ""
+// for its defaults). A module that is already there (built into this
+// kernel) is fine.
+func loadModule(path, params string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("module: %w", err)
 	}
 	defer f.Close()
-	if err := unix.FinitModule(int(f.Fd()), "", 0); err != nil && !errors.Is(err, unix.EEXIST) {
+	if err := unix.FinitModule(int(f.Fd()), params, 0); err != nil && !errors.Is(err, unix.EEXIST) {
 		return fmt.Errorf("finit_module %s: %w", path, err)
 	}
 	return nil

@@ -231,3 +231,19 @@ func TestLeftovers(t *testing.T) {
 		t.Errorf("leftovers = %+v, want %+v", got, want)
 	}
 }
+
+func TestCmdlineParams(t *testing.T) {
+	got := cmdlineParams("console=ttyS0 panic=-1 snd_usb_audio.lowlatency=0 snd-usb-audio.nrpacks=1 tsc=reliable snd_hda_intel.power_save=0 .x=1 y.=2\n")
+	want := map[string]string{
+		"snd_usb_audio": "lowlatency=0 nrpacks=1",
+		"snd_hda_intel": "power_save=0",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: got %q, want %q", k, got[k], v)
+		}
+	}
+}

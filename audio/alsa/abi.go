@@ -214,6 +214,7 @@ const (
 	ioctlStatus       = iocRead | uintptr(unsafe.Sizeof(pcmStatus{}))<<16 | 'A'<<8 | 0x20
 	ioctlSyncPtr      = iocRead | iocWrite | uintptr(unsafe.Sizeof(syncPtr{}))<<16 | 'A'<<8 | 0x23
 	ioctlPrepare      = 'A'<<8 | 0x40
+	ioctlHWSync       = 'A'<<8 | 0x22
 	ioctlStart        = 'A'<<8 | 0x42
 	ioctlDrop         = 'A'<<8 | 0x43
 	ioctlWriteiFrames = iocWrite | uintptr(unsafe.Sizeof(xferi{}))<<16 | 'A'<<8 | 0x50

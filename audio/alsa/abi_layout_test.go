@@ -130,6 +130,7 @@ func layoutChecks() []struct {
 		{"SNDRV_PCM_IOCTL_STATUS", ioctlStatus},
 		{"SNDRV_PCM_IOCTL_SYNC_PTR", ioctlSyncPtr},
 		{"SNDRV_PCM_IOCTL_PREPARE", ioctlPrepare},
+		{"SNDRV_PCM_IOCTL_HWSYNC", ioctlHWSync},
 		{"SNDRV_PCM_IOCTL_START", ioctlStart},
 		{"SNDRV_PCM_IOCTL_DROP", ioctlDrop},
 		{"SNDRV_PCM_IOCTL_WRITEI_FRAMES", ioctlWriteiFrames},

@@ -539,6 +539,9 @@ func (d *Driver) Wait(p *rundata.Sample) error {
 			if s.ready {
 				continue
 			}
+			if e := d.hwsync(s); e != 0 && e != unix.EPIPE {
+				return fmt.Errorf("%s: hwsync: %w", s.name, e)
+			}
 			if err := d.check(s); err != nil {
 				return err
 			}
@@ -644,11 +647,26 @@ func (d *Driver) xfer(s *side) unix.Errno {
 	if s.pcm.mmap {
 		return d.xferMmap(s)
 	}
-	// The last update before the transfer, unless it was our own sync.
+	return d.synced(s, d.xferRW)
+}
+
+// hwsync brings side s's pointer up to date, as alsa-lib does before it
+// looks for room in a running stream (see pcm.hwsync).
+func (d *Driver) hwsync(s *side) unix.Errno {
+	return d.synced(s, func(s *side) unix.Errno { return s.pcm.hwsync() })
+}
+
+// synced runs op, a call that syncs the hardware pointer (a transfer, a
+// hwsync), and keeps the pointer's timestamps apart: the sync rewrites
+// the status timestamp with its own instant, which says when we asked,
+// not when a period completed. The last update before it that was not
+// our own (the period interrupt's) is kept in prePos and preTs, the
+// sync's own stamp in ownTs (see check).
+func (d *Driver) synced(s *side, op func(*side) unix.Errno) unix.Errno {
 	if _, ts, e := d.read(s); e == 0 && ts != s.ownTs {
 		s.prePos, s.preTs = s.pos, ts
 	}
-	e := d.xferRW(s)
+	e := op(s)
 	if _, ts, e2 := d.read(s); e == 0 && e2 == 0 {
 		s.ownTs = ts
 	}

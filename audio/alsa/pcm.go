@@ -220,6 +220,14 @@ func (p *pcm) statusNow() unix.Errno {
 }
 
 func (p *pcm) prepare() unix.Errno { return ioctl(p.fd, ioctlPrepare, nil) }
+
+// hwsync asks the driver for its pointer now (the kernel's
+// snd_pcm_hwsync): alsa-lib does it before every write of a running
+// stream, and a driver that moves its pointer when it hands data to the
+// hardware rather than in an interrupt (snd-usb-audio in low-latency
+// mode queues USB transfers at start and in the appl_ptr callback) shows
+// the room it made only then.
+func (p *pcm) hwsync() unix.Errno { return ioctl(p.fd, ioctlHWSync, nil) }
 func (p *pcm) start() unix.Errno   { return ioctl(p.fd, ioctlStart, nil) }
 func (p *pcm) drop() unix.Errno    { return ioctl(p.fd, ioctlDrop, nil) }
 

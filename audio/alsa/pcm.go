@@ -228,8 +228,8 @@ func (p *pcm) prepare() unix.Errno { return ioctl(p.fd, ioctlPrepare, nil) }
 // mode queues USB transfers at start and in the appl_ptr callback) shows
 // the room it made only then.
 func (p *pcm) hwsync() unix.Errno { return ioctl(p.fd, ioctlHWSync, nil) }
-func (p *pcm) start() unix.Errno   { return ioctl(p.fd, ioctlStart, nil) }
-func (p *pcm) drop() unix.Errno    { return ioctl(p.fd, ioctlDrop, nil) }
+func (p *pcm) start() unix.Errno  { return ioctl(p.fd, ioctlStart, nil) }
+func (p *pcm) drop() unix.Errno   { return ioctl(p.fd, ioctlDrop, nil) }
 
 // xfer writes (playback) or reads (capture) frames of buf, which must hold
 // them. It returns the frames moved.

@@ -32,7 +32,7 @@ func parseDevice(s string) (deviceName, error) {
 	}
 	rest, ok := strings.CutPrefix(s, "hw:")
 	if !ok || rest == "" {
-		return d, fmt.Errorf("--device %q: this driver opens hardware devices directly; give hw:CARD or hw:CARD,DEV (CARD an index or id from /proc/asound/cards, e.g. hw:0,0 or hw:Dummy); alsa-lib plugins such as default, plughw or dmix are not available", s)
+		return d, fmt.Errorf("--device %q: %s", s, notHW(s))
 	}
 	parts := strings.Split(rest, ",")
 	if len(parts) > 3 {
@@ -64,6 +64,30 @@ func parseDevice(s string) (deviceName, error) {
 		}
 	}
 	return d, nil
+}
+
+// notHW says what an alsa-lib device name that is not hw: stands for and
+// which hw: device to give instead: this driver opens the hardware
+// directly, without alsa-lib's plugins.
+func notHW(s string) string {
+	const direct = "latencytest opens hardware devices directly, without alsa-lib's plugins"
+	prefix, args, _ := strings.Cut(s, ":")
+	switch prefix {
+	case "default", "sysdefault", "pipewire", "pulse", "jack":
+		return direct + "; " + prefix + " is alsa-lib's, usually card 0 (hw:0,0) unless ~/.asoundrc, /etc/asound.conf or a sound server (PipeWire, PulseAudio) routes it elsewhere: give --device hw:CARD,DEV (latencytest devices lists them; through a sound server: --driver portaudio)"
+	case "plughw", "front", "dmix", "dsnoop", "iec958", "surround40", "surround51", "surround71":
+		if args != "" {
+			if d, err := parseDevice("hw:" + args); err == nil {
+				card := d.card
+				if card == "" {
+					card = "0"
+				}
+				plugin := strings.TrimSuffix(prefix, "hw") // "plughw" is the plug plugin
+				return fmt.Sprintf("%s; %s is alsa-lib's %s plugin over hw:%s,%d: give --device hw:%s,%d", direct, s, plugin, card, d.device, card, d.device)
+			}
+		}
+	}
+	return direct + "; give hw:CARD or hw:CARD,DEV (CARD an index or id from /proc/asound/cards, e.g. hw:0,0 or hw:Dummy)"
 }
 
 // card is one sound card as the control device describes it.
@@ -185,6 +209,20 @@ func (s system) holder(c card, device, stream int) string {
 		}
 	}
 	return strings.Join(who, ", ")
+}
+
+// whatToDo says how to free a device a sound server holds, from the
+// holder's description (holder's "pid N (comm)").
+func whatToDo(who string) string {
+	switch {
+	case strings.Contains(who, "(pipewire") || strings.Contains(who, "(wireplumber"):
+		return "; PipeWire holds the card: stop it for the run (systemctl --user stop pipewire.socket pipewire wireplumber), or measure through it with --driver portaudio"
+	case strings.Contains(who, "(pulseaudio"):
+		return "; PulseAudio holds the card: run under pasuspender -- latencytest run ..., or measure through it with --driver portaudio"
+	case strings.Contains(who, "(jackd") || strings.Contains(who, "(jackdbus"):
+		return "; JACK holds the card: stop jackd, or measure through JACK with --driver portaudio --device JACK"
+	}
+	return ""
 }
 
 // pcmDevices lists the PCM device numbers of a card, through the control

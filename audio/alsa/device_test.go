@@ -22,8 +22,11 @@ func TestParseDevice(t *testing.T) {
 		{in: "hw:Loopback,1", want: deviceName{card: "Loopback", device: 1, subdevice: -1}},
 		{in: "hw:Loopback,1,3", want: deviceName{card: "Loopback", device: 1, subdevice: 3}},
 		{in: "hw:CARD=PCH,DEV=3", want: deviceName{card: "PCH", device: 3, subdevice: -1}},
-		{in: "default", err: "plugins such as default"},
-		{in: "plughw:0,0", err: "hw:CARD"},
+		{in: "default", err: "usually card 0 (hw:0,0)"},
+		{in: "plughw:0,0", err: "plug plugin over hw:0,0: give --device hw:0,0"},
+		{in: "plughw:CARD=PCH,DEV=3", err: "give --device hw:PCH,3"},
+		{in: "front:1", err: "front plugin over hw:1,0"},
+		{in: "dmix", err: "give hw:CARD"},
 		{in: "hw:", err: "hw:CARD"},
 		{in: "hw:0,x", err: "dev must be a number"},
 		{in: "hw:0,-1", err: "dev must be a number"},
@@ -122,5 +125,20 @@ func TestNoCards(t *testing.T) {
 	}
 	if s.anyPlayback() {
 		t.Error("anyPlayback true with no nodes")
+	}
+}
+
+func TestWhatToDo(t *testing.T) {
+	for who, want := range map[string]string{
+		"pid 812 (pipewire)":            "systemctl --user stop",
+		"pid 90 (pulseaudio)":           "pasuspender",
+		"pid 7 (jackd)":                 "stop jackd",
+		"pid 5 (aplay)":                 "",
+		"pid 812 (pipewire), pid 9 (x)": "PipeWire",
+	} {
+		got := whatToDo(who)
+		if want == "" && got != "" || want != "" && !strings.Contains(got, want) {
+			t.Errorf("whatToDo(%q) = %q, want %q in it", who, got, want)
+		}
 	}
 }

@@ -213,7 +213,7 @@ func (d *Driver) openSide(name string, stream int, want *shape, exact bool) (*si
 			if who == "" {
 				who = "another process"
 			}
-			return nil, nil, badinput.Errorf("--device %q: %s is busy: held by %s", name, label, who)
+			return nil, nil, badinput.Errorf("--device %q: %s is busy: held by %s%s", name, label, who, whatToDo(who))
 		case errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM):
 			return nil, nil, badinput.Errorf("--device %q: %v (join the audio group, or run as root)", name, err)
 		}

@@ -145,6 +145,8 @@ func layoutChecks() []struct {
 		{"SNDRV_PCM_MMAP_OFFSET_CONTROL", mmapOffsetControl},
 		{"SNDRV_PCM_FORMAT_S16_LE", formatS16LE},
 		{"SNDRV_PCM_FORMAT_S32_LE", formatS32LE},
+		{"SNDRV_PCM_FORMAT_S24_LE", formatS24LE},
+		{"SNDRV_PCM_FORMAT_S24_3LE", formatS24_3LE},
 		{"SNDRV_PCM_FORMAT_FLOAT_LE", formatFloatLE},
 		{"SNDRV_PCM_ACCESS_RW_INTERLEAVED", accessRWInterleaved},
 		{"SNDRV_PCM_ACCESS_MMAP_INTERLEAVED", accessMmapInterleaved},

@@ -536,7 +536,7 @@ func TestVMErrors(t *testing.T) {
 		{dev: "hw:Dummy,5", want: "has no playback device 5 (it has device 0)"},
 		{dev: "hw:Dummy", rate: 96000, want: "--rate: hw:0,0 (Dummy playback) does not take 96000 Hz; nearest it allows: 48000 Hz"},
 		{dev: "hw:Dummy", per: 8, want: "--period: hw:0,0 (Dummy playback) does not take a period of 8 frames at 48000 Hz; nearest it allows: 16 frames"},
-		{dev: "default", want: "plugins such as default"},
+		{dev: "default", want: "usually card 0 (hw:0,0)"},
 	}
 	busy := "hw:Dummy,0,0"
 	if !haveDummy() {
@@ -547,7 +547,7 @@ func TestVMErrors(t *testing.T) {
 			{dev: "hw:Loopback,5", want: "has no playback device 5 (it has device 0, 1)"},
 			{dev: "hw:Loopback", rate: 384000, want: "--rate: hw:0,0 (Loopback playback) does not take 384000 Hz; nearest it allows: 192000 Hz"},
 			{dev: "hw:Loopback", per: 8, want: "--period: hw:0,0 (Loopback playback) does not take a period of 8 frames at 48000 Hz; nearest it allows: 16 frames"},
-			{dev: "default", want: "plugins such as default"},
+			{dev: "default", want: "usually card 0 (hw:0,0)"},
 		}
 		busy = "hw:Loopback,0,0"
 	}

@@ -136,6 +136,11 @@ func encode(d *pcmData, format int) []byte {
 			le.PutUint16(out[i*2:], uint16(int16(math.Round(float64(v)*32767))))
 		case formatS32LE:
 			le.PutUint32(out[i*4:], uint32(int32(math.Round(float64(v)*2147483647))))
+		case formatS24LE:
+			le.PutUint32(out[i*4:], uint32(int32(math.Round(float64(v)*8388607))))
+		case formatS24_3LE:
+			s := uint32(int32(math.Round(float64(v) * 8388607)))
+			out[i*3], out[i*3+1], out[i*3+2] = byte(s), byte(s>>8), byte(s>>16)
 		case formatFloatLE:
 			le.PutUint32(out[i*4:], math.Float32bits(v))
 		}
@@ -152,6 +157,11 @@ func decodeSample(b []byte, format, i int) float32 {
 		return float32(int16(le.Uint16(b[i*2:]))) / 32768
 	case formatS32LE:
 		return float32(float64(int32(le.Uint32(b[i*4:]))) / 2147483648)
+	case formatS24LE:
+		return float32(float64(int32(le.Uint32(b[i*4:])<<8)>>8) / 8388608)
+	case formatS24_3LE:
+		s := int32(uint32(b[i*3])|uint32(b[i*3+1])<<8|uint32(b[i*3+2])<<16) << 8 >> 8
+		return float32(float64(s) / 8388608)
 	default:
 		return math.Float32frombits(le.Uint32(b[i*4:]))
 	}

@@ -132,21 +132,25 @@ type xrunAt struct {
 	ms float64
 }
 
-// explainedBy says whether a stop of the machine explains an xrun noticed
-// at x.at by a player with bufNS queued and periodNS per period: a stop
-// of at least half the player's slack (the buffer less the period it
-// refills: how late a wakeup may be) within the buffer's time before the
-// xrun was noticed, plus 20 ms for the notice itself (aplay's line
-// through a pipe). A shorter stop cannot starve the buffer on its own.
-func explainedBy(x xrunAt, fs []freeze, bufNS, periodNS int64) (freeze, bool) {
+// explainedBy says whether the machine's stops explain an xrun noticed
+// at x.at by a player with bufNS queued and periodNS per period: one CPU
+// stopped for at least half the player's slack (the buffer less the
+// period it refills: how late a wakeup may be), in one stop or several,
+// within the buffer's time before the xrun was noticed, plus 20 ms for
+// the notice itself (aplay's line through a pipe). Less cannot starve the
+// buffer on its own. It returns how long that CPU was stopped.
+func explainedBy(x xrunAt, fs []freeze, bufNS, periodNS int64) (int64, bool) {
 	minLen := max((bufNS-periodNS)/2, int64(witnessLate))
 	from, to := x.at-bufNS-periodNS-int64(20*time.Millisecond), x.at
+	stopped := map[int]int64{}
+	longest := int64(0)
 	for _, f := range fs {
-		if f.length() >= minLen && f.woke >= from && f.due <= to {
-			return f, true
+		if lo, hi := max(f.due, from), min(f.woke, to); hi > lo {
+			stopped[f.cpu] += hi - lo
+			longest = max(longest, stopped[f.cpu])
 		}
 	}
-	return freeze{}, false
+	return longest, longest >= minLen
 }
 
 // unexplained splits xs into those no stop of fs explains and the rest.
@@ -174,16 +178,19 @@ func freezeSummary(fs []freeze, from, to int64) string {
 	return fmt.Sprintf("%d stops of the machine ≥ %v, longest %.1f ms", n, witnessLate, float64(longest)/1e6)
 }
 
-// countsAgree is the rule the comparisons decide by where the reference
-// is not stable: latencytest's count n of xruns against the reference's
-// counts a and b on the same boot, before and after it, must lie within
-// the reference's boot-to-boot spread: the range of a and b widened by
-// its own width and by three Poisson standard deviations of its ends
-// (counts of random events: two runs alike by chance are no narrower
-// truth). Where the reference is stable (no xrun the machine's stops do
-// not explain, twice), the rule is exact instead: see compare.
+// countsAgree is the rule the comparisons decide by, on the xruns the
+// machine's stops do not explain: latencytest's count n against the
+// reference's counts a and b on the same boot, before and after it. Where
+// the reference had none, twice (stable), latencytest must have none:
+// exact. Otherwise n must lie within the reference's boot-to-boot spread:
+// the range of a and b widened by its own width and by three Poisson
+// standard deviations of its ends (counts of random events: two runs
+// alike by chance are no narrower truth).
 func countsAgree(n, a, b int) (ok bool, band string) {
 	lo, hi := min(a, b), max(a, b)
+	if hi == 0 {
+		return n == 0, "0 (the reference had none, twice)"
+	}
 	w := hi - lo
 	l := lo - w - int(math.Ceil(3*math.Sqrt(float64(lo))))
 	h := hi + w + int(math.Ceil(3*math.Sqrt(float64(hi))))

@@ -187,7 +187,7 @@ type shape struct {
 
 // preferredFormats are the sample formats this package writes, in the
 // order it prefers them: the first the device takes wins.
-var preferredFormats = []int{formatS16LE, formatS32LE, formatFloatLE}
+var preferredFormats = []int{formatS16LE, formatS32LE, formatS24LE, formatS24_3LE, formatFloatLE}
 
 // negotiate narrows p to want, parameter by parameter: mmap access where
 // the device offers it (and want.access asks for it), else read/write. A
@@ -207,14 +207,17 @@ func negotiate(r refiner, p *hwParams, want shape) (notes []string, err error) {
 		return nil, &badParam{msg: "offers no interleaved access"}
 	}
 	ok := false
-	for _, f := range preferredFormats {
+	for i, f := range preferredFormats {
 		if tryMask(r, p, paramFormat, f) {
 			ok = true
+			if i > 0 {
+				notes = append(notes, fmt.Sprintf("format %s: the device takes no %s", formatName(f), formatName(preferredFormats[0])))
+			}
 			break
 		}
 	}
 	if !ok {
-		return nil, &badParam{msg: fmt.Sprintf("offers none of the formats S16_LE, S32_LE, FLOAT_LE (it has %s)", strings.Join(formatNames(p.mask(paramFormat)), ", "))}
+		return nil, &badParam{msg: fmt.Sprintf("offers none of the formats S16_LE, S32_LE, S24_LE, S24_3LE, FLOAT_LE (it has %s)", strings.Join(formatNames(p.mask(paramFormat)), ", "))}
 	}
 	if !trySet(r, p, paramChannels, uint32(want.channels)) {
 		below, above := nearest(r, p, paramChannels, uint32(want.channels))
@@ -314,8 +317,11 @@ func formatNames(m *mask) []string {
 
 // bytesPerSample of the formats this package writes.
 func bytesPerSample(format int) int {
-	if format == formatS16LE {
+	switch format {
+	case formatS16LE:
 		return 2
+	case formatS24_3LE:
+		return 3
 	}
 	return 4
 }

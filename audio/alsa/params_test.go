@@ -153,12 +153,22 @@ func TestNegotiateFormatOrder(t *testing.T) {
 		t.Errorf("format %s, want S32_LE (preferred over FLOAT_LE)", formatName(g.format))
 	}
 
-	f.formats = []int{1, 6}
+	// Many USB interfaces offer packed 24-bit alone.
+	f.formats = []int{formatS24_3LE}
+	h = anyParams()
+	if _, err := negotiate(f, &h, shape{channels: 2, rate: 48000, periodFrames: 64, periods: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if g := grantedShape(&h); g.format != formatS24_3LE {
+		t.Errorf("format %s, want S24_3LE (all the device offers)", formatName(g.format))
+	}
+
+	f.formats = []int{1, 33}
 	h = anyParams()
 	_, err := negotiate(f, &h, shape{channels: 2, rate: 48000, periodFrames: 64, periods: 2})
 	var bp *badParam
-	if !errors.As(err, &bp) || !strings.Contains(bp.msg, "U8, S24_LE") {
-		t.Errorf("error %v, want a badParam listing U8, S24_LE", err)
+	if !errors.As(err, &bp) || !strings.Contains(bp.msg, "U8, S24_3BE") {
+		t.Errorf("error %v, want a badParam listing U8, S24_3BE", err)
 	}
 }
 

@@ -17,7 +17,7 @@ LDFLAGS := -X main.version=$(VERSION)
 # Arguments for `make run`, e.g. make run ARGS="--tests idle,hackbench --duration 10s"
 ARGS ?=
 
-.PHONY: run test build build-static build-portaudio dist setup setup-test vet unit race fuzz fuzz-short portaudio-test vmtest vmtest-arm64 vmtest-arm bench clean
+.PHONY: run test build build-static build-portaudio dist setup setup-test vet unit race fuzz fuzz-short portaudio-test vmtest vmtest-cards vmtest-arm64 vmtest-arm bench clean
 
 run: setup build
 	$(BIN) run $(ARGS)
@@ -114,7 +114,13 @@ portaudio-test:
 
 vmtest:
 	scripts/vmtest
+	scripts/vmtest -cards all -run 'TestVMCards'
 	scripts/vmtest -rt -run 'TestVMKnownCulpritOsnoise|TestRawMatchesKernelText|TestVMKilledRunOsnoiseReset'
+
+# Every card at every buffer size of the comparison with aplay (docs/truth.md,
+# "Real cards"); make test runs the smallest of each.
+vmtest-cards:
+	scripts/vmtest -cards all -long -run 'TestVMCards'
 
 # The VM suite on Debian's arm64 kernel under qemu-system-aarch64 (TCG),
 # with the stressors' and engine's tests, which qemu-user cannot run

@@ -33,7 +33,7 @@ const (
 // Sample formats (SNDRV_PCM_FORMAT_*) this package can produce.
 const (
 	formatS16LE   = 2
-	formatS24LE   = 6  // 24 bits in the low three bytes of four
+	formatS24LE   = 6 // 24 bits in the low three bytes of four
 	formatS32LE   = 10
 	formatFloatLE = 14
 	formatS24_3LE = 32 // 24 bits in three bytes: what many USB interfaces offer alone

@@ -113,7 +113,9 @@ type DeviceInfo struct {
 	Streams     []string // "playback", "capture"
 	Rates       string   // e.g. "8000-192000"
 	Formats     []string
-	Channels    string // e.g. "1-2"
-	PeriodSize  string // frames, e.g. "16-65536"
-	BufferSize  string // frames
+	Channels    string   // e.g. "1-2"
+	PeriodSize  string   // frames, e.g. "16-65536"
+	BufferSize  string   // frames
+	Driver      string   // the card's driver, module, bus and interrupt (ALSA)
+	Flags       []string // what the driver says of the stream (ALSA's SNDRV_PCM_INFO_* names)
 }

@@ -218,9 +218,9 @@ func (a *aplayRun) wait(t testing.TB) []float64 {
 
 // runAplay plays silence on hw:0,0,0 (the dummy) with the shape given,
 // for d, optionally stopped once, and returns its underruns in ms.
-func runAplay(t *testing.T, period, periods int, d time.Duration, st *stop) []float64 {
+func runAplay(t *testing.T, device string, period, periods int, d time.Duration, st *stop) []float64 {
 	t.Helper()
-	a := startAplay(t, "hw:0,0,0", period, periods, d)
+	a := startAplay(t, device, period, periods, d)
 	if st != nil {
 		stopProcess(t, func() int { return a.cmd.Process.Pid }, *st)
 	}
@@ -236,6 +236,7 @@ type ltRun struct {
 	xruns  []float64 // ms
 	at     []xrunAt  // each xrun, noticed at its wakeup
 	ph     rundata.Phase
+	run    rundata.Run
 	stopAt stopped        // when the engine was stopped
 	worst  rundata.Sample // the latest wakeup
 }
@@ -287,7 +288,7 @@ func runLatencytest(t testing.TB, period, periods int, d time.Duration, st *stop
 	if lines := underruns(out.String()); len(lines) != len(ms) {
 		t.Errorf("%d underrun lines on the terminal, %d xruns in the samples", len(lines), len(ms))
 	}
-	lt.xruns, lt.ph = ms, ph
+	lt.xruns, lt.ph, lt.run = ms, ph, *r
 	return lt
 }
 
@@ -374,10 +375,10 @@ func stopXruns(ms []float64, length time.Duration) []float64 {
 // second after a stop too (seen: aplay 294.1, 0.2, 0.9 ms; latencytest
 // 296.0, 0.2, 2.1, 1.8, 0.2 ms, with the witness of the old comparison
 // 13 underruns in the same seconds).
-func compareStop(t *testing.T, period, periods int, d time.Duration, st stop) ltRun {
-	ref := runAplay(t, period, periods, d, &st)
-	lt := runLatencytest(t, period, periods, d, &st)
-	ref2 := runAplay(t, period, periods, d, &st)
+func compareStop(t *testing.T, device string, period, periods int, d time.Duration, st stop) ltRun {
+	ref := runAplay(t, device, period, periods, d, &st)
+	lt := runLatencytest(t, period, periods, d, &st, "--device", device)
+	ref2 := runAplay(t, device, period, periods, d, &st)
 	t.Logf("%d×%d %v (stop %v after %v): aplay %s, then %s; latencytest %s ms, %d pointer jumps, %d periods, max latency %.0f µs",
 		periods, period, d, st.length, st.after, fmtMS(ref), fmtMS(ref2), fmtMS(lt.xruns), lt.ph.PointerJumps, lt.ph.Periods, lt.ph.Latency.Max)
 	a, a2, b := stopXruns(ref, st.length), stopXruns(ref2, st.length), stopXruns(lt.xruns, st.length)
@@ -418,7 +419,7 @@ func TestVMAplayStop(t *testing.T) {
 	for _, length := range []time.Duration{300 * time.Millisecond, time.Second} {
 		t.Run(length.String(), func(t *testing.T) {
 			st := stop{after: 1500 * time.Millisecond, length: length}
-			alsa := compareStop(t, 256, 2, 4*time.Second, st)
+			alsa := compareStop(t, "hw:0,0,0", 256, 2, 4*time.Second, st)
 			timer := runLatencytest(t, 256, 2, 4*time.Second, &st, "--driver", "timer", "--device", "")
 			const period = int64(256) * 1e9 / 48000
 			for _, r := range []struct {

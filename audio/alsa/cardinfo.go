@@ -112,10 +112,15 @@ func interruptLines(path string, irqs []string) []string {
 	return lines
 }
 
-// cardNote is the terminal's line naming the card.
+// cardNote is the terminal's line naming the card and the stream's flags.
 func cardNote(c *rundata.Card) string {
+	return fmt.Sprintf("card %d [%s] %s; stream flags %s", c.Index, c.ID, cardSummary(c), strings.Join(c.Flags, "|"))
+}
+
+// cardSummary names a card's driver, module, bus and interrupts.
+func cardSummary(c *rundata.Card) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "card %d [%s] %s", c.Index, c.ID, c.Driver)
+	b.WriteString(c.Driver)
 	if c.Module != "" {
 		fmt.Fprintf(&b, ", module %s", c.Module)
 	}
@@ -129,6 +134,5 @@ func cardNote(c *rundata.Card) string {
 		n, _, _ := strings.Cut(l, ":")
 		fmt.Fprintf(&b, ", IRQ %s", n)
 	}
-	fmt.Fprintf(&b, "; stream flags %s", strings.Join(c.Flags, "|"))
 	return b.String()
 }

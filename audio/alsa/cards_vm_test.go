@@ -5,11 +5,15 @@ package alsa
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"latencytest/rundata"
 )
 
 // The cards users have, as qemu emulates them and the kernel's own
@@ -100,6 +104,38 @@ func cardShapes() []struct{ period, periods int } {
 	return []struct{ period, periods int }{{64, 2}}
 }
 
+// cardFlags are the SNDRV_PCM_INFO flags each emulated card's driver sets
+// for playback, as the kernel's sources (6.1) give them: what run.json
+// must report.
+var cardFlags = map[string][]string{
+	"hda":    {"MMAP", "MMAP_VALID", "INTERLEAVED", "BLOCK_TRANSFER", "PAUSE", "NO_PERIOD_WAKEUP"},
+	"usb":    {"MMAP", "MMAP_VALID", "BATCH", "SYNC_APPLPTR", "INTERLEAVED", "BLOCK_TRANSFER", "PAUSE"},
+	"ac97":   {"MMAP", "MMAP_VALID", "INTERLEAVED", "BLOCK_TRANSFER", "PAUSE"},
+	"es1370": {"MMAP", "MMAP_VALID", "INTERLEAVED", "BLOCK_TRANSFER", "SYNC_START"},
+}
+
+// checkCardRecord checks what run.json says of the card against the
+// kernel's own account of it.
+func checkCardRecord(t *testing.T, name string, c vmCard, r rundata.Run) {
+	t.Helper()
+	rc := r.Card
+	if rc == nil {
+		t.Fatalf("run.json names no card")
+	}
+	t.Logf("run.json card: %+v; access %s, format %s", *rc, r.Access, r.Format)
+	if rc.Index != c.index || rc.Driver != c.driver || rc.Module == "" || len(rc.IRQs) == 0 || rc.Timestamp == "" {
+		t.Errorf("run.json card %+v, want card %d driver %s, with its module, IRQ and timestamp", *rc, c.index, c.driver)
+	}
+	if name == "usb" && !strings.Contains(rc.Controller, "xhci") {
+		t.Errorf("run.json: USB card's controller %q, want the xhci host controller", rc.Controller)
+	}
+	for _, f := range cardFlags[name] {
+		if !slices.Contains(rc.Flags, f) {
+			t.Errorf("run.json card flags %v lack %s", rc.Flags, f)
+		}
+	}
+}
+
 // TestVMCards: on each emulated card, idle, latencytest's xruns against
 // the same-access aplay's, before and after it on the same boot (mmap:
 // aplay -M; rw: plain aplay), by countsAgree on the xruns no stop of the
@@ -112,13 +148,55 @@ func TestVMCards(t *testing.T) {
 			t.Logf("card %d [%s]: %s - %s", c.index, c.id, c.driver, c.name)
 			info, _ := os.ReadFile(fmt.Sprintf("/proc/asound/card%d/pcm0p/info", c.index))
 			t.Logf("%s", info)
+			out, err := exec.Command(vmBinary, "devices", "-driver", "alsa").CombinedOutput()
+			if err != nil {
+				t.Fatalf("latencytest devices: %v\n%s", err, out)
+			}
+			if want := fmt.Sprintf("driver:      %s", c.driver); !strings.Contains(string(out), want) {
+				t.Errorf("latencytest devices does not name the card's driver (%q):\n%s", want, out)
+			}
 			for _, sh := range cardShapes() {
 				for _, access := range []string{"mmap", "rw"} {
 					t.Run(fmt.Sprintf("%dx%d/%s", sh.periods, sh.period, access), func(t *testing.T) {
-						compare(t, c.hw(), access == "rw", sh.period, sh.periods, 10*time.Second)
+						lt := compare(t, c.hw(), access == "rw", sh.period, sh.periods, 10*time.Second)
+						checkCardRecord(t, name, c, lt.run)
+						if lt.run.Access != access {
+							t.Errorf("run.json access %q, want %s", lt.run.Access, access)
+						}
 					})
 				}
 			}
 		})
+	}
+}
+
+// TestVMCardStop: a SIGSTOP of 300 ms of aplay -M and of latencytest's
+// engine on each emulated card is one xrun of the same length, and both
+// recover and play on (restart after an xrun). snd-usb-audio at 2, 3 and
+// 4 periods of 64 frames, in whichever mode the boot gave it (low-latency
+// by default; scripts/vmtest -append snd_usb_audio.lowlatency=0 for the
+// other, as make test runs it), the others at 2×256.
+func TestVMCardStop(t *testing.T) {
+	cards := needCards(t)
+	st := stop{after: 1500 * time.Millisecond, length: 300 * time.Millisecond}
+	const d = 4 * time.Second
+	for _, name := range strings.Split(os.Getenv("VMTEST_CARDS"), ",") {
+		c := cards[name]
+		shapes := []struct{ period, periods int }{{256, 2}}
+		if name == "usb" {
+			ll, _ := os.ReadFile("/sys/module/snd_usb_audio/parameters/lowlatency")
+			t.Logf("snd_usb_audio.lowlatency=%s", strings.TrimSpace(string(ll)))
+			shapes = []struct{ period, periods int }{{64, 2}, {64, 3}, {64, 4}}
+		}
+		for _, sh := range shapes {
+			t.Run(fmt.Sprintf("%s/%dx%d", name, sh.periods, sh.period), func(t *testing.T) {
+				lt := compareStop(t, c.hw(), sh.period, sh.periods, d, st)
+				// Recovered: it played on after the stop, to the end.
+				want := int64((d - st.length) / time.Second * 48000 / time.Duration(sh.period) / 2)
+				if lt.ph.Periods < want {
+					t.Errorf("%d periods in %v, want at least %d: it did not play on after the stop", lt.ph.Periods, d, want)
+				}
+			})
+		}
 	}
 }

@@ -61,6 +61,7 @@ func (d *Driver) Devices() ([]audio.DeviceInfo, error) {
 				continue
 			}
 			info.Description = fmt.Sprintf("card %d [%s] %s: %s", c.index, c.id, c.name, name)
+			info.Driver = cardSummary(d.sys.describeCard(c, 0))
 			if busy != nil {
 				info.Description += "; " + strings.Join(busy, ", ")
 			}
@@ -81,6 +82,7 @@ func describe(r refiner, info *audio.DeviceInfo) {
 	info.Channels = h.interval(paramChannels).String()
 	info.PeriodSize = h.interval(paramPeriodSize).String()
 	info.BufferSize = h.interval(paramBufferSize).String()
+	info.Flags = infoFlags(h.Info)
 }
 
 // rates is "lo-hi" when the device takes every standard rate in its

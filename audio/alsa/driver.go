@@ -46,6 +46,10 @@ type Driver struct {
 	// are exercised on the VM's too.
 	forceSyncPtr bool
 	forceRW      bool
+
+	// blocking: --access rw on a playback stream sleeps inside a
+	// blocking WRITEI, as plain aplay does, instead of in poll.
+	blocking bool
 }
 
 // side is one direction of the stream and where its pointers are.
@@ -60,9 +64,10 @@ type side struct {
 	appl  uint64 // frames the application has moved since then
 	appl0 uint64 // the kernel's application pointer at the (re)start
 
-	ready bool
-	due   int64 // when the pending period became due
-	xrun  bool  // the stream was found stopped by an xrun
+	ready   bool
+	due     int64 // when the pending period became due
+	xrun    bool  // the stream was found stopped by an xrun
+	written bool  // Wait wrote the period in its blocking write
 
 	// The pointer as seen at the last wakeup, and how far it moves per
 	// update.
@@ -137,6 +142,15 @@ func (d *Driver) Open(cfg audio.Config) (g audio.Granted, err error) {
 		}
 		d.sides = append(d.sides, d.capt)
 		notes = append(notes, n...)
+	}
+	if cfg.Access == "rw" && !d.forceRW {
+		if d.capt != nil {
+			notes = append(notes, "--access rw with capture: the transfers wait in poll; only playback alone sleeps in a blocking write as plain aplay")
+		} else if err := d.play.pcm.setBlocking(); err != nil {
+			return g, err
+		} else {
+			d.blocking = true
+		}
 	}
 	d.format, d.rate, d.periodFrames = want.format, want.rate, want.periodFrames
 	d.periodNS = int64(d.periodFrames) * 1e9 / int64(d.rate)
@@ -369,7 +383,7 @@ func (d *Driver) restart() error {
 			return err
 		}
 		s.raw, s.pos, s.appl, s.appl0, s.ready, s.xrun, s.seen = raw, 0, 0, appl, false, false, false
-		s.ownTs, s.preTs, s.prePos = 0, 0, 0
+		s.ownTs, s.preTs, s.prePos, s.written = 0, 0, 0, false
 	}
 	if s := d.play; s != nil {
 		for n := 0; n < s.pcm.bufferFrames; n += d.periodFrames {
@@ -533,6 +547,12 @@ func (d *Driver) back(s *side, excess uint64, ts int64, fallback uint64) (int64,
 // SYNC_PTR ioctl about a microsecond), so Woke is still "right after poll
 // returned".
 func (d *Driver) Wait(p *rundata.Sample) error {
+	if d.blocking {
+		if err := d.waitInWrite(p); err != nil {
+			return err
+		}
+		return d.woke(p)
+	}
 	for {
 		n := 0
 		for _, s := range d.sides {
@@ -570,6 +590,11 @@ func (d *Driver) Wait(p *rundata.Sample) error {
 			return fmt.Errorf("%s: no period in %d ms: the device stopped moving", d.sides[0].name, d.timeoutNS/1e6)
 		}
 	}
+	return d.woke(p)
+}
+
+// woke fills the sample once every side has its period.
+func (d *Driver) woke(p *rundata.Sample) error {
 	p.Woke = audio.Now()
 	for _, s := range d.sides {
 		p.Due = max(p.Due, s.due)
@@ -582,9 +607,57 @@ func (d *Driver) Wait(p *rundata.Sample) error {
 	if first == d.play {
 		avail += int64(first.pcm.bufferFrames)
 	}
+	if first.written {
+		avail += int64(d.periodFrames) // as found, before the write
+	}
 	p.Avail = int32(avail)
 	if !first.xrun {
-		p.Grid = d.grid.at(d.need(first))
+		need := d.need(first)
+		if first.written {
+			need -= uint64(d.periodFrames)
+		}
+		p.Grid = d.grid.at(need)
+	}
+	return nil
+}
+
+// waitInWrite is Wait for --access rw playback: when there is no room yet
+// it writes the next period with a blocking WRITEI, which sleeps in the
+// kernel until a period interrupt makes room and copies right after it,
+// before returning: plain aplay's path from the interrupt to the write.
+// The period is then written (Transfer has only to note an xrun); its due
+// is the update that woke the write. When there is room already (the
+// thread is late) it returns at once and Transfer writes, as in poll.
+func (d *Driver) waitInWrite(p *rundata.Sample) error {
+	s := d.play
+	if e := d.hwsync(s); e != 0 && e != unix.EPIPE {
+		return fmt.Errorf("%s: hwsync: %w", s.name, e)
+	}
+	if err := d.check(s); err != nil || s.ready {
+		return err
+	}
+	d.fill(s.buf)
+	t0 := audio.Now()
+	e := s.pcm.writeAll(s.buf, d.periodFrames)
+	p.PollNS += audio.Now() - t0
+	switch e {
+	case 0, unix.EPIPE, unix.ESTRPIPE:
+	case unix.EIO:
+		return fmt.Errorf("%s: no period for 10 s: the device stopped moving", s.name)
+	default:
+		return fmt.Errorf("%s: write: %w", s.name, e)
+	}
+	// The write's own sync at its start may have moved the pointer; what
+	// woke it is the interrupt after that, the last update now.
+	if err := d.check(s); err != nil {
+		return err
+	}
+	if !s.ready {
+		return fmt.Errorf("%s: the write returned without room for its period", s.name)
+	}
+	if e == 0 {
+		s.written = true
+		s.appl += uint64(d.periodFrames)
 	}
 	return nil
 }
@@ -602,7 +675,10 @@ func (d *Driver) Transfer(p *rundata.Sample) error {
 	for _, s := range d.sides {
 		s.ready = false
 		e := unix.EPIPE
-		if !s.xrun {
+		switch {
+		case s.written:
+			s.written, e = false, 0
+		case !s.xrun:
 			e = d.xfer(s)
 		}
 		switch e {

@@ -221,6 +221,32 @@ func (p *pcm) statusNow() unix.Errno {
 
 func (p *pcm) prepare() unix.Errno { return ioctl(p.fd, ioctlPrepare, nil) }
 
+// setBlocking makes the transfers block: the PCM core reads O_NONBLOCK
+// from a copy of the file's flags taken at open and at every PREPARE.
+func (p *pcm) setBlocking() error {
+	fl, err := unix.FcntlInt(uintptr(p.fd), unix.F_GETFL, 0)
+	if err == nil {
+		_, err = unix.FcntlInt(uintptr(p.fd), unix.F_SETFL, fl&^unix.O_NONBLOCK)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: blocking mode: %w", p.path, err)
+	}
+	return nil
+}
+
+// writeAll writes frames of buf with WRITEI, resuming after a partial
+// write; with a blocking descriptor it sleeps until there is room.
+func (p *pcm) writeAll(buf []byte, frames int) unix.Errno {
+	for done := 0; done < frames; {
+		k, e := p.xferi(buf[done*p.frameBytes:], frames-done)
+		if e != 0 {
+			return e
+		}
+		done += k
+	}
+	return 0
+}
+
 // hwsync asks the driver for its pointer now (the kernel's
 // snd_pcm_hwsync): alsa-lib does it before every write of a running
 // stream, and a driver that moves its pointer when it hands data to the

@@ -67,12 +67,14 @@ func writeDevices(w io.Writer, driver string, devs []audio.DeviceInfo) {
 				fmt.Fprintf(w, "      %-12s %s\n", name+":", value)
 			}
 		}
+		field("driver", d.Driver)
 		field("streams", strings.Join(d.Streams, ", "))
 		field("rates", d.Rates)
 		field("formats", strings.Join(d.Formats, " "))
 		field("channels", d.Channels)
 		field("period", framesText(d.PeriodSize))
 		field("buffer", framesText(d.BufferSize))
+		field("flags", strings.Join(d.Flags, " "))
 	}
 }
 

@@ -68,6 +68,7 @@ type side struct {
 	due     int64 // when the pending period became due
 	xrun    bool  // the stream was found stopped by an xrun
 	written bool  // Wait wrote the period in its blocking write
+	startTs int64 // the trigger timestamp of the last start
 
 	// The pointer as seen at the last wakeup, and how far it moves per
 	// update.
@@ -402,7 +403,10 @@ func (d *Driver) restart() error {
 	}
 	for _, s := range d.sides {
 		// The prefill's writes left a stale timestamp, not one of ours.
-		s.ownTs, s.preTs, s.prePos = 0, 0, 0
+		s.ownTs, s.preTs, s.prePos, s.startTs = 0, 0, 0, 0
+		if s.pcm.statusNow() == 0 {
+			s.startTs = s.pcm.st.TriggerTstamp.ns()
+		}
 	}
 	d.grid.reset(float64(d.periodNS)/float64(d.periodFrames), float64(d.periodNS)/2)
 	d.jumped = false
@@ -685,12 +689,7 @@ func (d *Driver) Transfer(p *rundata.Sample) error {
 		case 0:
 			continue
 		case unix.EPIPE, unix.ESTRPIPE:
-			now := audio.Now()
-			x := int64(1)
-			if s.pcm.statusNow() == 0 && s.pcm.st.State == stateXrun {
-				x = max(now-s.pcm.st.TriggerTstamp.ns(), 1)
-			}
-			p.Xrun = x
+			p.Xrun = d.xrunLength(s)
 			if s == d.capt {
 				p.Flags |= rundata.FlagCapture
 			}
@@ -700,6 +699,25 @@ func (d *Driver) Transfer(p *rundata.Sample) error {
 		}
 	}
 	return nil
+}
+
+// xrunLength measures side s's xrun as aplay does: now minus the trigger
+// timestamp of the stop. A driver that latches its own trigger
+// timestamps (snd-hda-intel) leaves the stop's unset, so the trigger
+// timestamp is still the start's and aplay's figure is the time since
+// the start (seconds, where the stop was 300 ms); then the stop is the
+// pointer update that found the buffer empty, the status' last.
+func (d *Driver) xrunLength(s *side) int64 {
+	now := audio.Now()
+	_, _, ts, e := s.pcm.readStatus()
+	if s.pcm.statusNow() != 0 || s.pcm.st.State != stateXrun {
+		return 1
+	}
+	stop := s.pcm.st.TriggerTstamp.ns()
+	if stop <= s.startTs && e == 0 && ts > s.startTs {
+		stop = ts
+	}
+	return max(now-stop, 1)
 }
 
 // poll waits for the first n of d.pfds, with a raw ppoll like every call

@@ -155,8 +155,12 @@ func (d *Driver) Open(cfg audio.Config) (g audio.Granted, err error) {
 	}
 	d.format, d.rate, d.periodFrames = want.format, want.rate, want.periodFrames
 	d.periodNS = int64(d.periodFrames) * 1e9 / int64(d.rate)
-	// A poll that sees no period for many buffers means the device died.
-	d.timeoutNS = max(int64(want.periods)*d.periodNS*20, 1e9)
+	// A poll that sees no period for as long as the kernel's own blocking
+	// write waits (10 s, "DMA or IRQ trouble") means the device died.
+	// Shorter is wrong: snd-usb-audio without its low-latency mode, on
+	// qemu's usb-audio, restarts its transfers 0.3-1.4 s after an xrun's
+	// prepare, and aplay -M waits that out (docs/truth.md, "Real cards").
+	d.timeoutNS = max(int64(want.periods)*d.periodNS*20, 10e9)
 	if d.play != nil && d.capt != nil {
 		// LINK takes the other stream's descriptor by value, not through
 		// a pointer.

@@ -4,7 +4,6 @@ package alsa
 
 import (
 	"fmt"
-	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -32,18 +31,6 @@ import (
 // when it wakes late, the CPU was not running at all (the host had its
 // vCPU thread off, or qemu held it). It costs each CPU one short wakeup a
 // millisecond, for every player alike.
-
-// freeze is one late wakeup of a witness: the CPU was held from due to
-// woke (CLOCK_MONOTONIC ns).
-type freeze struct {
-	cpu       int
-	due, woke int64
-}
-
-func (f freeze) length() int64 { return f.woke - f.due }
-
-// witnessLate is the lateness from which a witness wakeup is recorded.
-const witnessLate = 500 * time.Microsecond
 
 // freezeWitness records the machine's stops on every CPU until stop.
 type freezeWitness struct {
@@ -123,77 +110,4 @@ func (w *freezeWitness) freezes() []freeze {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return append([]freeze(nil), w.seen...)
-}
-
-// xrunAt is one xrun of a player, as the test saw it: when it was
-// noticed (aplay's line read, latencytest's wakeup) and its length.
-type xrunAt struct {
-	at int64 // CLOCK_MONOTONIC ns
-	ms float64
-}
-
-// explainedBy says whether the machine's stops explain an xrun noticed
-// at x.at by a player with bufNS queued and periodNS per period: one CPU
-// stopped for at least half the player's slack (the buffer less the
-// period it refills: how late a wakeup may be), in one stop or several,
-// within the buffer's time before the xrun was noticed, plus 20 ms for
-// the notice itself (aplay's line through a pipe). Less cannot starve the
-// buffer on its own. It returns how long that CPU was stopped.
-func explainedBy(x xrunAt, fs []freeze, bufNS, periodNS int64) (int64, bool) {
-	minLen := max((bufNS-periodNS)/2, int64(witnessLate))
-	from, to := x.at-bufNS-periodNS-int64(20*time.Millisecond), x.at
-	stopped := map[int]int64{}
-	longest := int64(0)
-	for _, f := range fs {
-		if lo, hi := max(f.due, from), min(f.woke, to); hi > lo {
-			stopped[f.cpu] += hi - lo
-			longest = max(longest, stopped[f.cpu])
-		}
-	}
-	return longest, longest >= minLen
-}
-
-// unexplained splits xs into those no stop of fs explains and the rest.
-func unexplained(xs []xrunAt, fs []freeze, bufNS, periodNS int64) (left []xrunAt, explained int) {
-	for _, x := range xs {
-		if _, ok := explainedBy(x, fs, bufNS, periodNS); ok {
-			explained++
-			continue
-		}
-		left = append(left, x)
-	}
-	return left, explained
-}
-
-// freezeSummary says how many stops, and the longest, fell between from
-// and to.
-func freezeSummary(fs []freeze, from, to int64) string {
-	n, longest := 0, int64(0)
-	for _, f := range fs {
-		if f.woke >= from && f.due <= to {
-			n++
-			longest = max(longest, f.length())
-		}
-	}
-	return fmt.Sprintf("%d stops of the machine ≥ %v, longest %.1f ms", n, witnessLate, float64(longest)/1e6)
-}
-
-// countsAgree is the rule the comparisons decide by, on the xruns the
-// machine's stops do not explain: latencytest's count n against the
-// reference's counts a and b on the same boot, before and after it. Where
-// the reference had none, twice (stable), latencytest must have none:
-// exact. Otherwise n must lie within the reference's boot-to-boot spread:
-// the range of a and b widened by its own width and by three Poisson
-// standard deviations of its ends (counts of random events: two runs
-// alike by chance are no narrower truth).
-func countsAgree(n, a, b int) (ok bool, band string) {
-	lo, hi := min(a, b), max(a, b)
-	if hi == 0 {
-		return n == 0, "0 (the reference had none, twice)"
-	}
-	w := hi - lo
-	l := lo - w - int(math.Ceil(3*math.Sqrt(float64(lo))))
-	h := hi + w + int(math.Ceil(3*math.Sqrt(float64(hi))))
-	l = max(l, 0)
-	return n >= l && n <= h, fmt.Sprintf("%d to %d (the reference's %d and %d, widened by their spread and 3 σ)", l, h, a, b)
 }

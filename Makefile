@@ -119,7 +119,7 @@ vmtest:
 	scripts/vmtest -rt -run 'TestVMKnownCulpritOsnoise|TestRawMatchesKernelText|TestVMKilledRunOsnoiseReset'
 
 # Every card at every buffer size of the comparison with aplay (docs/truth.md,
-# "Real cards"); make test runs the smallest of each.
+# "Real cards"); make test runs 2×256 of each.
 vmtest-cards:
 	scripts/vmtest -cards all -long -run 'TestVMCards'
 

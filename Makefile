@@ -121,7 +121,7 @@ vmtest:
 # Every card at every buffer size of the comparison with aplay (docs/truth.md,
 # "Real cards"); make test runs 2×256 of each.
 vmtest-cards:
-	scripts/vmtest -cards all -long -run 'TestVMCards'
+	scripts/vmtest -cards all -long -vmtimeout 3600 -run 'TestVMCards'
 
 # The VM suite on Debian's arm64 kernel under qemu-system-aarch64 (TCG),
 # with the stressors' and engine's tests, which qemu-user cannot run

@@ -16,6 +16,7 @@ type Config struct {
 	Stream        string  // "playback" (default), "capture" or "duplex"
 	Access        string  // ALSA: "mmap" (default: the mapped buffer, waiting in poll) or "rw" (a blocking write, as plain aplay)
 	Rate          int     // frames per second
+	RateGiven     bool    // the user asked for Rate; else a device may play at its nearest
 	Channels      int     // channels per frame
 	PeriodFrames  int     // frames per period
 	Periods       int     // periods in the buffer

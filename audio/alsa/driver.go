@@ -121,7 +121,7 @@ func (d *Driver) Open(cfg audio.Config) (g audio.Granted, err error) {
 			d.Close()
 		}
 	}()
-	want := shape{access: accessMmapInterleaved, channels: cfg.Channels, rate: cfg.Rate, periodFrames: cfg.PeriodFrames, periods: cfg.Periods}
+	want := shape{access: accessMmapInterleaved, channels: cfg.Channels, rate: cfg.Rate, periodFrames: cfg.PeriodFrames, periods: cfg.Periods, anyRate: !cfg.RateGiven}
 	if d.forceRW || cfg.Access == "rw" {
 		want.access = accessRWInterleaved
 	}

@@ -183,6 +183,9 @@ type shape struct {
 	rate         int
 	periodFrames int
 	periods      int
+	// anyRate: the rate was not asked for, so a device that does not
+	// take it (a USB interface at 44.1 kHz only) plays at its nearest.
+	anyRate bool
 }
 
 // preferredFormats are the sample formats this package writes, in the
@@ -229,7 +232,11 @@ func negotiate(r refiner, p *hwParams, want shape) (notes []string, err error) {
 	}
 	if !trySet(r, p, paramRate, uint32(want.rate)) {
 		below, above := nearest(r, p, paramRate, uint32(want.rate))
-		return nil, &badParam{flag: "--rate", msg: fmt.Sprintf("does not take %d Hz; nearest it allows: %s Hz", want.rate, nearestText(below, above))}
+		c := closest(uint32(want.rate), below, above)
+		if !want.anyRate || c == 0 || !trySet(r, p, paramRate, c) {
+			return nil, &badParam{flag: "--rate", msg: fmt.Sprintf("does not take %d Hz; nearest it allows: %s Hz", want.rate, nearestText(below, above))}
+		}
+		notes = append(notes, fmt.Sprintf("%d Hz instead of %d: the device does not take %d Hz (give --rate to insist)", c, want.rate, want.rate))
 	}
 	if !trySet(r, p, paramPeriodSize, uint32(want.periodFrames)) {
 		below, above := nearest(r, p, paramPeriodSize, uint32(want.periodFrames))

@@ -183,6 +183,10 @@ func TestNegotiateRefusals(t *testing.T) {
 	}{
 		{name: "rate between two", dev: func(f *fakeDevice) { f.rates = []uint32{44100, 48000, 96000} },
 			want: shape{channels: 2, rate: 46000, periodFrames: 64, periods: 2}, flag: "--rate", msg: "does not take 46000 Hz; nearest it allows: 44100 or 48000 Hz"},
+		{name: "rate asked for, not taken", dev: func(f *fakeDevice) { f.rates = []uint32{44100} },
+			want: shape{channels: 2, rate: 48000, periodFrames: 64, periods: 2}, flag: "--rate", msg: "does not take 48000 Hz; nearest it allows: 44100 Hz"},
+		{name: "rate not asked for: the nearest", dev: func(f *fakeDevice) { f.rates = []uint32{44100} },
+			want: shape{channels: 2, rate: 48000, periodFrames: 64, periods: 2, anyRate: true}, notes: "44100 Hz instead of 48000"},
 		{name: "rate below all", dev: func(f *fakeDevice) { f.rates = []uint32{44100, 48000} },
 			want: shape{channels: 2, rate: 8000, periodFrames: 64, periods: 2}, flag: "--rate", msg: "nearest it allows: 44100 Hz"},
 		{name: "period step", dev: func(f *fakeDevice) { f.periodStep = 16 },

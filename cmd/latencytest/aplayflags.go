@@ -37,6 +37,10 @@ func newAplayFlags(fs *flag.FlagSet) *aplayFlags {
 func (a *aplayFlags) apply(fs *flag.FlagSet, f *runFlags) error {
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	// A rate asked for is kept or refused; else a card that does not take
+	// the default plays at its nearest (a file's rate, and aplay's times,
+	// count as asked).
+	f.rateGiven = set["rate"] || f.file != "" || set["period-time"] || set["buffer-time"]
 	if err := fileShape(f, set); err != nil {
 		return err
 	}

@@ -35,6 +35,7 @@ const classicSuite = "idle,x11,proc,disk-write,disk-copy,disk-read,hackbench"
 type runFlags struct {
 	driver, device, captureDevice, stream string
 	access                                string
+	rateGiven                             bool
 	rate, channels, period, periods       int
 	rtcRate                               int
 	cpuLoad, prio                         int
@@ -267,7 +268,7 @@ func (f *runFlags) config(loads loadSet) (runner.Config, error) {
 		Driver: drv,
 		Audio: audio.Config{
 			Device: f.device, CaptureDevice: f.captureDevice, Stream: f.stream, Access: f.access,
-			Rate: rate, Channels: f.channels, PeriodFrames: period, Periods: f.periods,
+			Rate: rate, RateGiven: f.rateGiven, Channels: f.channels, PeriodFrames: period, Periods: f.periods,
 			ToneHz: f.tone, File: f.file, Verbose: f.verbose,
 		},
 		CPULoad:      f.cpuLoad,

@@ -187,7 +187,7 @@ func (d *Driver) Open(cfg audio.Config) (g audio.Granted, err error) {
 		notes = append(notes, "read/write access: the device offers no mmap")
 	}
 	card := d.sides[0].card
-	card.Timestamp = "the kernel's timestamp of the hardware pointer update that completed the period (taken where the driver reports the pointer: its period interrupt, or a USB transfer's completion)"
+	card.Timestamp = "the kernel's timestamp of the hardware pointer update that completed the period (where the driver moves its pointer: its period interrupt, or when it queues a USB transfer)"
 	notes = append(notes, cardNote(card))
 	g = audio.Granted{
 		Card:         card,

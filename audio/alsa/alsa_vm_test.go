@@ -555,13 +555,23 @@ func TestVMErrors(t *testing.T) {
 		cfg := base
 		cfg.Device = tc.dev
 		if tc.rate != 0 {
-			cfg.Rate = tc.rate
+			cfg.Rate, cfg.RateGiven = tc.rate, true
 		}
 		if tc.per != 0 {
 			cfg.PeriodFrames = tc.per
 		}
 		d := New()
 		_, err := d.Open(cfg)
+		if tc.rate != 0 && err != nil {
+			// Not asked for, the rate is the device's nearest, said.
+			cfg.RateGiven = false
+			d2 := New()
+			g, err2 := d2.Open(cfg)
+			d2.Close()
+			if err2 != nil || g.Rate == tc.rate || !strings.Contains(strings.Join(g.Notes, "\n"), fmt.Sprintf("instead of %d", tc.rate)) {
+				t.Errorf("open %s at %d Hz not asked for: %v, granted %d Hz, notes %q; want the nearest rate, said", tc.dev, tc.rate, err2, g.Rate, g.Notes)
+			}
+		}
 		if !badinput.Is(err) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("open %s rate %d period %d: %v; want bad input containing %q", tc.dev, cfg.Rate, cfg.PeriodFrames, err, tc.want)
 		}

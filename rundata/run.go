@@ -125,7 +125,7 @@ type Phase struct {
 	Skipped string `json:"skipped,omitempty"`
 	// Incomplete marks a phase that started but whose end was never
 	// written (the run was killed): its figures are zero in run.json and
-	// readers recover them from the samples file (RecoverPhase).
+	// readers recover them from the samples file (Accumulator).
 	Incomplete bool `json:"incomplete,omitempty"`
 
 	StartMonoNS int64     `json:"start_mono_ns"`

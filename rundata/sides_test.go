@@ -31,7 +31,7 @@ func TestRecoverySides(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := NewRecovery(sr.Header, 0)
+	rec := NewAccumulator(sr.Header, 0)
 	for {
 		var s Sample
 		if err := sr.Next(&s); err == io.EOF {
@@ -43,7 +43,7 @@ func TestRecoverySides(t *testing.T) {
 	}
 	var want, got Phase
 	live.Fill(&want)
-	rec.Fill(&got, 0)
+	rec.Fill(&got)
 	for _, c := range []struct {
 		name string
 		w, g *LatencyStats

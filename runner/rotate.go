@@ -40,7 +40,7 @@ func (r *phaseRun) rotation(s *rundata.Sample) {
 	rot, every := &r.rot, int64(r.cfg.Rotate)
 	switch {
 	case rot.start == 0:
-		rot.start = s.Due - r.acc.periodNS
+		rot.start = s.Due - r.shape.PeriodNS
 		rot.cut = rot.start + every
 	case s.Due > rot.cut && rot.err == nil:
 		end := rot.cut
@@ -76,7 +76,7 @@ func (r *phaseRun) handOver(end, start int64) error {
 	r.stopProgress, r.stopSync = func() {}, func() error { return nil }
 	ph, acc := r.ph, r.acc
 	ph.StartMonoNS, ph.EndWall, ph.Incomplete = r.rot.start, endWall, false
-	ph.Lost = r.rot.next - r.rot.base - acc.periods // the gaps in its indexes
+	ph.Lost = r.rot.next - r.rot.base - acc.Periods() // the gaps in its indexes
 	err = r.finish(nil, syncErr)
 	s.phaseEnded(ph, acc)
 	s.run.End = endWall

@@ -272,9 +272,9 @@ func (s *session) phase(ctx context.Context, i int, name string) error {
 // phaseEnded adds the phase measured into acc to the results directory's
 // run, with its spikes.
 func (s *session) phaseEnded(ph *rundata.Phase, acc *accumulator) {
-	s.acts[len(s.run.Phases)] = float64(acc.lastLat) / 1000
+	s.acts[len(s.run.Phases)] = float64(acc.LastLatency()) / 1000
 	s.run.Phases = append(s.run.Phases, *ph)
-	s.hists = append(s.hists, acc.hist)
+	s.hists = append(s.hists, acc.Hist)
 	if s.trace != nil {
 		if terr := s.trace.write(s.res, &s.run.Phases[len(s.run.Phases)-1]); terr != nil {
 			s.pr.linef("trace: %v", terr)
@@ -412,7 +412,8 @@ type phaseRun struct {
 	index        int      // the phase's index in run.json
 	file         *os.File // the samples file (nil with NoSamples)
 	acc          *accumulator
-	opened       engineHello // what the engine opened
+	shape        rundata.SampleHeader // the stream's, as its samples file's header says it
+	opened       engineHello          // what the engine opened
 	stopProgress func()
 	stopSync     func() error // ends the samples file's periodic flush and sync
 	cancel       func()       // stops the engine
@@ -442,13 +443,12 @@ func (r *phaseRun) hello(h engineHello) error {
 // writer, the accumulator, the progress display.
 func (r *phaseRun) open(start int64) error {
 	g := r.opened.Granted
-	shape := audioShape{Rate: g.Rate, PeriodFrames: g.PeriodFrames, Periods: g.Periods}
+	r.shape = rundata.NewSampleHeader(g.Rate, g.PeriodFrames, g.Periods)
 	var w *rundata.SampleWriter
 	if r.file != nil {
-		w = rundata.NewSampleWriter(r.file, rundata.NewSampleHeader(g.Rate, g.PeriodFrames, g.Periods))
+		w = rundata.NewSampleWriter(r.file, r.shape)
 	}
-	r.acc = newAccumulator(w, shape, r.xrunLine)
-	r.acc.nominalDSP = r.opened.NominalDSP
+	r.acc = newAccumulator(w, r.shape, r.opened.NominalDSP, r.xrunLine)
 	stop, err := r.s.res.phaseOpened(r.s.run, r.ph, start, r.opened.NominalDSP, r.acc, r.file)
 	if err != nil {
 		return err
@@ -514,10 +514,6 @@ func (r *phaseRun) xrunLine(s *rundata.Sample) {
 func (r *phaseRun) finish(err, syncErr error) error {
 	acc := r.acc
 	acc.mu.Lock()
-	r.ph.EndMonoNS = acc.lastDue
-	if r.ph.StartMonoNS == 0 { // an engine killed before its bye: the first period's due time
-		r.ph.StartMonoNS = acc.firstDue
-	}
 	if acc.writer != nil {
 		if ferr := acc.writer.Flush(); ferr != nil && acc.writeErr == nil {
 			acc.writeErr = ferr
@@ -530,7 +526,7 @@ func (r *phaseRun) finish(err, syncErr error) error {
 		}
 	}
 	acc.mu.Unlock()
-	acc.fill(r.ph)
+	acc.fill(r.ph) // without a start from the engine's bye (killed before it), the first period's due
 	if err == nil && r.file != nil {
 		err = closeSamples(r.file)
 		r.file = nil

@@ -9,8 +9,7 @@ import (
 
 func TestAccumulatorFill(t *testing.T) {
 	var xr []int64
-	a := newAccumulator(nil, audioShape{Rate: 48000, PeriodFrames: 48, Periods: 2}, func(s *rundata.Sample) { xr = append(xr, s.Xrun) })
-	a.nominalDSP = 800_000
+	a := newAccumulator(nil, rundata.NewSampleHeader(48000, 48, 2), 800_000, func(s *rundata.Sample) { xr = append(xr, s.Xrun) })
 	lat := []int64{10_000, 50_000, 150_000, 2_000_000}
 	dsp := []int64{800_000, 850_000, 950_000, 799_000}
 	for i := range lat {
@@ -65,7 +64,7 @@ func TestSummaryPercentileBeyondRange(t *testing.T) {
 // two sides' dues and the poll wait; a phase of a driver that neither
 // polls nor runs duplex gets none of them.
 func TestAccumulatorDuplex(t *testing.T) {
-	a := newAccumulator(nil, audioShape{Rate: 48000, PeriodFrames: 48, Periods: 2}, nil)
+	a := newAccumulator(nil, rundata.NewSampleHeader(48000, 48, 2), 0, nil)
 	// capture 100 µs, 300 µs before playback, then playback 200 µs before capture
 	apart := []int64{-100_000, -300_000, 200_000, -100_000}
 	poll := []int64{900_000, 700_000, 0, 800_000}
@@ -96,7 +95,7 @@ func TestAccumulatorDuplex(t *testing.T) {
 		t.Errorf("poll wait %+v", pw)
 	}
 
-	b := newAccumulator(nil, audioShape{Rate: 48000, PeriodFrames: 48, Periods: 2}, nil)
+	b := newAccumulator(nil, rundata.NewSampleHeader(48000, 48, 2), 0, nil)
 	b.sample(&rundata.Sample{Due: 1e6, Woke: 1e6 + 10_000})
 	var plain rundata.Phase
 	b.fill(&plain)

@@ -345,8 +345,8 @@ func parseTests(s string, loads loadSet) ([]string, error) {
 			return nil, badFlag("--tests: unknown test %q; allowed: %s", t, strings.Join(allowed, ", "))
 		}
 		if t != runner.IdlePhase {
-			if err := loads.validate(t); err != nil {
-				return nil, badinput.New(err.Error())
+			if err := loads.loads.Check(t); err != nil {
+				return nil, err
 			}
 		}
 		tests = append(tests, t)

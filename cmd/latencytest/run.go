@@ -120,7 +120,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := interruptible(cfg.Children, stderr)
 	defer stop()
 	if sizes := f.sizes.sizes; len(sizes) > 1 {
-		err = runSizes(ctx, cfg, sizes, func(n int) int64 {
+		err = runner.RunSizes(ctx, cfg, sizes, func(n int) int64 {
 			above, _ := f.traceThreshold(int64(n) * 1e9 / int64(cfg.Audio.Rate))
 			return above
 		}, stdout)
@@ -247,7 +247,7 @@ func (f *runFlags) config(loads loadSet) (runner.Config, error) {
 		case drv == "rtc":
 			return cfg, badFlag("--period %s with --driver rtc: its period is one interrupt (--rtc-rate)", f.sizes.String())
 		}
-		if err := checkListOut(out); err != nil {
+		if err := runner.CheckSizesOut(out); err != nil {
 			return cfg, err
 		}
 	}

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"latencytest/audio/timer"
+	"latencytest/internal/child"
+	"latencytest/internal/procfile"
 	"latencytest/internal/racetest"
 	"latencytest/rundata"
 )
@@ -295,23 +297,9 @@ func children(ppid int, word string) []int {
 // parents maps every process to its parent, from one pass over /proc.
 func parents() map[int]int {
 	out := map[int]int{}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		if len(f) < 2 {
-			continue
-		}
-		if pp, err := strconv.Atoi(f[1]); err == nil {
-			out[pid] = pp
-		}
+	ps, _ := child.Processes()
+	for _, p := range ps {
+		out[p.Pid] = p.PPid
 	}
 	return out
 }
@@ -321,8 +309,8 @@ func alive(pid int) bool {
 	if err != nil {
 		return false
 	}
-	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	return len(f) > 0 && f[0] != "Z"
+	st, ok := procfile.ParseStat(stat)
+	return ok && st.State != "Z"
 }
 
 // SIGSTOP of the engine process for 300 ms is one xrun of 300 ms minus the

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"latencytest/internal/cpulist"
 	"latencytest/internal/procfile"
 	"latencytest/rundata"
 )
@@ -36,28 +37,9 @@ func parseStatTask(stat string) (statTask, bool) {
 	return statTask{comm: st.Comm, flags: st.Flags, policy: st.Policy, prio: st.RTPriority}, ok && st.Sched
 }
 
-// parseCPUs reads a CPU list such as "0-3,6"; ok is false when it is not one.
-func parseCPUs(s string) (cpus []int, ok bool) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return nil, false
-	}
-	for _, part := range strings.Split(s, ",") {
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err1 := strconv.Atoi(lo)
-		b, err2 := a, error(nil)
-		if isRange {
-			b, err2 = strconv.Atoi(hi)
-		}
-		if err1 != nil || err2 != nil || a < 0 || b < a || b-a > 1<<16 {
-			return nil, false
-		}
-		for c := a; c <= b; c++ {
-			cpus = append(cpus, c)
-		}
-	}
-	return cpus, true
-}
+// parseCPUs reads a CPU list such as "0-3,6" as /proc writes it (a
+// newline after); ok is false when it is not one.
+func parseCPUs(s string) (cpus []int, ok bool) { return cpulist.Parse(strings.TrimSpace(s)) }
 
 // overlaps reports whether two CPU lists share a CPU; nil b means every CPU.
 func overlaps(a, b []int) bool {

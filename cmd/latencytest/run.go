@@ -21,6 +21,7 @@ import (
 	"latencytest/audio"
 	"latencytest/internal/badinput"
 	"latencytest/internal/child"
+	"latencytest/internal/cpulist"
 	"latencytest/rundata"
 	"latencytest/runner"
 	"latencytest/sysinfo"
@@ -360,28 +361,9 @@ func parseCPUList(s string) ([]int, error) {
 		return nil, nil
 	}
 	n := runtime.NumCPU()
-	bad := badFlag("--affinity %q: allowed a CPU list such as 1 or 0,2-3 with CPUs 0 to %d", s, n-1)
-	var cpus []int
-	for _, part := range strings.Split(s, ",") {
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil {
-			return nil, bad
-		}
-		b := a
-		if isRange {
-			if b, err = strconv.Atoi(hi); err != nil {
-				return nil, bad
-			}
-		}
-		if a < 0 || b < a || b >= n {
-			return nil, bad
-		}
-		for c := a; c <= b; c++ {
-			if !slices.Contains(cpus, c) {
-				cpus = append(cpus, c)
-			}
-		}
+	cpus, ok := cpulist.Parse(s)
+	if !ok || slices.Max(cpus) >= n {
+		return nil, badFlag("--affinity %q: allowed a CPU list such as 1 or 0,2-3 with CPUs 0 to %d", s, n-1)
 	}
 	return cpus, nil
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"latencytest/internal/atomicfile"
 	"latencytest/internal/badinput"
 	"latencytest/rundata"
 )
@@ -91,11 +92,11 @@ func CompareTo(ins []Input, out, jsonOut string) error {
 		if err != nil {
 			return err
 		}
-		if err := rundata.WriteFileAtomic(jsonOut, b); err != nil {
+		if err := atomicfile.WriteFile(jsonOut, b); err != nil {
 			return err
 		}
 	}
-	return rundata.WriteFileAtomic(out, page)
+	return atomicfile.WriteFile(out, page)
 }
 
 // maxCyclictestBytes bounds a cyclictest file: -h 100000 with 64 threads

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"latencytest/internal/atomicfile"
 	"latencytest/rundata"
 )
 
@@ -48,10 +49,10 @@ func Render(dir string) error {
 	if err := writeStats(&csvBuf, rd.phases); err != nil {
 		return err
 	}
-	if err := rundata.WriteFileAtomic(filepath.Join(dir, StatsFile), csvBuf.Bytes()); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, StatsFile), csvBuf.Bytes()); err != nil {
 		return err
 	}
-	return rundata.WriteFileAtomic(filepath.Join(dir, IndexFile), html)
+	return atomicfile.WriteFile(filepath.Join(dir, IndexFile), html)
 }
 
 type kv struct {

@@ -3,6 +3,8 @@ package rundata
 import (
 	"encoding/json"
 	"path/filepath"
+
+	"latencytest/internal/atomicfile"
 )
 
 // FloorFile is where a run over a list of period sizes (run --period
@@ -69,5 +71,5 @@ func WriteFloor(dir string, fl Floor) error {
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(filepath.Join(dir, FloorFile), append(b, '\n'))
+	return atomicfile.WriteFile(filepath.Join(dir, FloorFile), append(b, '\n'))
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"latencytest/audio"
+	"latencytest/internal/atomicfile"
 	"latencytest/internal/badinput"
 	"latencytest/internal/child"
 	"latencytest/internal/mono"
@@ -322,7 +323,7 @@ func (s *session) complete(interrupted bool, trace *rundata.Trace) error {
 		return err
 	}
 	if s.cfg.HistFile != "" {
-		if err := rundata.WriteFileAtomic(s.cfg.HistFile, rundata.EncodeHistFile(s.hists)); err != nil {
+		if err := atomicfile.WriteFile(s.cfg.HistFile, rundata.EncodeHistFile(s.hists)); err != nil {
 			return err
 		}
 	}

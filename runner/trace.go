@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"latencytest/internal/atomicfile"
 	"latencytest/internal/child"
 	"latencytest/ktrace"
 	"latencytest/rundata"
@@ -99,7 +100,7 @@ func (t *spikeTrace) write(out *results, ph *rundata.Phase) error {
 	if err != nil {
 		return err
 	}
-	return rundata.WriteFileAtomicIn(out.root, rundata.SpikesFile, b)
+	return atomicfile.WriteIn(out.root, rundata.SpikesFile, b)
 }
 
 // cut ends a results directory of a rotating run: the spikes written

@@ -15,39 +15,39 @@ import (
 	"time"
 
 	"latencytest/audio/timer"
+	"latencytest/internal/bintest"
 	"latencytest/internal/child"
 	"latencytest/internal/procfile"
 	"latencytest/internal/racetest"
 	"latencytest/rundata"
 )
 
-// binary is the latencytest built for these tests: `run` starts the engine
-// as a process of the same binary, so the tests drive the real thing.
-var binary string
+// built is latencytest built for these tests (internal/bintest), and binary
+// its path: `run` starts the engine as a process of the same binary, so
+// the tests drive the real thing.
+var (
+	built  *bintest.Binary
+	binary string
+)
 
 func TestMain(m *testing.M) {
 	if os.Getenv("LT_CULPRIT") == "1" {
 		runCulprit() // the trace test's known culprit (trace_test.go)
 		return
 	}
-	dir, err := os.MkdirTemp("", "latencytest-bin")
-	if err != nil {
-		panic(err)
+	var err error
+	if built, err = bintest.New(); err == nil {
+		binary, err = built.Build()
 	}
-	binary = filepath.Join(dir, "latencytest")
-	out, err := exec.Command("go", append(append([]string{"build"}, racetest.BuildFlags()...), "-o", binary, ".")...).CombinedOutput()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
-		os.RemoveAll(dir)
+		fmt.Fprintf(os.Stderr, "build: %v\n", err)
 		os.Exit(1)
 	}
-	racetest.Setenv(dir)
 	code := m.Run()
-	if err := racetest.Reports(dir); err != nil {
+	if err := built.Close(); err != nil {
 		fmt.Fprintln(os.Stderr, "FAIL:", err)
 		code = 1
 	}
-	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
@@ -58,35 +58,14 @@ type result struct {
 
 func latencytest(t *testing.T, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
-	var so, se bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &so, &se
-	err := cmd.Run()
-	r := result{stdout: so.String(), stderr: se.String()}
-	if ee, ok := err.(*exec.ExitError); ok {
-		r.code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return r
+	r := built.Run(t, args...)
+	return result{code: r.Code, stdout: r.Stdout, stderr: r.Stderr}
 }
 
-func readRun(t *testing.T, dir string) *rundata.Run {
-	t.Helper()
-	r, err := rundata.ReadRun(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
+func readRun(t *testing.T, dir string) *rundata.Run { return bintest.ReadRun(t, dir) }
 
 func readSamples(t *testing.T, dir string, ph rundata.Phase) []rundata.Sample {
-	t.Helper()
-	ss, err := rundata.ReadSamples(filepath.Join(dir, ph.SamplesFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ss
+	return bintest.ReadSamples(t, dir, ph)
 }
 
 func TestBadFlagsExit2WritingNothing(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"image/color"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -177,56 +178,8 @@ type comparePage struct {
 func renderCompare(cs []*compared) ([]byte, error) {
 	pg := &comparePage{}
 	for i, c := range cs {
-		col := paletteAt(i)
-		iv := inputView{Label: c.Label, Source: c.Path,
-			Color: template.CSS(fmt.Sprintf("color:#%02x%02x%02x", col.R, col.G, col.B))}
-		switch {
-		case c.run != nil:
-			r := c.run
-			iv.Kernel, iv.Preempt, iv.Host = r.System.KernelRelease, r.System.Preempt, r.System.Hostname
-			iv.Period = fmt.Sprintf("%d frames × %d at %d Hz = %s ms", r.PeriodFrames, r.Periods, r.Rate, fmtNum(r.PeriodUS/1000))
-			var notes []string
-			notes = append(notes, "latencytest "+r.Driver+" driver")
-			if r.Simulated {
-				notes = append(notes, "xruns simulated")
-			}
-			if r.Interrupted {
-				notes = append(notes, "interrupted")
-			}
-			iv.Notes = strings.Join(notes, ", ")
-		case c.log != nil:
-			iv.Kernel, iv.Preempt, iv.Host, iv.Period = "—", "—", "—", "—"
-			threads, interval := 0, 0
-			for _, r := range c.log {
-				threads = max(threads, len(r.Threads))
-				for _, t := range r.Threads {
-					interval = t.IntervalUS
-				}
-			}
-			if interval > 0 {
-				iv.Period = fmt.Sprintf("interval %d µs", interval)
-			}
-			iv.Notes = fmt.Sprintf("cyclictest terminal log: %d runs, up to %d thread(s) each; a log holds no histogram, so percentiles are unknown", len(c.log), threads)
-		default:
-			iv.Kernel, iv.Host = c.ct.kernel, "—"
-			if c.ct.version != "" {
-				iv.Preempt = c.ct.version
-			}
-			if c.ct.realtime {
-				iv.Preempt = "PREEMPT_RT"
-			}
-			iv.Period = "—"
-			if us := cmdlineInt(c.ct.cmdline, []string{"-i"}, []string{"--interval"}); us > 0 {
-				iv.Period = fmt.Sprintf("interval %d µs", us)
-			}
-			iv.Notes = fmt.Sprintf("cyclictest, %d thread(s) merged, %d cycles", c.ct.threads, c.ct.cycles)
-			if c.ct.cmdline != "" {
-				iv.Notes += ": " + c.ct.cmdline
-			}
-		}
-		pg.Inputs = append(pg.Inputs, iv)
+		pg.Inputs = append(pg.Inputs, inputOf(c, paletteAt(i)))
 	}
-
 	var err error
 	if pg.Ranking, err = rankViews(rank(cs)); err != nil {
 		return nil, err
@@ -240,48 +193,7 @@ func renderCompare(cs []*compared) ([]byte, error) {
 	for si, name := range names {
 		sv := &pg.Sections[si]
 		sv.ID, sv.Name = "phase-"+strconv.Itoa(si+1), name
-		var ps []*phaseData // nil for a phase that was skipped
-		var skipped []string
-		var hs []histSeries
-		for ci, c := range cs {
-			for _, p := range c.phases {
-				if p.Name != name {
-					continue
-				}
-				sv.Runs = append(sv.Runs, c.Label)
-				if p.Skipped != "" {
-					ps = append(ps, nil)
-					skipped = append(skipped, p.Skipped)
-					break
-				}
-				ps = append(ps, p)
-				skipped = append(skipped, "")
-				if p.hist != nil && p.hist.Count > 0 {
-					hs = append(hs, histSeries{label: c.Label, h: p.hist, color: paletteAt(ci)})
-				}
-				break
-			}
-		}
-		byPhase := make([][]cell, len(ps))
-		for i, p := range ps {
-			if p != nil {
-				byPhase[i] = row(p)
-			}
-		}
-		markBest(ps, byPhase)
-		for mi, m := range metrics {
-			cr := compareRow{Key: m.key, Label: m.label}
-			for i := range ps {
-				if ps[i] == nil {
-					cr.Cells = append(cr.Cells, cell{Key: m.key, Text: "skipped: " + skipped[i]})
-					continue
-				}
-				cr.Cells = append(cr.Cells, byPhase[i][mi])
-			}
-			sv.Rows = append(sv.Rows, cr)
-		}
-		sv.Rows = append(sv.Rows, loadRows(ps)...)
-		sv.Culprits = compareCulprits(cs, name)
+		hs := fillSection(sv, cs, name)
 		if len(hs) == 0 {
 			continue // the phase was skipped in every run
 		}
@@ -298,6 +210,107 @@ func renderCompare(cs []*compared) ([]byte, error) {
 		return nil, fmt.Errorf("render compare page: %w", err)
 	}
 	return b.Bytes(), nil
+}
+
+// inputOf is the page's line on one input: what it is and what measured
+// it, in its color.
+func inputOf(c *compared, col color.NRGBA) inputView {
+	iv := inputView{Label: c.Label, Source: c.Path,
+		Color: template.CSS(fmt.Sprintf("color:#%02x%02x%02x", col.R, col.G, col.B))}
+	switch {
+	case c.run != nil:
+		r := c.run
+		iv.Kernel, iv.Preempt, iv.Host = r.System.KernelRelease, r.System.Preempt, r.System.Hostname
+		iv.Period = fmt.Sprintf("%d frames × %d at %d Hz = %s ms", r.PeriodFrames, r.Periods, r.Rate, fmtNum(r.PeriodUS/1000))
+		var notes []string
+		notes = append(notes, "latencytest "+r.Driver+" driver")
+		if r.Simulated {
+			notes = append(notes, "xruns simulated")
+		}
+		if r.Interrupted {
+			notes = append(notes, "interrupted")
+		}
+		iv.Notes = strings.Join(notes, ", ")
+	case c.log != nil:
+		iv.Kernel, iv.Preempt, iv.Host, iv.Period = "—", "—", "—", "—"
+		threads, interval := 0, 0
+		for _, r := range c.log {
+			threads = max(threads, len(r.Threads))
+			for _, t := range r.Threads {
+				interval = t.IntervalUS
+			}
+		}
+		if interval > 0 {
+			iv.Period = fmt.Sprintf("interval %d µs", interval)
+		}
+		iv.Notes = fmt.Sprintf("cyclictest terminal log: %d runs, up to %d thread(s) each; a log holds no histogram, so percentiles are unknown", len(c.log), threads)
+	default:
+		iv.Kernel, iv.Host = c.ct.kernel, "—"
+		if c.ct.version != "" {
+			iv.Preempt = c.ct.version
+		}
+		if c.ct.realtime {
+			iv.Preempt = "PREEMPT_RT"
+		}
+		iv.Period = "—"
+		if us := cmdlineInt(c.ct.cmdline, []string{"-i"}, []string{"--interval"}); us > 0 {
+			iv.Period = fmt.Sprintf("interval %d µs", us)
+		}
+		iv.Notes = fmt.Sprintf("cyclictest, %d thread(s) merged, %d cycles", c.ct.threads, c.ct.cycles)
+		if c.ct.cmdline != "" {
+			iv.Notes += ": " + c.ct.cmdline
+		}
+	}
+	return iv
+}
+
+// fillSection fills the table of phase name across the inputs into sv
+// (a run that skipped it says why, the best figure of each row marked)
+// and returns the histograms to overlay in its figure.
+func fillSection(sv *sectionView, cs []*compared, name string) []histSeries {
+	var ps []*phaseData // nil for a phase that was skipped
+	var skipped []string
+	var hs []histSeries
+	for ci, c := range cs {
+		for _, p := range c.phases {
+			if p.Name != name {
+				continue
+			}
+			sv.Runs = append(sv.Runs, c.Label)
+			if p.Skipped != "" {
+				ps = append(ps, nil)
+				skipped = append(skipped, p.Skipped)
+				break
+			}
+			ps = append(ps, p)
+			skipped = append(skipped, "")
+			if p.hist != nil && p.hist.Count > 0 {
+				hs = append(hs, histSeries{label: c.Label, h: p.hist, color: paletteAt(ci)})
+			}
+			break
+		}
+	}
+	byPhase := make([][]cell, len(ps))
+	for i, p := range ps {
+		if p != nil {
+			byPhase[i] = row(p)
+		}
+	}
+	markBest(ps, byPhase)
+	for mi, m := range metrics {
+		cr := compareRow{Key: m.key, Label: m.label}
+		for i := range ps {
+			if ps[i] == nil {
+				cr.Cells = append(cr.Cells, cell{Key: m.key, Text: "skipped: " + skipped[i]})
+				continue
+			}
+			cr.Cells = append(cr.Cells, byPhase[i][mi])
+		}
+		sv.Rows = append(sv.Rows, cr)
+	}
+	sv.Rows = append(sv.Rows, loadRows(ps)...)
+	sv.Culprits = compareCulprits(cs, name)
+	return hs
 }
 
 // commonPeriod returns the period and buffer to mark on the histograms

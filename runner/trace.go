@@ -193,7 +193,7 @@ func (s *session) startTrace(ctx context.Context) *spikeTrace {
 	case !t.info.Enabled:
 		s.pr.linef("trace: causes not recorded: %s", t.info.Note)
 	case len(s.cfg.RT.Affinity) == 0 && runtime.NumCPU() > 1:
-		// Measured: docs/benchmarks.md, "trace-pinned".
+		// Measured: docs/notes/benchmarks.md, "The goals of issue 14".
 		s.pr.linef("trace: recording every CPU's task switches; with --affinity only the audio thread's CPU is recorded, which costs it less (docs/spikes.md)")
 	}
 	return t

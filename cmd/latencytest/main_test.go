@@ -166,7 +166,7 @@ func TestRunTimerIdleCountsPeriods(t *testing.T) {
 	}
 	// Every period of the 3 s is counted but those an xrun lost. An xrun
 	// here is a wakeup 20 ms late, which this shared host's own stalls of
-	// a vCPU can reach (docs/benchmarks.md, "Where the tail comes from";
+	// a vCPU can reach (docs/notes/benchmarks.md, "Where the tail comes from";
 	// the race-detector CI run met one): each must be as long as the write
 	// came after the buffer ran dry.
 	const periodNS = int64(64) * 1e9 / 48000

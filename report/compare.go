@@ -31,17 +31,6 @@ type Input struct {
 	Phase string
 }
 
-// Compare renders several runs side by side into out. Inputs are results
-// directories or cyclictest files (its --histfile text and its --json
-// output of rt-tests 2.x).
-func Compare(inputs []string, out string) error {
-	ins := make([]Input, len(inputs))
-	for i, p := range inputs {
-		ins[i] = Input{Path: p}
-	}
-	return CompareInputs(ins, out)
-}
-
 // compared is one loaded input.
 type compared struct {
 	Input
@@ -52,13 +41,12 @@ type compared struct {
 	spikes map[int][]rundata.Spike // by phase index, for a traced run
 }
 
-// CompareInputs is Compare with labels and cyclictest phase names.
+// CompareTo renders several runs side by side into out, and writes their
+// ranking as JSON to jsonOut ("": none), for a script to gate a kernel
+// upgrade on. Inputs are results directories or cyclictest files (its
+// --histfile text, its --json output of rt-tests 2.x, its terminal log).
 // Errors caused by the inputs are bad input (internal/badinput); out is
 // only written when everything could be read.
-func CompareInputs(ins []Input, out string) error { return CompareTo(ins, out, "") }
-
-// CompareTo is CompareInputs that also writes the ranking as JSON to
-// jsonOut ("": none), for a script to gate a kernel upgrade on.
 func CompareTo(ins []Input, out, jsonOut string) error {
 	if len(ins) == 0 {
 		return badinput.New("nothing to compare: give at least one results directory or cyclictest file")
@@ -89,7 +77,7 @@ func CompareTo(ins []Input, out, jsonOut string) error {
 		return err
 	}
 	if jsonOut != "" {
-		b, err := MarshalRanking(rank(cs))
+		b, err := marshalRanking(rank(cs))
 		if err != nil {
 			return err
 		}

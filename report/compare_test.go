@@ -163,7 +163,7 @@ func TestCompareTwoRuns(t *testing.T) {
 	dirA, runA := writeRun(t, a)
 	dirB, runB := writeRun(t, b)
 	out := filepath.Join(t.TempDir(), "compare.html")
-	if err := CompareInputs([]Input{{Path: dirA, Label: "rt"}, {Path: dirB, Label: "generic"}}, out); err != nil {
+	if err := compareInputs([]Input{{Path: dirA, Label: "rt"}, {Path: dirB, Label: "generic"}}, out); err != nil {
 		t.Fatal(err)
 	}
 	doc := parseFile(t, out)
@@ -204,7 +204,7 @@ func TestCompareCyclictest(t *testing.T) {
 	dir, _ := writeRun(t, func() synth.Config { c := synth.Default(); c.PhaseLength = 2 * time.Second; return c }())
 	fx := func(n string) string { return filepath.Join("testdata", "cyclictest", n) }
 	out := filepath.Join(t.TempDir(), "c.html")
-	err := CompareInputs([]Input{
+	err := compareInputs([]Input{
 		{Path: dir, Label: "latencytest"},
 		{Path: fx("idle.hist"), Phase: "idle"},
 		{Path: fx("idle.json"), Label: "idle json", Phase: "idle"},
@@ -249,12 +249,24 @@ func TestCompareBadInput(t *testing.T) {
 	good := filepath.Join("testdata", "cyclictest", "idle.hist")
 	for _, in := range [][]string{nil, {filepath.Join(dir, "missing")}, {good, junk}, {dir}} {
 		out := filepath.Join(t.TempDir(), "out.html")
-		err := Compare(in, out)
+		err := compare(in, out)
 		if !badinput.Is(err) {
-			t.Errorf("Compare(%v) = %v, want bad input", in, err)
+			t.Errorf("compare(%v) = %v, want bad input", in, err)
 		}
 		if _, serr := os.Stat(out); !os.IsNotExist(serr) {
-			t.Errorf("Compare(%v) wrote %s despite the error", in, out)
+			t.Errorf("compare(%v) wrote %s despite the error", in, out)
 		}
 	}
 }
+
+// compare is CompareTo of paths alone, without JSON.
+func compare(inputs []string, out string) error {
+	ins := make([]Input, len(inputs))
+	for i, p := range inputs {
+		ins[i] = Input{Path: p}
+	}
+	return compareInputs(ins, out)
+}
+
+// compareInputs is CompareTo without JSON.
+func compareInputs(ins []Input, out string) error { return CompareTo(ins, out, "") }

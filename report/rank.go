@@ -142,8 +142,8 @@ func phaseNames(cs []*compared) []string {
 	return names
 }
 
-// MarshalRanking is the JSON of `compare -json`.
-func MarshalRanking(r Ranking) ([]byte, error) {
+// marshalRanking is the JSON of `compare -json`.
+func marshalRanking(r Ranking) ([]byte, error) {
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return nil, err

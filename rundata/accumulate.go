@@ -41,7 +41,7 @@ type Accumulator struct {
 func NewAccumulator(h SampleHeader, nominalDSP int64) *Accumulator {
 	return &Accumulator{
 		Hist:      NewHistogram(DefaultHistUS),
-		Sides:     NewSideStats(),
+		Sides:     newSideStats(),
 		grid:      NewHistogram(DefaultHistUS),
 		periodNS:  periodOf(h),
 		bufFrames: int64(h.Frames) * int64(h.Periods),

@@ -34,7 +34,7 @@ func FuzzParseRun(f *testing.F) {
 	addSeeds(f, "testdata/run/run.json")
 	f.Add([]byte(`{"schema": 1, "phases": [{"name": "x", "periods": -1}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := ParseRun(b)
+		r, err := parseRun(b)
 		if err != nil {
 			return
 		}

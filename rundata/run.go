@@ -261,16 +261,16 @@ func ReadRun(dir string) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := ParseRun(b)
+	r, err := parseRun(b)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return r, nil
 }
 
-// ParseRun decodes and checks a run.json document: a newer schema, more
+// parseRun decodes and checks a run.json document: a newer schema, more
 // than MaxPhases phases, or figures no run can produce are refused.
-func ParseRun(b []byte) (*Run, error) {
+func parseRun(b []byte) (*Run, error) {
 	var r Run
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, err

@@ -12,7 +12,7 @@ func TestRecoverySides(t *testing.T) {
 	hdr := NewSampleHeader(48000, 48, 2)
 	var buf bytes.Buffer
 	w := NewSampleWriter(&buf, hdr)
-	live := NewSideStats()
+	live := newSideStats()
 	for i := int64(0); i < 100; i++ {
 		due := 1e9 + i*hdr.PeriodNS
 		s := Sample{Index: i, Due: due, Woke: due + 20_000 + i*100, PlaybackDue: due, CaptureDue: due - i*1_000, PollNS: 500_000 + i}

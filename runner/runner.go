@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"latencytest/audio"
@@ -52,8 +53,8 @@ type Config struct {
 	// LiftRTBudget lifts the kernel's real-time budget for the run
 	// (internal/rtbudget).
 	LiftRTBudget bool
-	// Repeat runs the whole list of phases that many times (0 or 1:
-	// once), each phase recording its repetition.
+	// Repeat runs the whole list of phases that many times, 1 to 1000
+	// (Run takes 0 as once), each phase recording its repetition.
 	Repeat   int
 	Duration time.Duration
 	Out      string // results directory, created by Run
@@ -111,6 +112,37 @@ type Config struct {
 	Stdout   io.Writer // summary
 	Stderr   io.Writer // progress and xrun lines
 	Progress ProgressMode
+}
+
+// streams are the directions a stream may take (audio.Config.Stream).
+var streams = []string{"playback", "capture", "duplex"}
+
+// Validate checks the invariants of a measurement that hold however it
+// was asked for: the stream's shape and direction, the simulated load,
+// the real-time priority, the repetitions and the length. Each error is
+// bad input naming run's flag and what it allows; the flags' own forms,
+// the driver and the device are the caller's and the engine's to check.
+func (c *Config) Validate() error {
+	a := c.Audio
+	switch {
+	case a.Channels < 1 || a.Channels > 64:
+		return badinput.Errorf("--channels %d: allowed 1 to 64", a.Channels)
+	case a.Periods < 2 || a.Periods > 64:
+		return badinput.Errorf("--periods %d: allowed 2 to 64", a.Periods)
+	case c.CPULoad < 0 || c.CPULoad > 100:
+		return badinput.Errorf("--cpu-load %d: allowed 0 to 100 (percent of a period)", c.CPULoad)
+	case c.RT.Priority < 0 || c.RT.Priority > 99:
+		return badinput.Errorf("--prio %d: allowed 0 (SCHED_OTHER) or 1 to 99 (SCHED_FIFO)", c.RT.Priority)
+	case c.Duration <= 0 || c.Duration > 7*24*time.Hour:
+		return badinput.Errorf("--duration %v: allowed more than 0 and up to 168h (a Go duration such as 30s or 5m)", c.Duration)
+	case !slices.Contains(streams, a.Stream):
+		return badinput.Errorf("--stream %q: allowed playback, capture or duplex", a.Stream)
+	case a.File != "" && a.ToneHz != 0:
+		return badinput.Errorf("--file and --tone: choose one")
+	case c.Repeat < 1 || c.Repeat > 1000:
+		return badinput.Errorf("--repeat %d: allowed 1 to 1000", c.Repeat)
+	}
+	return nil
 }
 
 // Run measures every phase and writes the results directory. Cancelling

@@ -3,7 +3,10 @@ package runner
 import (
 	"strings"
 	"testing"
+	"time"
 
+	"latencytest/audio"
+	"latencytest/internal/badinput"
 	"latencytest/rundata"
 )
 
@@ -101,5 +104,33 @@ func TestAccumulatorDuplex(t *testing.T) {
 	b.fill(&plain)
 	if plain.CaptureLatency != nil || plain.PlaybackLatency != nil || plain.CapturePlaybackApart != nil || plain.PollWait != nil {
 		t.Errorf("a timer phase got duplex or poll figures: %+v", plain)
+	}
+}
+
+// Each invariant Validate checks, broken alone, is bad input naming its
+// flag; a measurement that keeps them all passes.
+func TestConfigValidate(t *testing.T) {
+	good := func() Config {
+		return Config{Audio: audio.Config{Stream: "playback", Rate: 48000, Channels: 2, PeriodFrames: 64, Periods: 2},
+			CPULoad: 80, RT: rundata.RTParams{Priority: 80}, Repeat: 1, Duration: time.Second}
+	}
+	if c := good(); c.Validate() != nil {
+		t.Fatalf("good config: %v", c.Validate())
+	}
+	for flag, bad := range map[string]func(*Config){
+		"--channels": func(c *Config) { c.Audio.Channels = 65 },
+		"--periods":  func(c *Config) { c.Audio.Periods = 1 },
+		"--cpu-load": func(c *Config) { c.CPULoad = 101 },
+		"--prio":     func(c *Config) { c.RT.Priority = -1 },
+		"--duration": func(c *Config) { c.Duration = 0 },
+		"--stream":   func(c *Config) { c.Audio.Stream = "both" },
+		"--file":     func(c *Config) { c.Audio.File, c.Audio.ToneHz = "x.wav", 440 },
+		"--repeat":   func(c *Config) { c.Repeat = 1001 },
+	} {
+		c := good()
+		bad(&c)
+		if err := c.Validate(); !badinput.Is(err) || !strings.HasPrefix(err.Error(), flag) {
+			t.Errorf("%s broken: %v, want bad input naming it", flag, err)
+		}
 	}
 }

@@ -10,9 +10,7 @@ import (
 	"time"
 
 	"latencytest/internal/badinput"
-	"latencytest/internal/child"
 	"latencytest/runner"
-	"latencytest/stress"
 	"latencytest/sysinfo"
 )
 
@@ -98,7 +96,7 @@ func (m *monitorFlags) config(fs *flag.FlagSet, f *runFlags, aplay *aplayFlags, 
 	if st, err := os.Lstat(f.out); err == nil && !st.IsDir() {
 		return runner.Config{}, badFlag("--out %s: not a directory", f.out)
 	}
-	cfg, err := f.config(loadSet{reg: stress.NewRegistry(), children: &child.Set{}})
+	cfg, err := f.config(nil)
 	if err != nil {
 		return cfg, err
 	}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"latencytest/cyclictest"
 	"latencytest/internal/atomicfile"
 	"latencytest/internal/badinput"
 	"latencytest/rundata"
@@ -34,9 +35,9 @@ type Input struct {
 // compared is one loaded input.
 type compared struct {
 	Input
-	run    *rundata.Run     // nil for cyclictest
-	ct     *ctRun           // a cyclictest histogram or JSON file
-	log    []rundata.CycRun // a cyclictest terminal log
+	run    *rundata.Run        // nil for cyclictest
+	ct     *cyclictest.Result  // a cyclictest histogram or JSON file
+	log    []cyclictest.LogRun // a cyclictest terminal log
 	phases []*phaseData
 	spikes map[int][]rundata.Spike // by phase index, for a traced run
 }
@@ -121,8 +122,8 @@ func loadInput(in Input) (*compared, error) {
 	if name == "" {
 		name = DefaultCyclictestPhase
 	}
-	if rundata.IsCyclictestLog(b) {
-		runs, err := rundata.ParseCyclictestLog(bytes.NewReader(b))
+	if cyclictest.IsLog(b) {
+		runs, err := cyclictest.ParseLog(bytes.NewReader(b))
 		if err != nil {
 			return nil, badinput.Errorf("%s: %v", in.Path, err)
 		}
@@ -130,7 +131,7 @@ func loadInput(in Input) (*compared, error) {
 		c.phases = []*phaseData{logPhase(name, runs)}
 		return c, nil
 	}
-	ct, err := parseCyclictest(b)
+	ct, err := cyclictest.Parse(b)
 	if err != nil {
 		return nil, badinput.Errorf("%s: %v", in.Path, err)
 	}
@@ -233,20 +234,20 @@ func inputOf(c *compared, col color.NRGBA) inputView {
 		}
 		iv.Notes = fmt.Sprintf("cyclictest terminal log: %d runs, up to %d thread(s) each; a log holds no histogram, so percentiles are unknown", len(c.log), threads)
 	default:
-		iv.Kernel, iv.Host = c.ct.kernel, "—"
-		if c.ct.version != "" {
-			iv.Preempt = c.ct.version
+		iv.Kernel, iv.Host = c.ct.Kernel, "—"
+		if c.ct.Version != "" {
+			iv.Preempt = c.ct.Version
 		}
-		if c.ct.realtime {
+		if c.ct.Realtime {
 			iv.Preempt = "PREEMPT_RT"
 		}
 		iv.Period = "—"
-		if us := cmdlineInt(c.ct.cmdline, []string{"-i"}, []string{"--interval"}); us > 0 {
+		if us := c.ct.IntervalUS(); us > 0 {
 			iv.Period = fmt.Sprintf("interval %d µs", us)
 		}
-		iv.Notes = fmt.Sprintf("cyclictest, %d thread(s) merged, %d cycles", c.ct.threads, c.ct.cycles)
-		if c.ct.cmdline != "" {
-			iv.Notes += ": " + c.ct.cmdline
+		iv.Notes = fmt.Sprintf("cyclictest, %d thread(s) merged, %d cycles", c.ct.Threads, c.ct.Cycles)
+		if c.ct.Cmdline != "" {
+			iv.Notes += ": " + c.ct.Cmdline
 		}
 	}
 	return iv

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"latencytest/cyclictest"
 	"latencytest/rundata"
 )
 
@@ -30,11 +31,11 @@ func FuzzParseCyclictest(f *testing.F) {
 	}
 	f.Add([]byte(`{"cmdline": "cyclictest -h 9000000000000000000", "thread": {"0": {"histogram": {"3": 1}, "cycles": 2, "min": 3, "max": 9, "avg": 5}}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		c, err := parseCyclictest(b)
+		c, err := cyclictest.Parse(b)
 		if err != nil {
 			return
 		}
-		h := c.hist
+		h := c.Hist
 		if h.RangeUS > rundata.MaxHistUS {
 			t.Fatalf("range %d", h.RangeUS)
 		}

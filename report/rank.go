@@ -11,6 +11,7 @@ import (
 
 	"gonum.org/v1/plot"
 
+	"latencytest/cyclictest"
 	"latencytest/rundata"
 )
 
@@ -154,7 +155,7 @@ func marshalRanking(r Ranking) ([]byte, error) {
 // logPhase turns the runs of a cyclictest log into a phase: latencies
 // pooled over every thread of every run, each run's max kept. A log holds
 // no histogram, so its percentiles and "within" shares are unknown (NaN).
-func logPhase(name string, runs []rundata.CycRun) *phaseData {
+func logPhase(name string, runs []cyclictest.LogRun) *phaseData {
 	p := &phaseData{noLoop: true}
 	p.Name = name
 	nan := math.NaN()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"latencytest/audio"
+	"latencytest/cyclictest"
 	"latencytest/internal/atomicfile"
 	"latencytest/internal/badinput"
 	"latencytest/internal/child"
@@ -355,7 +356,7 @@ func (s *session) complete(interrupted bool, trace *rundata.Trace) error {
 		return err
 	}
 	if s.cfg.HistFile != "" {
-		if err := atomicfile.WriteFile(s.cfg.HistFile, rundata.EncodeHistFile(s.hists)); err != nil {
+		if err := atomicfile.WriteFile(s.cfg.HistFile, cyclictest.EncodeHistFile(s.hists)); err != nil {
 			return err
 		}
 	}

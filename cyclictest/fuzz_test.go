@@ -3,10 +3,9 @@ package cyclictest
 import (
 	"bytes"
 	"math"
-	"os"
-	"path/filepath"
 	"testing"
 
+	"latencytest/internal/fuzzseed"
 	"latencytest/rundata"
 )
 
@@ -16,23 +15,8 @@ import (
 // loop forever or allocate beyond what the input holds; what it accepts
 // must hold together.
 
-func addSeeds(f *testing.F, pattern string) {
-	f.Helper()
-	paths, err := filepath.Glob(pattern)
-	if err != nil || len(paths) == 0 {
-		f.Fatalf("no seed files %s (%v)", pattern, err)
-	}
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-}
-
 func FuzzParseHistFile(f *testing.F) {
-	addSeeds(f, "testdata/*.hist")
+	fuzzseed.Add(f, "testdata/*.hist")
 	f.Fuzz(func(t *testing.T, b []byte) {
 		hf, err := ParseHistFile(b)
 		if err != nil {

@@ -3,9 +3,9 @@ package rundata
 import (
 	"bytes"
 	"io"
-	"os"
-	"path/filepath"
 	"testing"
+
+	"latencytest/internal/fuzzseed"
 )
 
 // The fuzz targets feed each reader of the results format hostile bytes,
@@ -14,23 +14,8 @@ import (
 // may refuse its input, never panic, loop forever or allocate beyond what
 // the input holds; what it accepts must hold together.
 
-func addSeeds(f *testing.F, pattern string) {
-	f.Helper()
-	paths, err := filepath.Glob(pattern)
-	if err != nil || len(paths) == 0 {
-		f.Fatalf("no seed files %s (%v)", pattern, err)
-	}
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-}
-
 func FuzzParseRun(f *testing.F) {
-	addSeeds(f, "testdata/run/run.json")
+	fuzzseed.Add(f, "testdata/run/run.json")
 	f.Add([]byte(`{"schema": 1, "phases": [{"name": "x", "periods": -1}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := parseRun(b)
@@ -44,7 +29,7 @@ func FuzzParseRun(f *testing.F) {
 }
 
 func FuzzSampleReader(f *testing.F) {
-	addSeeds(f, "testdata/run/samples/*.bin")
+	fuzzseed.Add(f, "testdata/run/samples/*.bin")
 	f.Fuzz(func(t *testing.T, b []byte) {
 		sr, err := NewSampleReader(bytes.NewReader(b))
 		if err != nil {

@@ -3,6 +3,7 @@
 package cpulist
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -28,21 +29,12 @@ func Parse(s string) (cpus []int, ok bool) {
 			return nil, false
 		}
 		for c := a; c <= b; c++ {
-			if !contains(cpus, c) {
+			if !slices.Contains(cpus, c) {
 				cpus = append(cpus, c)
 			}
 		}
 	}
 	return cpus, true
-}
-
-func contains(cpus []int, c int) bool {
-	for _, x := range cpus {
-		if x == c {
-			return true
-		}
-	}
-	return false
 }
 
 // Format writes cpus as a list the kernel parses ("0,2,3").

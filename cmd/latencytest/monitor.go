@@ -100,14 +100,10 @@ func (m *monitorFlags) config(fs *flag.FlagSet, f *runFlags, aplay *aplayFlags, 
 	if err != nil {
 		return cfg, err
 	}
-	exe, err := os.Executable()
-	if err != nil {
+	if err := attach(&cfg, "monitor", args); err != nil {
 		return cfg, err
 	}
-	cfg.Exe, cfg.Version = exe, version
-	cfg.Command = append([]string{"latencytest", "monitor"}, args...)
 	cfg.Progress = runner.ProgressNone
-	cfg.Checks, cfg.RTTasks = checks(cfg.RT)
 	cfg.Duration, cfg.Rotate = 0, m.rotate // one engine, until stopped
 	return cfg, nil
 }

@@ -89,14 +89,10 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "latencytest run: %v\n", err)
 		return 2
 	}
-	exe, err := os.Executable()
-	if err != nil {
+	if err := attach(&cfg, "run", args); err != nil {
 		fmt.Fprintf(stderr, "latencytest run: %v\n", err)
 		return 1
 	}
-	cfg.Exe = exe
-	cfg.Command = append([]string{"latencytest", "run"}, args...)
-	cfg.Version = version
 	cfg.Stdout, cfg.Stderr = stdout, stderr
 	cfg.Progress = runner.ProgressLines
 	if f.quiet {
@@ -104,11 +100,9 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	} else if isTerminal(stderr) {
 		cfg.Progress = runner.ProgressBar
 	}
-	cfg.Checks, cfg.RTTasks = checks(cfg.RT)
 	if !f.noReport {
 		cfg.Render = render()
 	}
-
 	if mf.on() && len(f.sizes.sizes) > 1 {
 		fmt.Fprintf(stderr, "latencytest run: --listen and --metrics-file with a --period list: the metrics are of one period size; give one\n")
 		return 2
@@ -132,6 +126,20 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		err = merr
 	}
 	return measureExit("run", ctx, err, stderr)
+}
+
+// attach gives a measurement what it needs besides its flags: this binary
+// (the engine's and the loads'), its command line for run.json and the
+// system check's findings.
+func attach(cfg *runner.Config, cmd string, args []string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cfg.Exe, cfg.Version = exe, version
+	cfg.Command = append([]string{"latencytest", cmd}, args...)
+	cfg.Checks, cfg.RTTasks = checks(cfg.RT)
+	return nil
 }
 
 // streamFlags defines the flags `run` and `monitor` share: the driver and

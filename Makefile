@@ -17,7 +17,7 @@ LDFLAGS := -X main.version=$(VERSION)
 # Arguments for `make run`, e.g. make run ARGS="--tests idle,hackbench --duration 10s"
 ARGS ?=
 
-.PHONY: run test build build-static build-portaudio dist setup setup-test vet unit race fuzz fuzz-short portaudio-test vmtest vmtest-cards vmtest-arm64 vmtest-arm bench clean
+.PHONY: run test build build-static build-portaudio dist setup setup-test vet unit race fuzz fuzz-short fuzz-targets portaudio-test vmtest vmtest-cards vmtest-arm64 vmtest-arm bench clean
 
 run: setup build
 	$(BIN) run $(ARGS)
@@ -76,22 +76,32 @@ unit:
 
 # Every parser of a file latencytest reads is a Go fuzz target with a seed
 # corpus of real files in its package's testdata/ (docs/reliability.md).
-# `make fuzz` runs each for FUZZTIME; `make test` runs each for 20000
-# executions (a count, not a time: Go 1.26's coordinator can fail a clean
-# run with "context deadline exceeded" at a -fuzztime deadline, go.dev/issue/75804). An input
-# that fails is written to the package's testdata/fuzz/ and from then on
-# runs with the unit tests.
-FUZZ_TARGETS := rundata:FuzzParseRun rundata:FuzzSampleReader rundata:FuzzParseHistFile \
-	report:FuzzParseCyclictest audio/alsa:FuzzDecodeWAV rundata:FuzzDecodeSpikes rundata:FuzzParseCyclictestLog \
-	ktrace:FuzzParseLine ktrace:FuzzDecodePage
+# The targets are found by `go test -list`, every Fuzz function of every
+# package, so a new one runs without being listed here. `make fuzz` runs
+# each for FUZZTIME; `make test` runs each for 20000 executions (a count,
+# not a time: Go 1.26's coordinator can fail a clean run with "context
+# deadline exceeded" at a -fuzztime deadline, go.dev/issue/75804). An
+# input that fails is written to the package's testdata/fuzz/ and from
+# then on runs with the unit tests.
 FUZZTIME ?= 60s
 
-fuzz:
-	@set -e; for t in $(FUZZ_TARGETS); do \
-		pkg=$${t%%:*}; fn=$${t##*:}; \
-		echo "== $$fn (./$$pkg) for $(FUZZTIME)"; \
-		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./$$pkg/; \
+# fuzz-targets prints PACKAGE FUNCTION, one target a line: `go test -list`
+# prints a package's Fuzz functions, then the package on its "ok" line.
+fuzz-targets:
+	@out=$$($(GO) test -list '^Fuzz' ./...) || { echo "$$out"; exit 1; }; \
+	echo "$$out" | while read -r word pkg rest; do \
+		case $$word in \
+		Fuzz*) fns="$$fns $$word" ;; \
+		ok) for fn in $$fns; do echo "$$pkg $$fn"; done; fns= ;; \
+		esac; \
 	done
+
+fuzz:
+	@targets=$$($(MAKE) --no-print-directory -s fuzz-targets) || exit 1; \
+	echo "$$targets" | { set -e; while read -r pkg fn; do \
+		echo "== $$fn ($$pkg) for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 2s $$pkg; \
+	done; }
 
 fuzz-short:
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=20000x

@@ -104,7 +104,7 @@ const OthersSlack = 50 * time.Millisecond
 // sysmon thread wakes every 10 ms while the loop holds its P, and each
 // wakeup of an idle CPU costs a virtual machine tens of microseconds; with
 // the slack the kernel serves most with other wakeups, or every 60 ms
-// (docs/benchmarks.md, "timer slack"). Call it once set-up is done: the
+// (docs/notes/benchmarks.md, "After the timer slack"). Call it once set-up is done: the
 // runtime's own short sleeps, which a collection and a stop of the world
 // take, would stretch too. The drainer's 100 ms and the ring's 4 s leave
 // room for it. Best effort: another thread's slack needs CAP_SYS_NICE.

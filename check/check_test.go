@@ -248,12 +248,12 @@ func TestParseInterrupts(t *testing.T) {
 	}
 }
 
-func TestParseStatPriority(t *testing.T) {
-	policy, prio, ok := parseStatPriority(stat("77", "irq/16-a) b (c", 93, 2))
-	if !ok || policy != 2 || prio != 93 {
-		t.Errorf("got %d %d %v", policy, prio, ok)
+func TestParseStatTask(t *testing.T) {
+	st, ok := parseStatTask(stat("77", "irq/16-a) b (c", 93, 2))
+	if !ok || st.policy != 2 || st.prio != 93 || st.comm != "irq/16-a) b (c" {
+		t.Errorf("got %+v %v", st, ok)
 	}
-	if _, _, ok := parseStatPriority("77 (x) S 1 2"); ok {
+	if _, ok := parseStatTask("77 (x) S 1 2"); ok {
 		t.Error("a short stat line parsed")
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path"
 	"sort"
-	"strconv"
 	"strings"
 
 	"latencytest/rundata"
@@ -80,23 +79,6 @@ func isUSBHost(action string) bool {
 	return false
 }
 
-// parseStatPriority returns the scheduling policy and real-time priority
-// from /proc/PID/stat (fields 41 and 40). The command name, field 2, may
-// hold spaces and parentheses, so fields are counted from the last ')'.
-func parseStatPriority(stat string) (policy, prio int, ok bool) {
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, 0, false
-	}
-	fs := strings.Fields(stat[i+1:]) // fs[0] is field 3
-	if len(fs) < 39 {
-		return 0, 0, false
-	}
-	prio, err1 := strconv.Atoi(fs[40-3])
-	policy, err2 := strconv.Atoi(fs[41-3])
-	return policy, prio, err1 == nil && err2 == nil
-}
-
 var policyNames = map[int]string{0: "SCHED_OTHER", 1: "SCHED_FIFO", 2: "SCHED_RR", 3: "SCHED_BATCH", 5: "SCHED_IDLE", 6: "SCHED_DEADLINE"}
 
 // irqThread is a threaded handler: "irq/16-snd_hda_intel".
@@ -125,7 +107,9 @@ func (e *env) irqThreads(irqs map[string]bool) []irqThread {
 		}
 		t := irqThread{comm: comm, pid: path.Base(dir)}
 		if st, err := e.read(dir + "/stat"); err == nil {
-			t.policy, t.prio, _ = parseStatPriority(st)
+			if s, ok := parseStatTask(st); ok {
+				t.policy, t.prio = s.policy, s.prio
+			}
 		}
 		out = append(out, t)
 	}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"latencytest/internal/cpulist"
+	"latencytest/internal/procfile"
 	"latencytest/rundata"
 )
 
@@ -28,45 +30,16 @@ type statTask struct {
 	policy, prio int
 }
 
-// parseStatTask parses a stat line; the command name, field 2, may hold
-// spaces and parentheses, so fields are counted from the last ')'.
+// parseStatTask parses a stat line (procfile.ParseStat); ok is false
+// without its scheduling fields.
 func parseStatTask(stat string) (statTask, bool) {
-	i, j := strings.IndexByte(stat, '('), strings.LastIndexByte(stat, ')')
-	if i < 0 || j < i {
-		return statTask{}, false
-	}
-	fs := strings.Fields(stat[j+1:]) // fs[0] is field 3
-	if len(fs) < 39 {
-		return statTask{}, false
-	}
-	flags, err1 := strconv.ParseUint(fs[9-3], 10, 64)
-	prio, err2 := strconv.Atoi(fs[40-3])
-	policy, err3 := strconv.Atoi(fs[41-3])
-	return statTask{comm: stat[i+1 : j], flags: flags, policy: policy, prio: prio}, err1 == nil && err2 == nil && err3 == nil
+	st, ok := procfile.ParseStat([]byte(stat))
+	return statTask{comm: st.Comm, flags: st.Flags, policy: st.Policy, prio: st.RTPriority}, ok && st.Sched
 }
 
-// parseCPUs reads a CPU list such as "0-3,6"; ok is false when it is not one.
-func parseCPUs(s string) (cpus []int, ok bool) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return nil, false
-	}
-	for _, part := range strings.Split(s, ",") {
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err1 := strconv.Atoi(lo)
-		b, err2 := a, error(nil)
-		if isRange {
-			b, err2 = strconv.Atoi(hi)
-		}
-		if err1 != nil || err2 != nil || a < 0 || b < a || b-a > 1<<16 {
-			return nil, false
-		}
-		for c := a; c <= b; c++ {
-			cpus = append(cpus, c)
-		}
-	}
-	return cpus, true
-}
+// parseCPUs reads a CPU list such as "0-3,6" as /proc writes it (a
+// newline after); ok is false when it is not one.
+func parseCPUs(s string) (cpus []int, ok bool) { return cpulist.Parse(strings.TrimSpace(s)) }
 
 // overlaps reports whether two CPU lists share a CPU; nil b means every CPU.
 func overlaps(a, b []int) bool {

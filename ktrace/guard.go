@@ -1,7 +1,10 @@
 package ktrace
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -69,4 +72,22 @@ const restoreWait = 10 * time.Second
 // instanceDir is the instance of process pid's session.
 func (t *tracefs) instanceDir(pid int) string {
 	return filepath.Join(t.root, "instances", instancePrefix+strconv.Itoa(pid))
+}
+
+// Guard is the trace guard's body, in the process `run --trace` starts
+// beside itself (runner.TraceGuardCommand) for the run whose pid is run.
+// It reads from saved what the run's trace changed outside its instance
+// (a run that died while writing it leaves nothing usable, and the tracer
+// is then put back as the next run would: the osnoise tracer's defaults),
+// calls ready, and when ctx ends — told to stop, the run dead or no longer
+// its parent — leaves the tracer as the run found it. A run that ended as
+// it should has done so itself; there is then nothing left to do.
+func Guard(ctx context.Context, run int, saved io.Reader, ready func()) error {
+	var sv *Saved
+	if err := json.NewDecoder(io.LimitReader(saved, 64<<10)).Decode(&sv); err != nil {
+		sv = nil
+	}
+	ready()
+	<-ctx.Done()
+	return Restore(run, sv)
 }

@@ -4,8 +4,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
+
+	"latencytest/internal/cpulist"
 )
 
 // The osnoise tracer (kernels built with CONFIG_OSNOISE_TRACER; Debian's
@@ -92,7 +93,7 @@ func (t *tracefs) startOsnoise(inst string, cpus []int) (*osnoiseSaved, error) {
 	}
 	err = writeFile(t.root, "osnoise/options", "NO_OSNOISE_WORKLOAD")
 	if err == nil && len(cpus) > 0 {
-		err = writeFile(t.root, "osnoise/cpus", cpuList(cpus))
+		err = writeFile(t.root, "osnoise/cpus", cpulist.Format(cpus))
 	}
 	for _, ev := range osnoiseEvents {
 		if err == nil {
@@ -137,16 +138,4 @@ func (t *tracefs) resetOsnoise(inst string) {
 	if c, err := os.ReadFile("/sys/devices/system/cpu/possible"); err == nil {
 		writeFile(t.root, "osnoise/cpus", strings.TrimSpace(string(c)))
 	}
-}
-
-// cpuList renders CPUs as a list the kernel parses ("0,2,3").
-func cpuList(cpus []int) string {
-	var b strings.Builder
-	for i, c := range cpus {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Itoa(c))
-	}
-	return b.String()
 }

@@ -25,6 +25,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"latencytest/internal/mono"
+	"latencytest/internal/procfile"
 	"latencytest/rundata"
 )
 
@@ -481,18 +482,13 @@ func procPolicy(tid int) string {
 	if err != nil {
 		return ""
 	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
+	st, ok := procfile.ParseStat(b)
+	switch {
+	case !ok || !st.Sched:
 		return ""
-	}
-	fs := bytes.Fields(b[i+1:])
-	if len(fs) < 39 {
-		return ""
-	}
-	switch string(fs[41-3]) {
-	case "1":
+	case st.Policy == unix.SCHED_FIFO:
 		return "SCHED_FIFO"
-	case "2":
+	case st.Policy == unix.SCHED_RR:
 		return "SCHED_RR"
 	}
 	return ""

@@ -13,9 +13,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// FileEvery is how often KeepFile rewrites the metrics file: node_exporter
+// fileEvery is how often KeepFile rewrites the metrics file: node_exporter
 // reads it at each of its own scrapes.
-const FileEvery = 5 * time.Second
+const fileEvery = 5 * time.Second
 
 // ListenAddr is the address --listen ADDR binds: HOST:PORT, or :PORT or
 // PORT alone for localhost only (127.0.0.1). Serving every interface is
@@ -70,7 +70,7 @@ func (s *Set) WriteFile(path string) error {
 	return nil
 }
 
-// KeepFile rewrites the metrics file every FileEvery until stop. stop(true)
+// KeepFile rewrites the metrics file every fileEvery until stop. stop(true)
 // writes it a last time, with everything counted until then; stop(false)
 // does not (nothing was measured). It returns the first error of any write.
 func (s *Set) KeepFile(path string) (stop func(last bool) error) {
@@ -78,7 +78,7 @@ func (s *Set) KeepFile(path string) (stop func(last bool) error) {
 	var wg sync.WaitGroup
 	var errs []error
 	wg.Go(func() {
-		t := time.NewTicker(FileEvery)
+		t := time.NewTicker(fileEvery)
 		defer t.Stop()
 		for {
 			select {

@@ -23,8 +23,8 @@ import (
 // within a third of the exact one. A later wakeup is in +Inf.
 var Buckets = prometheus.ExponentialBucketsRange(1e-6, 0.1, 41)
 
-// WorstWindowS is how many seconds the worst-wakeup gauge looks back.
-const WorstWindowS = 10
+// worstWindowS is how many seconds the worst-wakeup gauge looks back.
+const worstWindowS = 10
 
 // Labels are the constant labels of every metric: what was measured,
 // where, so that many machines' series can be told apart and grouped.
@@ -88,7 +88,7 @@ func New(l Labels) *Set {
 	})
 	worst := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "latencytest_wakeup_latency_max_seconds",
-		Help: "The worst wakeup latency in the last " + strconv.Itoa(WorstWindowS) + " s (0 when nothing was measured then).",
+		Help: "The worst wakeup latency in the last " + strconv.Itoa(worstWindowS) + " s (0 when nothing was measured then).",
 	}, func() float64 { return float64(s.worst.max(s.now())) / 1e9 })
 	r.MustRegister(s.latency, s.periods, s.xruns, s.xrunSec, s.spikes, s.causeSec, s.rotations, worst)
 	return s
@@ -130,20 +130,20 @@ func (s *Set) Handler() http.Handler {
 	return promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})
 }
 
-// worstWindow keeps the worst latency of each of the last WorstWindowS
+// worstWindow keeps the worst latency of each of the last worstWindowS
 // seconds of the samples' due times.
 type worstWindow struct {
 	mu   sync.Mutex
-	sec  [WorstWindowS]int64 // the second each slot holds
-	lat  [WorstWindowS]int64
-	used [WorstWindowS]bool
+	sec  [worstWindowS]int64 // the second each slot holds
+	lat  [worstWindowS]int64
+	used [worstWindowS]bool
 }
 
 func (w *worstWindow) add(due, lat int64) {
 	sec := due / 1e9
-	i := sec % WorstWindowS
+	i := sec % worstWindowS
 	if i < 0 {
-		i += WorstWindowS
+		i += worstWindowS
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -154,14 +154,14 @@ func (w *worstWindow) add(due, lat int64) {
 	w.lat[i] = max(w.lat[i], lat)
 }
 
-// max is the worst latency of the seconds within WorstWindowS of now.
+// max is the worst latency of the seconds within worstWindowS of now.
 func (w *worstWindow) max(now int64) int64 {
 	cur := now / 1e9
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var worst int64
 	for i := range w.sec {
-		if w.used[i] && w.sec[i] > cur-WorstWindowS && w.sec[i] <= cur {
+		if w.used[i] && w.sec[i] > cur-worstWindowS && w.sec[i] <= cur {
 			worst = max(worst, w.lat[i])
 		}
 	}

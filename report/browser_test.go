@@ -173,7 +173,7 @@ func TestBrowser(t *testing.T) {
 
 	// The compare page, too.
 	out := filepath.Join(t.TempDir(), "compare.html")
-	if err := CompareInputs([]Input{{Path: dir}, {Path: filepath.Join("testdata", "cyclictest", "idle.json"), Phase: "idle"}}, out); err != nil {
+	if err := compareInputs([]Input{{Path: dir}, {Path: filepath.Join("testdata", "cyclictest", "idle.json"), Phase: "idle"}}, out); err != nil {
 		t.Fatal(err)
 	}
 	figures, _, _, _, bad = probe(t, bin, out)

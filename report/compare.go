@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"image/color"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	"latencytest/cyclictest"
+	"latencytest/internal/atomicfile"
 	"latencytest/internal/badinput"
 	"latencytest/rundata"
 )
@@ -29,34 +32,22 @@ type Input struct {
 	Phase string
 }
 
-// Compare renders several runs side by side into out. Inputs are results
-// directories or cyclictest files (its --histfile text and its --json
-// output of rt-tests 2.x).
-func Compare(inputs []string, out string) error {
-	ins := make([]Input, len(inputs))
-	for i, p := range inputs {
-		ins[i] = Input{Path: p}
-	}
-	return CompareInputs(ins, out)
-}
-
 // compared is one loaded input.
 type compared struct {
 	Input
-	run    *rundata.Run     // nil for cyclictest
-	ct     *ctRun           // a cyclictest histogram or JSON file
-	log    []rundata.CycRun // a cyclictest terminal log
+	run    *rundata.Run        // nil for cyclictest
+	ct     *cyclictest.Result  // a cyclictest histogram or JSON file
+	log    []cyclictest.LogRun // a cyclictest terminal log
 	phases []*phaseData
 	spikes map[int][]rundata.Spike // by phase index, for a traced run
 }
 
-// CompareInputs is Compare with labels and cyclictest phase names.
+// CompareTo renders several runs side by side into out, and writes their
+// ranking as JSON to jsonOut ("": none), for a script to gate a kernel
+// upgrade on. Inputs are results directories or cyclictest files (its
+// --histfile text, its --json output of rt-tests 2.x, its terminal log).
 // Errors caused by the inputs are bad input (internal/badinput); out is
 // only written when everything could be read.
-func CompareInputs(ins []Input, out string) error { return CompareTo(ins, out, "") }
-
-// CompareTo is CompareInputs that also writes the ranking as JSON to
-// jsonOut ("": none), for a script to gate a kernel upgrade on.
 func CompareTo(ins []Input, out, jsonOut string) error {
 	if len(ins) == 0 {
 		return badinput.New("nothing to compare: give at least one results directory or cyclictest file")
@@ -87,15 +78,15 @@ func CompareTo(ins []Input, out, jsonOut string) error {
 		return err
 	}
 	if jsonOut != "" {
-		b, err := MarshalRanking(rank(cs))
+		b, err := marshalRanking(rank(cs))
 		if err != nil {
 			return err
 		}
-		if err := rundata.WriteFileAtomic(jsonOut, b); err != nil {
+		if err := atomicfile.WriteFile(jsonOut, b); err != nil {
 			return err
 		}
 	}
-	return rundata.WriteFileAtomic(out, page)
+	return atomicfile.WriteFile(out, page)
 }
 
 // maxCyclictestBytes bounds a cyclictest file: -h 100000 with 64 threads
@@ -131,8 +122,8 @@ func loadInput(in Input) (*compared, error) {
 	if name == "" {
 		name = DefaultCyclictestPhase
 	}
-	if rundata.IsCyclictestLog(b) {
-		runs, err := rundata.ParseCyclictestLog(bytes.NewReader(b))
+	if cyclictest.IsLog(b) {
+		runs, err := cyclictest.ParseLog(bytes.NewReader(b))
 		if err != nil {
 			return nil, badinput.Errorf("%s: %v", in.Path, err)
 		}
@@ -140,7 +131,7 @@ func loadInput(in Input) (*compared, error) {
 		c.phases = []*phaseData{logPhase(name, runs)}
 		return c, nil
 	}
-	ct, err := parseCyclictest(b)
+	ct, err := cyclictest.Parse(b)
 	if err != nil {
 		return nil, badinput.Errorf("%s: %v", in.Path, err)
 	}
@@ -176,56 +167,8 @@ type comparePage struct {
 func renderCompare(cs []*compared) ([]byte, error) {
 	pg := &comparePage{}
 	for i, c := range cs {
-		col := paletteAt(i)
-		iv := inputView{Label: c.Label, Source: c.Path,
-			Color: template.CSS(fmt.Sprintf("color:#%02x%02x%02x", col.R, col.G, col.B))}
-		switch {
-		case c.run != nil:
-			r := c.run
-			iv.Kernel, iv.Preempt, iv.Host = r.System.KernelRelease, r.System.Preempt, r.System.Hostname
-			iv.Period = fmt.Sprintf("%d frames × %d at %d Hz = %s ms", r.PeriodFrames, r.Periods, r.Rate, fmtNum(r.PeriodUS/1000))
-			var notes []string
-			notes = append(notes, "latencytest "+r.Driver+" driver")
-			if r.Simulated {
-				notes = append(notes, "xruns simulated")
-			}
-			if r.Interrupted {
-				notes = append(notes, "interrupted")
-			}
-			iv.Notes = strings.Join(notes, ", ")
-		case c.log != nil:
-			iv.Kernel, iv.Preempt, iv.Host, iv.Period = "—", "—", "—", "—"
-			threads, interval := 0, 0
-			for _, r := range c.log {
-				threads = max(threads, len(r.Threads))
-				for _, t := range r.Threads {
-					interval = t.IntervalUS
-				}
-			}
-			if interval > 0 {
-				iv.Period = fmt.Sprintf("interval %d µs", interval)
-			}
-			iv.Notes = fmt.Sprintf("cyclictest terminal log: %d runs, up to %d thread(s) each; a log holds no histogram, so percentiles are unknown", len(c.log), threads)
-		default:
-			iv.Kernel, iv.Host = c.ct.kernel, "—"
-			if c.ct.version != "" {
-				iv.Preempt = c.ct.version
-			}
-			if c.ct.realtime {
-				iv.Preempt = "PREEMPT_RT"
-			}
-			iv.Period = "—"
-			if us := cmdlineInt(c.ct.cmdline, []string{"-i"}, []string{"--interval"}); us > 0 {
-				iv.Period = fmt.Sprintf("interval %d µs", us)
-			}
-			iv.Notes = fmt.Sprintf("cyclictest, %d thread(s) merged, %d cycles", c.ct.threads, c.ct.cycles)
-			if c.ct.cmdline != "" {
-				iv.Notes += ": " + c.ct.cmdline
-			}
-		}
-		pg.Inputs = append(pg.Inputs, iv)
+		pg.Inputs = append(pg.Inputs, inputOf(c, paletteAt(i)))
 	}
-
 	var err error
 	if pg.Ranking, err = rankViews(rank(cs)); err != nil {
 		return nil, err
@@ -239,48 +182,7 @@ func renderCompare(cs []*compared) ([]byte, error) {
 	for si, name := range names {
 		sv := &pg.Sections[si]
 		sv.ID, sv.Name = "phase-"+strconv.Itoa(si+1), name
-		var ps []*phaseData // nil for a phase that was skipped
-		var skipped []string
-		var hs []histSeries
-		for ci, c := range cs {
-			for _, p := range c.phases {
-				if p.Name != name {
-					continue
-				}
-				sv.Runs = append(sv.Runs, c.Label)
-				if p.Skipped != "" {
-					ps = append(ps, nil)
-					skipped = append(skipped, p.Skipped)
-					break
-				}
-				ps = append(ps, p)
-				skipped = append(skipped, "")
-				if p.hist != nil && p.hist.Count > 0 {
-					hs = append(hs, histSeries{label: c.Label, h: p.hist, color: paletteAt(ci)})
-				}
-				break
-			}
-		}
-		byPhase := make([][]cell, len(ps))
-		for i, p := range ps {
-			if p != nil {
-				byPhase[i] = row(p)
-			}
-		}
-		markBest(ps, byPhase)
-		for mi, m := range metrics {
-			cr := compareRow{Key: m.key, Label: m.label}
-			for i := range ps {
-				if ps[i] == nil {
-					cr.Cells = append(cr.Cells, cell{Key: m.key, Text: "skipped: " + skipped[i]})
-					continue
-				}
-				cr.Cells = append(cr.Cells, byPhase[i][mi])
-			}
-			sv.Rows = append(sv.Rows, cr)
-		}
-		sv.Rows = append(sv.Rows, loadRows(ps)...)
-		sv.Culprits = compareCulprits(cs, name)
+		hs := fillSection(sv, cs, name)
 		if len(hs) == 0 {
 			continue // the phase was skipped in every run
 		}
@@ -297,6 +199,107 @@ func renderCompare(cs []*compared) ([]byte, error) {
 		return nil, fmt.Errorf("render compare page: %w", err)
 	}
 	return b.Bytes(), nil
+}
+
+// inputOf is the page's line on one input: what it is and what measured
+// it, in its color.
+func inputOf(c *compared, col color.NRGBA) inputView {
+	iv := inputView{Label: c.Label, Source: c.Path,
+		Color: template.CSS(fmt.Sprintf("color:#%02x%02x%02x", col.R, col.G, col.B))}
+	switch {
+	case c.run != nil:
+		r := c.run
+		iv.Kernel, iv.Preempt, iv.Host = r.System.KernelRelease, r.System.Preempt, r.System.Hostname
+		iv.Period = fmt.Sprintf("%d frames × %d at %d Hz = %s ms", r.PeriodFrames, r.Periods, r.Rate, fmtNum(r.PeriodUS/1000))
+		var notes []string
+		notes = append(notes, "latencytest "+r.Driver+" driver")
+		if r.Simulated {
+			notes = append(notes, "xruns simulated")
+		}
+		if r.Interrupted {
+			notes = append(notes, "interrupted")
+		}
+		iv.Notes = strings.Join(notes, ", ")
+	case c.log != nil:
+		iv.Kernel, iv.Preempt, iv.Host, iv.Period = "—", "—", "—", "—"
+		threads, interval := 0, 0
+		for _, r := range c.log {
+			threads = max(threads, len(r.Threads))
+			for _, t := range r.Threads {
+				interval = t.IntervalUS
+			}
+		}
+		if interval > 0 {
+			iv.Period = fmt.Sprintf("interval %d µs", interval)
+		}
+		iv.Notes = fmt.Sprintf("cyclictest terminal log: %d runs, up to %d thread(s) each; a log holds no histogram, so percentiles are unknown", len(c.log), threads)
+	default:
+		iv.Kernel, iv.Host = c.ct.Kernel, "—"
+		if c.ct.Version != "" {
+			iv.Preempt = c.ct.Version
+		}
+		if c.ct.Realtime {
+			iv.Preempt = "PREEMPT_RT"
+		}
+		iv.Period = "—"
+		if us := c.ct.IntervalUS(); us > 0 {
+			iv.Period = fmt.Sprintf("interval %d µs", us)
+		}
+		iv.Notes = fmt.Sprintf("cyclictest, %d thread(s) merged, %d cycles", c.ct.Threads, c.ct.Cycles)
+		if c.ct.Cmdline != "" {
+			iv.Notes += ": " + c.ct.Cmdline
+		}
+	}
+	return iv
+}
+
+// fillSection fills the table of phase name across the inputs into sv
+// (a run that skipped it says why, the best figure of each row marked)
+// and returns the histograms to overlay in its figure.
+func fillSection(sv *sectionView, cs []*compared, name string) []histSeries {
+	var ps []*phaseData // nil for a phase that was skipped
+	var skipped []string
+	var hs []histSeries
+	for ci, c := range cs {
+		for _, p := range c.phases {
+			if p.Name != name {
+				continue
+			}
+			sv.Runs = append(sv.Runs, c.Label)
+			if p.Skipped != "" {
+				ps = append(ps, nil)
+				skipped = append(skipped, p.Skipped)
+				break
+			}
+			ps = append(ps, p)
+			skipped = append(skipped, "")
+			if p.hist != nil && p.hist.Count > 0 {
+				hs = append(hs, histSeries{label: c.Label, h: p.hist, color: paletteAt(ci)})
+			}
+			break
+		}
+	}
+	byPhase := make([][]cell, len(ps))
+	for i, p := range ps {
+		if p != nil {
+			byPhase[i] = row(p)
+		}
+	}
+	markBest(ps, byPhase)
+	for mi, m := range metrics {
+		cr := compareRow{Key: m.key, Label: m.label}
+		for i := range ps {
+			if ps[i] == nil {
+				cr.Cells = append(cr.Cells, cell{Key: m.key, Text: "skipped: " + skipped[i]})
+				continue
+			}
+			cr.Cells = append(cr.Cells, byPhase[i][mi])
+		}
+		sv.Rows = append(sv.Rows, cr)
+	}
+	sv.Rows = append(sv.Rows, loadRows(ps)...)
+	sv.Culprits = compareCulprits(cs, name)
+	return hs
 }
 
 // commonPeriod returns the period and buffer to mark on the histograms

@@ -10,17 +10,18 @@ import (
 
 	"golang.org/x/net/html"
 
+	"latencytest/cyclictest"
 	"latencytest/internal/badinput"
 	"latencytest/report/synth"
 )
 
-func readFixture(t *testing.T, name string) *ctRun {
+func readFixture(t *testing.T, name string) *cyclictest.Result {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", "cyclictest", name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := parseCyclictest(b)
+	c, err := cyclictest.Parse(b)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
@@ -36,33 +37,33 @@ func TestCyclictestHistAndJSONAgree(t *testing.T) {
 		cycles  uint64 // -l loops × threads
 	}{{"idle", 1, 2000}, {"hackbench", 2, 4000}} {
 		h, j := readFixture(t, run.name+".hist"), readFixture(t, run.name+".json")
-		if h.threads != run.threads || j.threads != run.threads {
-			t.Errorf("%s: threads hist %d json %d, want %d", run.name, h.threads, j.threads, run.threads)
+		if h.Threads != run.threads || j.Threads != run.threads {
+			t.Errorf("%s: threads hist %d json %d, want %d", run.name, h.Threads, j.Threads, run.threads)
 		}
-		if h.hist.Count != run.cycles || j.hist.Count != run.cycles {
-			t.Errorf("%s: count hist %d json %d, want %d", run.name, h.hist.Count, j.hist.Count, run.cycles)
+		if h.Hist.Count != run.cycles || j.Hist.Count != run.cycles {
+			t.Errorf("%s: count hist %d json %d, want %d", run.name, h.Hist.Count, j.Hist.Count, run.cycles)
 		}
-		if h.hist.Overflow == 0 || h.hist.Overflow != j.hist.Overflow {
-			t.Errorf("%s: overflow hist %d json %d (the fixtures were made to overflow)", run.name, h.hist.Overflow, j.hist.Overflow)
+		if h.Hist.Overflow == 0 || h.Hist.Overflow != j.Hist.Overflow {
+			t.Errorf("%s: overflow hist %d json %d (the fixtures were made to overflow)", run.name, h.Hist.Overflow, j.Hist.Overflow)
 		}
-		if h.hist.MinNS != j.hist.MinNS || h.hist.MaxNS != j.hist.MaxNS {
-			t.Errorf("%s: min/max hist %d/%d json %d/%d", run.name, h.hist.MinNS, h.hist.MaxNS, j.hist.MinNS, j.hist.MaxNS)
+		if h.Hist.MinNS != j.Hist.MinNS || h.Hist.MaxNS != j.Hist.MaxNS {
+			t.Errorf("%s: min/max hist %d/%d json %d/%d", run.name, h.Hist.MinNS, h.Hist.MaxNS, j.Hist.MinNS, j.Hist.MaxNS)
 		}
-		for i := range int64(h.hist.RangeUS) {
-			if n, m := h.hist.Bin(i), j.hist.Bin(i); n != m {
+		for i := range int64(h.Hist.RangeUS) {
+			if n, m := h.Hist.Bin(i), j.Hist.Bin(i); n != m {
 				t.Fatalf("%s: bin %d hist %d json %d", run.name, i, n, m)
 			}
 		}
-		if j.hist.RangeUS != h.hist.RangeUS {
-			t.Errorf("%s: JSON histogram range %d, hist file %d (the range comes from the JSON's command line)", run.name, j.hist.RangeUS, h.hist.RangeUS)
+		if j.Hist.RangeUS != h.Hist.RangeUS {
+			t.Errorf("%s: JSON histogram range %d, hist file %d (the range comes from the JSON's command line)", run.name, j.Hist.RangeUS, h.Hist.RangeUS)
 		}
-		if j.kernel == "" || j.cmdline == "" {
+		if j.Kernel == "" || j.Cmdline == "" {
 			t.Errorf("%s: JSON system or command line not read", run.name)
 		}
 		// Percentiles that land among the overflowed values read the
 		// histogram's edge, a lower bound, and say so.
-		if p := h.hist.Percentile(1); p != float64(h.hist.RangeUS) || !h.hist.Stats().Beyond(p) || fmtPercentile(h.hist.Stats(), p) != fmt.Sprintf("≥ %d", h.hist.RangeUS) {
-			t.Errorf("%s: p100 = %v (%s), want the range %d read as a lower bound", run.name, p, fmtPercentile(h.hist.Stats(), p), h.hist.RangeUS)
+		if p := h.Hist.Percentile(1); p != float64(h.Hist.RangeUS) || !h.Hist.Stats().Beyond(p) || fmtPercentile(h.Hist.Stats(), p) != fmt.Sprintf("≥ %d", h.Hist.RangeUS) {
+			t.Errorf("%s: p100 = %v (%s), want the range %d read as a lower bound", run.name, p, fmtPercentile(h.Hist.Stats(), p), h.Hist.RangeUS)
 		}
 	}
 }
@@ -71,12 +72,12 @@ func TestCyclictestHistofall(t *testing.T) {
 	c := readFixture(t, "histofall.hist")
 	// -H adds a sum column to the bins and to some summary lines; it must
 	// not count as a third thread nor double the counts.
-	if c.threads != 2 || c.hist.Count != 2000 {
-		t.Fatalf("threads %d count %d, want 2 and 2000 (1000 loops × 2)", c.threads, c.hist.Count)
+	if c.Threads != 2 || c.Hist.Count != 2000 {
+		t.Fatalf("threads %d count %d, want 2 and 2000 (1000 loops × 2)", c.Threads, c.Hist.Count)
 	}
-	in := c.hist.CountIn(0, int64(c.hist.RangeUS))
-	if in+c.hist.Overflow != c.hist.Count || c.hist.Overflow != 22 {
-		t.Errorf("bins %d + overflow %d != count %d", in, c.hist.Overflow, c.hist.Count)
+	in := c.Hist.CountIn(0, int64(c.Hist.RangeUS))
+	if in+c.Hist.Overflow != c.Hist.Count || c.Hist.Overflow != 22 {
+		t.Errorf("bins %d + overflow %d != count %d", in, c.Hist.Overflow, c.Hist.Count)
 	}
 	p := ctPhase("x", c)
 	// The bins stop at 99 µs with overflows up to 1.6 ms: "≤ 1 ms" is
@@ -84,30 +85,6 @@ func TestCyclictestHistofall(t *testing.T) {
 	// the overflows).
 	if fmtPct(p.WithinMS1) != "—" || fmtPct(p.WithinUS100) != "—" {
 		t.Errorf("within 1 ms %v, within 100 µs %v", p.WithinMS1, p.WithinUS100)
-	}
-}
-
-func TestCyclictestCmdline(t *testing.T) {
-	for cmd, want := range map[string][2]int64{
-		"cyclictest -m -p80 -i1000 -l 2000 -h 200 -q": {200, 1000},
-		"cyclictest -H400 --interval=250":             {400, 250},
-		"cyclictest --histogram 50 -i 500 -t2":        {50, 500},
-		"cyclictest --histofall=70":                   {70, 0},
-		"cyclictest -q":                               {0, 0},
-		"cyclictest -h 9000000000000000000":           {9e18, 0},
-		"cyclictest -h 99999999999999999999":          {1<<63 - 1, 0},
-	} {
-		if h, i := histRange(cmd), cmdlineInt(cmd, []string{"-i"}, []string{"--interval"}); h != want[0] || i != want[1] {
-			t.Errorf("%q: histogram %d interval %d, want %v", cmd, h, i, want)
-		}
-	}
-}
-
-func TestCyclictestRejects(t *testing.T) {
-	for _, in := range []string{"", "hello\n", "# Histogram\n000000 000001\n", "{\"thread\": {}}", "{not json"} {
-		if _, err := parseCyclictest([]byte(in)); err == nil {
-			t.Errorf("parseCyclictest(%q) succeeded", in)
-		}
 	}
 }
 
@@ -163,7 +140,7 @@ func TestCompareTwoRuns(t *testing.T) {
 	dirA, runA := writeRun(t, a)
 	dirB, runB := writeRun(t, b)
 	out := filepath.Join(t.TempDir(), "compare.html")
-	if err := CompareInputs([]Input{{Path: dirA, Label: "rt"}, {Path: dirB, Label: "generic"}}, out); err != nil {
+	if err := compareInputs([]Input{{Path: dirA, Label: "rt"}, {Path: dirB, Label: "generic"}}, out); err != nil {
 		t.Fatal(err)
 	}
 	doc := parseFile(t, out)
@@ -204,7 +181,7 @@ func TestCompareCyclictest(t *testing.T) {
 	dir, _ := writeRun(t, func() synth.Config { c := synth.Default(); c.PhaseLength = 2 * time.Second; return c }())
 	fx := func(n string) string { return filepath.Join("testdata", "cyclictest", n) }
 	out := filepath.Join(t.TempDir(), "c.html")
-	err := CompareInputs([]Input{
+	err := compareInputs([]Input{
 		{Path: dir, Label: "latencytest"},
 		{Path: fx("idle.hist"), Phase: "idle"},
 		{Path: fx("idle.json"), Label: "idle json", Phase: "idle"},
@@ -249,12 +226,24 @@ func TestCompareBadInput(t *testing.T) {
 	good := filepath.Join("testdata", "cyclictest", "idle.hist")
 	for _, in := range [][]string{nil, {filepath.Join(dir, "missing")}, {good, junk}, {dir}} {
 		out := filepath.Join(t.TempDir(), "out.html")
-		err := Compare(in, out)
+		err := compare(in, out)
 		if !badinput.Is(err) {
-			t.Errorf("Compare(%v) = %v, want bad input", in, err)
+			t.Errorf("compare(%v) = %v, want bad input", in, err)
 		}
 		if _, serr := os.Stat(out); !os.IsNotExist(serr) {
-			t.Errorf("Compare(%v) wrote %s despite the error", in, out)
+			t.Errorf("compare(%v) wrote %s despite the error", in, out)
 		}
 	}
 }
+
+// compare is CompareTo of paths alone, without JSON.
+func compare(inputs []string, out string) error {
+	ins := make([]Input, len(inputs))
+	for i, p := range inputs {
+		ins[i] = Input{Path: p}
+	}
+	return compareInputs(ins, out)
+}
+
+// compareInputs is CompareTo without JSON.
+func compareInputs(ins []Input, out string) error { return CompareTo(ins, out, "") }

@@ -2,10 +2,10 @@ package report
 
 import (
 	"math"
-	"os"
-	"path/filepath"
 	"testing"
 
+	"latencytest/cyclictest"
+	"latencytest/internal/fuzzseed"
 	"latencytest/rundata"
 )
 
@@ -15,26 +15,14 @@ import (
 // of at most rundata.MaxHistUS bins a side); what is accepted must hold
 // together and render as a table row.
 func FuzzParseCyclictest(f *testing.F) {
-	for _, pat := range []string{"testdata/cyclictest/*.json", "testdata/cyclictest/*.hist"} {
-		paths, _ := filepath.Glob(pat)
-		if len(paths) == 0 {
-			f.Fatalf("no seed files %s", pat)
-		}
-		for _, p := range paths {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				f.Fatal(err)
-			}
-			f.Add(b)
-		}
-	}
+	fuzzseed.Add(f, "testdata/cyclictest/*.json", "testdata/cyclictest/*.hist")
 	f.Add([]byte(`{"cmdline": "cyclictest -h 9000000000000000000", "thread": {"0": {"histogram": {"3": 1}, "cycles": 2, "min": 3, "max": 9, "avg": 5}}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		c, err := parseCyclictest(b)
+		c, err := cyclictest.Parse(b)
 		if err != nil {
 			return
 		}
-		h := c.hist
+		h := c.Hist
 		if h.RangeUS > rundata.MaxHistUS {
 			t.Fatalf("range %d", h.RangeUS)
 		}

@@ -95,7 +95,7 @@ func load(dir string) (*runData, error) {
 // phase (Incomplete), or one from before run.json had them — it fills them
 // from the samples; figures run.json has are never overridden otherwise,
 // since they are the contract.
-func readSamples(path string, pd *phaseData) (*rundata.Recovery, *envelope, error) {
+func readSamples(path string, pd *phaseData) (*rundata.Accumulator, *envelope, error) {
 	// The samples are the run's own files, never links: one found there
 	// was planted (and a FIFO would block the report forever).
 	f, err := rundata.OpenRegular(path, true)
@@ -107,7 +107,7 @@ func readSamples(path string, pd *phaseData) (*rundata.Recovery, *envelope, erro
 	if err != nil {
 		return nil, nil, fmt.Errorf("samples %s: %w", filepath.Base(path), err)
 	}
-	rec := rundata.NewRecovery(sr.Header, int64(pd.CPULoop.NominalUS*1000))
+	rec := rundata.NewAccumulator(sr.Header, rundata.NominalDSP(&pd.Phase))
 	e := newEnvelope()
 	first := sr.Header.FirstDue
 	var s rundata.Sample
@@ -122,7 +122,8 @@ func readSamples(path string, pd *phaseData) (*rundata.Recovery, *envelope, erro
 		e.add(float64(s.Due-first)/1e9, float32(s.Latency())/1e6, float32(s.DSP)/1e6, s.Xrun != 0)
 	}
 	if pd.Incomplete || pd.Periods == 0 {
-		rec.Fill(&pd.Phase, sr.Lost)
+		rec.Fill(&pd.Phase)
+		pd.Lost = sr.Lost
 	}
 	return rec, e, nil
 }

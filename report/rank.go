@@ -11,6 +11,7 @@ import (
 
 	"gonum.org/v1/plot"
 
+	"latencytest/cyclictest"
 	"latencytest/rundata"
 )
 
@@ -142,8 +143,8 @@ func phaseNames(cs []*compared) []string {
 	return names
 }
 
-// MarshalRanking is the JSON of `compare -json`.
-func MarshalRanking(r Ranking) ([]byte, error) {
+// marshalRanking is the JSON of `compare -json`.
+func marshalRanking(r Ranking) ([]byte, error) {
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return nil, err
@@ -154,7 +155,7 @@ func MarshalRanking(r Ranking) ([]byte, error) {
 // logPhase turns the runs of a cyclictest log into a phase: latencies
 // pooled over every thread of every run, each run's max kept. A log holds
 // no histogram, so its percentiles and "within" shares are unknown (NaN).
-func logPhase(name string, runs []rundata.CycRun) *phaseData {
+func logPhase(name string, runs []cyclictest.LogRun) *phaseData {
 	p := &phaseData{noLoop: true}
 	p.Name = name
 	nan := math.NaN()

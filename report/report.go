@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"latencytest/internal/atomicfile"
 	"latencytest/rundata"
 )
 
@@ -48,10 +49,10 @@ func Render(dir string) error {
 	if err := writeStats(&csvBuf, rd.phases); err != nil {
 		return err
 	}
-	if err := rundata.WriteFileAtomic(filepath.Join(dir, StatsFile), csvBuf.Bytes()); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, StatsFile), csvBuf.Bytes()); err != nil {
 		return err
 	}
-	return rundata.WriteFileAtomic(filepath.Join(dir, IndexFile), html)
+	return atomicfile.WriteFile(filepath.Join(dir, IndexFile), html)
 }
 
 type kv struct {
@@ -119,6 +120,44 @@ func metricHeads() []string {
 	return h
 }
 
+// runBanners are the notes atop the page on the run as a whole: what it
+// could not record, and whether it ended as it should.
+func runBanners(rd *runData) []string {
+	var bs []string
+	r := rd.run
+	if rd.spikesNote != "" {
+		bs = append(bs, "The causes of spikes could not be read: "+rd.spikesNote)
+	}
+	if tr := r.Trace; tr != nil && !tr.Enabled && tr.Note != "" {
+		bs = append(bs, "The causes of spikes were not recorded: "+tr.Note)
+	}
+	if r.Interrupted {
+		bs = append(bs, "This run was interrupted: the figures cover what was measured until then, and phases after it did not run.")
+	}
+	if r.Incomplete {
+		bs = append(bs, "This run never finished (it was killed, or the machine stopped): the figures cover what was written until then, and phases after it did not run.")
+	}
+	return bs
+}
+
+// newPhaseView is a phase's section before its figures are drawn: its
+// figures in words and its row of the table (sr, without the overview's
+// link).
+func newPhaseView(id string, pd *phaseData, sr statsRow) phaseView {
+	pv := phaseView{ID: id, Name: pd.Label(), Stressor: pd.Stressor, Skipped: pd.Skipped, Note: pd.note, Series: stressorSeries(pd.StressorStats),
+		Xruns: pd.Xruns, PointerJumps: pd.PointerJumps, RTThrottled: pd.RTThrottled, RTThrottledMS: fmtNum(float64(pd.RTThrottledNS) / 1e6), Overflow: pd.Overflow, Lost: pd.Lost, Nominal: fmtNum(pd.CPULoop.NominalUS / 1000)}
+	if g := pd.GridLateness; g != nil {
+		pv.Grid = fmt.Sprintf("min %s, p50 %s, p99 %s, p99.9 %s, p99.99 %s, max %s µs",
+			fmtUS(g.Min), fmtPercentile(*g, g.P50), fmtPercentile(*g, g.P99), fmtPercentile(*g, g.P999), fmtPercentile(*g, g.P9999), fmtUS(g.Max))
+	}
+	pv.Apart, pv.Poll = sidesLines(&pd.Phase)
+	sr.Link = ""
+	pv.Table = statsTable{First: "phase", Extra: "stressor throughput", Head: metricHeads(), Rows: []statsRow{sr}}
+	return pv
+}
+
+// renderIndex renders rd as the report page, its figures drawn in
+// parallel.
 func renderIndex(rd *runData) ([]byte, error) {
 	r := rd.run
 	pg := &indexPage{Run: r, Title: "latencytest report: " + r.System.Hostname, Verdict: rundata.VerdictText(r),
@@ -126,18 +165,7 @@ func renderIndex(rd *runData) ([]byte, error) {
 	if !r.End.IsZero() {
 		pg.Duration = r.End.Sub(r.Start).Round(time.Second).String()
 	}
-	if rd.spikesNote != "" {
-		pg.Banners = append(pg.Banners, "The causes of spikes could not be read: "+rd.spikesNote)
-	}
-	if tr := r.Trace; tr != nil && !tr.Enabled && tr.Note != "" {
-		pg.Banners = append(pg.Banners, "The causes of spikes were not recorded: "+tr.Note)
-	}
-	if r.Interrupted {
-		pg.Banners = append(pg.Banners, "This run was interrupted: the figures cover what was measured until then, and phases after it did not run.")
-	}
-	if r.Incomplete {
-		pg.Banners = append(pg.Banners, "This run never finished (it was killed, or the machine stopped): the figures cover what was written until then, and phases after it did not run.")
-	}
+	pg.Banners = runBanners(rd)
 	pg.Overview = statsTable{ID: "overview-table", First: "phase", Extra: "stressor throughput", Head: metricHeads()}
 	pg.Spread = spreadTables(rd.phases)
 	spreadFig, err := spreadFigure(rd.phases)
@@ -166,15 +194,7 @@ func renderIndex(rd *runData) ([]byte, error) {
 			overlay = append(overlay, histSeries{label: pd.Name, h: pd.hist})
 		}
 		pv := &pg.Phases[i]
-		*pv = phaseView{ID: id, Name: pd.Label(), Stressor: pd.Stressor, Skipped: pd.Skipped, Note: pd.note, Series: stressorSeries(pd.StressorStats),
-			Xruns: pd.Xruns, PointerJumps: pd.PointerJumps, RTThrottled: pd.RTThrottled, RTThrottledMS: fmtNum(float64(pd.RTThrottledNS) / 1e6), Overflow: pd.Overflow, Lost: pd.Lost, Nominal: fmtNum(pd.CPULoop.NominalUS / 1000)}
-		if g := pd.GridLateness; g != nil {
-			pv.Grid = fmt.Sprintf("min %s, p50 %s, p99 %s, p99.9 %s, p99.99 %s, max %s µs",
-				fmtUS(g.Min), fmtPercentile(*g, g.P50), fmtPercentile(*g, g.P99), fmtPercentile(*g, g.P999), fmtPercentile(*g, g.P9999), fmtUS(g.Max))
-		}
-		pv.Apart, pv.Poll = sidesLines(&pd.Phase)
-		sr.Link = ""
-		pv.Table = statsTable{First: "phase", Extra: "stressor throughput", Head: metricHeads(), Rows: []statsRow{sr}}
+		*pv = newPhaseView(id, pd, sr)
 		if pd.Skipped != "" {
 			continue
 		}

@@ -53,9 +53,9 @@ func TestSamplesCutAnywhereReadAsPrefix(t *testing.T) {
 
 // The figures of an incomplete phase, recovered from its samples, are the
 // ones its run would have written.
-func TestRecoveryFill(t *testing.T) {
+func TestAccumulatorRecovery(t *testing.T) {
 	h := NewSampleHeader(48000, 48, 2) // 1 ms periods, 96 frames of buffer
-	rec := NewRecovery(h, 800_000)
+	rec := NewAccumulator(h, 800_000)
 	lat := []int64{10_000, 50_000, 150_000, 2_000_000}
 	dsp := []int64{800_000, 850_000, 950_000, 799_000}
 	for i := range lat {
@@ -67,9 +67,9 @@ func TestRecoveryFill(t *testing.T) {
 		rec.Add(&s)
 	}
 	var ph Phase
-	rec.Fill(&ph, 2)
-	if ph.Periods != 4 || ph.Xruns != 1 || ph.XrunMSTotal != 1 || ph.Lost != 2 {
-		t.Errorf("periods %d xruns %d (%g ms) lost %d", ph.Periods, ph.Xruns, ph.XrunMSTotal, ph.Lost)
+	rec.Fill(&ph)
+	if ph.Periods != 4 || ph.Xruns != 1 || ph.XrunMSTotal != 1 {
+		t.Errorf("periods %d xruns %d (%g ms)", ph.Periods, ph.Xruns, ph.XrunMSTotal)
 	}
 	if ph.Latency.Min != 10 || ph.Latency.Max != 2000 || ph.WithinUS100 != 50 || ph.WithinMS1 != 75 {
 		t.Errorf("latency %+v, within %g %% / %g %%", ph.Latency, ph.WithinUS100, ph.WithinMS1)
@@ -79,6 +79,42 @@ func TestRecoveryFill(t *testing.T) {
 	}
 	if ph.HeadroomMinUS != 1000 || ph.StartMonoNS != 1e6 || ph.EndMonoNS != 4e6 {
 		t.Errorf("headroom %g µs, start %d, end %d", ph.HeadroomMinUS, ph.StartMonoNS, ph.EndMonoNS)
+	}
+}
+
+// A phase recovered from its samples file counts what the file records
+// beside the periods: the periods lost before one, and the pointer jumps
+// (which a recovery once dropped, reporting none).
+func TestRecoveryFromFileCountsLostAndPointerJumps(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewSampleWriter(&buf, NewSampleHeader(48000, 48, 2))
+	for i := range int64(6) {
+		s := Sample{Index: i, Due: (i + 1) * 1e6, Woke: (i+1)*1e6 + 20_000, Avail: 48}
+		if i >= 3 { // two periods lost before the fourth, which found the pointer a buffer behind
+			s.Index += 2
+			s.Due += 2e6
+			s.Woke += 2e6
+		}
+		if i == 3 {
+			s.Flags = FlagPointerJump
+		}
+		w.Write(&s)
+	}
+	w.Flush()
+	sr, err := NewSampleReader(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := NewAccumulator(sr.Header, 0)
+	var s Sample
+	for sr.Next(&s) == nil {
+		rec.Add(&s)
+	}
+	var ph Phase
+	rec.Fill(&ph)
+	ph.Lost = sr.Lost
+	if ph.Periods != 6 || ph.Lost != 2 || ph.PointerJumps != 1 || ph.Xruns != 0 {
+		t.Errorf("periods %d lost %d pointer jumps %d xruns %d; want 6, 2, 1, 0", ph.Periods, ph.Lost, ph.PointerJumps, ph.Xruns)
 	}
 }
 

@@ -146,6 +146,22 @@ func (h *Histogram) CountIn(lo, hi int64) uint64 {
 	return n
 }
 
+// Pages is how many pages of bins h has allocated: its memory follows
+// the values added, a page at most per distinct bin.
+func (h *Histogram) Pages() int {
+	n := 0
+	for _, pg := range h.pages {
+		if pg != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// BinOf is the 1 µs bin a latency of ns falls in: ns/1000 rounded down,
+// negative values included (−1 ns is in bin −1).
+func BinOf(ns int64) int64 { return floorDiv(ns, 1000) }
+
 func floorDiv(a, b int64) int64 {
 	q := a / b
 	if a%b != 0 && a < 0 {

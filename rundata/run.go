@@ -2,15 +2,12 @@ package rundata
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
-	"syscall"
 	"time"
+
+	"latencytest/internal/atomicfile"
 )
 
 // SchemaVersion is the version of run.json and of the samples files. It
@@ -155,7 +152,7 @@ type Phase struct {
 	Skipped string `json:"skipped,omitempty"`
 	// Incomplete marks a phase that started but whose end was never
 	// written (the run was killed): its figures are zero in run.json and
-	// readers recover them from the samples file (RecoverPhase).
+	// readers recover them from the samples file (Accumulator).
 	Incomplete bool `json:"incomplete,omitempty"`
 
 	StartMonoNS int64     `json:"start_mono_ns"`
@@ -265,7 +262,7 @@ func WriteRun(dir string, r *Run) error {
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(filepath.Join(dir, RunFile), b)
+	return atomicfile.WriteFile(filepath.Join(dir, RunFile), b)
 }
 
 // WriteRunIn is WriteRun for a results directory opened as a root, so
@@ -275,7 +272,7 @@ func WriteRunIn(root *os.Root, r *Run) error {
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomicIn(root, RunFile, b)
+	return atomicfile.WriteIn(root, RunFile, b)
 }
 
 // MarshalRun encodes r as run.json's text.
@@ -294,16 +291,16 @@ func ReadRun(dir string) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := ParseRun(b)
+	r, err := parseRun(b)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return r, nil
 }
 
-// ParseRun decodes and checks a run.json document: a newer schema, more
+// parseRun decodes and checks a run.json document: a newer schema, more
 // than MaxPhases phases, or figures no run can produce are refused.
-func ParseRun(b []byte) (*Run, error) {
+func parseRun(b []byte) (*Run, error) {
 	var r Run
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, err
@@ -326,74 +323,4 @@ func ParseRun(b []byte) (*Run, error) {
 		}
 	}
 	return &r, nil
-}
-
-// WriteFileAtomic writes data to a temporary file beside path and renames it
-// into place, removing the temporary file on any failure (see
-// WriteFileAtomicIn).
-func WriteFileAtomic(path string, data []byte) error {
-	root, err := os.OpenRoot(filepath.Dir(path))
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer root.Close()
-	if err := WriteFileAtomicIn(root, filepath.Base(path), data); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
-
-// WriteFileAtomicIn writes data to name inside root so that, whenever the
-// process or the machine stops, name holds either its previous content or
-// data, whole: the data goes to a new temporary file (O_EXCL, so nothing
-// planted under its name is followed), is synced, renamed over name (which
-// replaces a symlink there rather than following it), and the directory is
-// synced so that the rename itself survives a power loss.
-func WriteFileAtomicIn(root *os.Root, name string, data []byte) error {
-	f, tmp, err := createTemp(root, "."+filepath.Base(name)+".tmp")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = root.Rename(tmp, name)
-	}
-	if err != nil {
-		root.Remove(tmp)
-		return err
-	}
-	return syncDir(root)
-}
-
-// createTemp creates a new file named prefix and a random suffix in root,
-// readable by all (the results are meant to be shared).
-func createTemp(root *os.Root, prefix string) (*os.File, string, error) {
-	for range 100 {
-		name := prefix + strconv.FormatUint(rand.Uint64(), 36)
-		f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
-		if errors.Is(err, fs.ErrExist) {
-			continue
-		}
-		return f, name, err
-	}
-	return nil, "", fmt.Errorf("create a temporary file in %s: too many collisions", root.Name())
-}
-
-// syncDir makes the directory's entries (a rename, a new file) durable.
-func syncDir(root *os.Root) error {
-	d, err := root.Open(".")
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

@@ -26,7 +26,7 @@ func TestParseRunMemory(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	got, err := ParseRun(b)
+	got, err := parseRun(b)
 	runtime.ReadMemStats(&after)
 	if err != nil || len(got.Phases) != MaxPhases {
 		t.Fatalf("%v", err)
@@ -38,7 +38,7 @@ func TestParseRunMemory(t *testing.T) {
 	}
 	r.Phases = append(r.Phases, Phase{})
 	b, _ = json.Marshal(&r)
-	if _, err := ParseRun(b); err == nil || !strings.Contains(err.Error(), "phases") {
+	if _, err := parseRun(b); err == nil || !strings.Contains(err.Error(), "phases") {
 		t.Errorf("%d phases accepted: %v", len(r.Phases), err)
 	}
 }

@@ -63,8 +63,12 @@ type SampleHeader struct {
 // NewSampleHeader returns the header for a stream of the given shape. Its
 // DSP unit lets the 16-bit DSP field span four periods, since a preempted
 // CPU loop can take several periods and that is exactly what must show.
+// A shape without a rate has no period.
 func NewSampleHeader(rate, frames, periods int) SampleHeader {
-	periodNS := int64(frames) * 1e9 / int64(rate)
+	var periodNS int64
+	if rate > 0 {
+		periodNS = int64(frames) * 1e9 / int64(rate)
+	}
 	unit := (4*periodNS + 65534) / 65535
 	if unit < 1 {
 		unit = 1

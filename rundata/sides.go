@@ -16,9 +16,9 @@ type SideStats struct {
 	polled   bool       // some period waited in poll: the driver polls
 }
 
-// NewSideStats returns empty statistics. The histograms allocate their
+// newSideStats returns empty statistics. The histograms allocate their
 // bins only as values reach them.
-func NewSideStats() *SideStats {
+func newSideStats() *SideStats {
 	return &SideStats{
 		Playback: NewHistogram(DefaultHistUS),
 		Capture:  NewHistogram(DefaultHistUS),

@@ -12,7 +12,7 @@ func TestRecoverySides(t *testing.T) {
 	hdr := NewSampleHeader(48000, 48, 2)
 	var buf bytes.Buffer
 	w := NewSampleWriter(&buf, hdr)
-	live := NewSideStats()
+	live := newSideStats()
 	for i := int64(0); i < 100; i++ {
 		due := 1e9 + i*hdr.PeriodNS
 		s := Sample{Index: i, Due: due, Woke: due + 20_000 + i*100, PlaybackDue: due, CaptureDue: due - i*1_000, PollNS: 500_000 + i}
@@ -31,7 +31,7 @@ func TestRecoverySides(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := NewRecovery(sr.Header, 0)
+	rec := NewAccumulator(sr.Header, 0)
 	for {
 		var s Sample
 		if err := sr.Next(&s); err == io.EOF {
@@ -43,7 +43,7 @@ func TestRecoverySides(t *testing.T) {
 	}
 	var want, got Phase
 	live.Fill(&want)
-	rec.Fill(&got, 0)
+	rec.Fill(&got)
 	for _, c := range []struct {
 		name string
 		w, g *LatencyStats

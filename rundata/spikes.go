@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"latencytest/internal/atomicfile"
 )
 
 // SpikesFile holds the anatomy of every late wakeup the tracer explained
@@ -43,7 +45,7 @@ func WriteSpikes(dir string, ss []Spike) error {
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(filepath.Join(dir, SpikesFile), b)
+	return atomicfile.WriteFile(filepath.Join(dir, SpikesFile), b)
 }
 
 // MarshalSpikes encodes spikes.json.

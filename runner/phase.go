@@ -141,94 +141,33 @@ func readSamples(r io.Reader, sink func(*rundata.Sample)) error {
 	}
 }
 
-// accumulator turns a phase's samples into its statistics and its samples
-// file, as they arrive, so memory stays flat however long the run.
+// accumulator is a phase's accounting while its engine runs: the
+// figures (rundata.Accumulator, which recovery shares) and, live only,
+// the samples file's writer and the xrun lines. The progress display and
+// the periodic flush read it from goroutines of their own, hence the lock.
 type accumulator struct {
-	mu         sync.Mutex
-	hist       *rundata.Histogram
-	grid       *rundata.Histogram // lateness against the fitted grid, when the driver has one
-	sides      *rundata.SideStats // duplex sides and poll wait
-	bufFrames  int64              // frames in the whole buffer
-	periodNS   int64              // the period, for the buffer verdict
-	rate       int64
-	headroom   int64 // least frames queued at a wakeup; -1 before the first
-	nominalDSP int64
-	dspMax     int64
-	dspNear    int64 // CPU loops within 100 µs of nominal
-	periods    int64
-	xruns      int
-	xrunNS     int64
-	jumps      int // pointer jumps (rundata.FlagPointerJump)
-	late       rundata.LateMeter
-	lastLat    int64
-	firstDue   int64
-	lastDue    int64
-	writer     *rundata.SampleWriter
-	writeErr   error
-	onXrun     func(s *rundata.Sample)
+	mu sync.Mutex
+	rundata.Accumulator
+	writer   *rundata.SampleWriter
+	writeErr error
+	onXrun   func(s *rundata.Sample)
 }
 
-func newAccumulator(w *rundata.SampleWriter, g audioShape, onXrun func(*rundata.Sample)) *accumulator {
-	var period int64
-	if g.Rate > 0 {
-		period = int64(g.PeriodFrames) * 1e9 / int64(g.Rate)
-	}
-	return &accumulator{
-		periodNS:  period,
-		hist:      rundata.NewHistogram(rundata.DefaultHistUS),
-		grid:      rundata.NewHistogram(rundata.DefaultHistUS),
-		sides:     rundata.NewSideStats(),
-		bufFrames: int64(g.PeriodFrames * g.Periods),
-		rate:      int64(g.Rate),
-		headroom:  -1,
-		writer:    w,
-		onXrun:    onXrun,
-	}
+func newAccumulator(w *rundata.SampleWriter, shape rundata.SampleHeader, nominalDSP int64, onXrun func(*rundata.Sample)) *accumulator {
+	return &accumulator{Accumulator: *rundata.NewAccumulator(shape, nominalDSP), writer: w, onXrun: onXrun}
 }
 
 func (a *accumulator) sample(s *rundata.Sample) {
 	a.mu.Lock()
-	lat := s.Latency()
-	a.hist.Add(lat)
-	a.lastLat = lat
-	if a.periods == 0 {
-		a.firstDue = s.Due
-	}
-	a.lastDue = s.Due
-	a.periods++
-	a.late.Add(s)
-	if s.Grid != 0 {
-		a.grid.Add(s.Woke - s.Grid)
-	}
-	a.sides.Add(s)
-	if q := a.bufFrames - int64(s.Avail); s.Xrun == 0 && (a.headroom < 0 || q < a.headroom) {
-		a.headroom = max(q, 0)
-	}
-	if a.nominalDSP > 0 {
-		a.dspMax = max(a.dspMax, s.DSP)
-		if d := s.DSP - a.nominalDSP; d <= 100_000 && d >= -100_000 {
-			a.dspNear++
-		}
-	}
-	if s.Xrun > 0 {
-		a.xruns++
-		a.xrunNS += s.Xrun
-	}
-	jump := s.Flags&rundata.FlagPointerJump != 0
-	if jump {
-		a.jumps++
-	}
+	a.Add(s)
 	if a.writer != nil && a.writeErr == nil {
 		a.writeErr = a.writer.Write(s)
 	}
 	a.mu.Unlock()
-	if (s.Xrun > 0 || jump) && a.onXrun != nil {
+	if (s.Xrun > 0 || s.Flags&rundata.FlagPointerJump != 0) && a.onXrun != nil {
 		a.onXrun(s)
 	}
 }
-
-// audioShape is the part of a granted stream the statistics need.
-type audioShape struct{ Rate, PeriodFrames, Periods int }
 
 // snapshot is a consistent view for the progress display.
 type snapshot struct {
@@ -241,11 +180,12 @@ type snapshot struct {
 func (a *accumulator) snapshot() snapshot {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	s := snapshot{periods: a.periods, xruns: a.xruns, lastDue: a.lastDue, started: a.firstDue}
-	if a.hist.Count > 0 {
-		s.min = float64(a.hist.MinNS) / 1000
-		s.avg = a.hist.SumNS / float64(a.hist.Count) / 1000
-		s.max = float64(a.hist.MaxNS) / 1000
+	s := snapshot{periods: a.Periods(), xruns: a.Xruns()}
+	s.started, s.lastDue = a.Span()
+	if h := a.Hist; h.Count > 0 {
+		s.min = float64(h.MinNS) / 1000
+		s.avg = h.SumNS / float64(h.Count) / 1000
+		s.max = float64(h.MaxNS) / 1000
 	}
 	return s
 }
@@ -254,26 +194,7 @@ func (a *accumulator) snapshot() snapshot {
 func (a *accumulator) fill(ph *rundata.Phase) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	ph.Periods = a.periods
-	rundata.FillPhase(ph, a.hist)
-	if a.grid.Count > 0 {
-		g := a.grid.Stats()
-		ph.GridLateness = &g
-	}
-	a.sides.Fill(ph)
-	if a.headroom >= 0 && a.rate > 0 {
-		ph.HeadroomMinUS = float64(a.headroom) * 1e6 / float64(a.rate)
-	}
-	ph.Xruns = a.xruns
-	ph.XrunMSTotal = float64(a.xrunNS) / 1e6
-	ph.PointerJumps = a.jumps
-	if a.periodNS > 0 {
-		ph.Safe, ph.SafeAtDefaultLoad = a.late.Verdicts(a.periodNS, rundata.DefaultCPULoad)
-	}
-	ph.CPULoop = rundata.CPULoop{NominalUS: float64(a.nominalDSP) / 1000, MaxUS: float64(a.dspMax) / 1000}
-	if a.nominalDSP > 0 && a.periods > 0 {
-		ph.CPULoop.Within100USPct = 100 * float64(a.dspNear) / float64(a.periods)
-	}
+	a.Fill(ph)
 }
 
 // nowWall is the wall clock, for run.json's human-readable instants.

@@ -13,8 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"latencytest/internal/atomicfile"
 	"latencytest/internal/badinput"
 	"latencytest/internal/mono"
 	"latencytest/rundata"
@@ -169,10 +168,10 @@ func createResults(path string, first *rundata.Run) (*results, error) {
 		if err := r.writeRun(first); err != nil {
 			return err
 		}
-		if err := renameNoReplace(tmp, path); err != nil {
+		if err := atomicfile.RenameNoReplace(tmp, path); err != nil {
 			return badOut(path, err.Error())
 		}
-		return syncPath(parent)
+		return atomicfile.SyncDir(parent)
 	}()
 	if err != nil {
 		r.close()
@@ -180,35 +179,6 @@ func createResults(path string, first *rundata.Run) (*results, error) {
 		return nil, err
 	}
 	return r, nil
-}
-
-// renameNoReplace renames a directory to a name nobody has taken since it
-// was checked (a plain rename would replace an empty directory there).
-func renameNoReplace(from, to string) error {
-	err := unix.Renameat2(unix.AT_FDCWD, from, unix.AT_FDCWD, to, unix.RENAME_NOREPLACE)
-	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) { // a filesystem without the flag
-		if _, serr := os.Lstat(to); !errors.Is(serr, fs.ErrNotExist) {
-			return fmt.Errorf("%s appeared while the run started", to)
-		}
-		return os.Rename(from, to)
-	}
-	if err != nil {
-		return fmt.Errorf("rename %s: %w", from, err)
-	}
-	return nil
-}
-
-// syncPath makes a directory's entries durable.
-func syncPath(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // openSamples makes or opens the samples folder, which must be a real
@@ -304,7 +274,7 @@ func (r *results) phaseOpened(run *rundata.Run, ph *rundata.Phase, start, nomina
 		return nil, err
 	}
 	written := make(chan error, 1)
-	go func() { written <- rundata.WriteFileAtomicIn(r.root, rundata.RunFile, b) }()
+	go func() { written <- atomicfile.WriteIn(r.root, rundata.RunFile, b) }()
 	stopSync := func() error { return nil }
 	if file != nil {
 		stopSync = syncSamples(acc, file)
@@ -335,7 +305,7 @@ func (r *results) discard() {
 		r.root.Remove(rundata.RunFile)
 		os.Remove(r.path)
 	case r.prior != nil:
-		rundata.WriteFileAtomicIn(r.root, rundata.RunFile, r.prior)
+		atomicfile.WriteIn(r.root, rundata.RunFile, r.prior)
 	default:
 		r.root.Remove("samples")
 		r.root.Remove(rundata.RunFile)

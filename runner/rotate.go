@@ -1,10 +1,19 @@
 package runner
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
+
+	"latencytest/internal/badinput"
 
 	"latencytest/internal/mono"
 	"latencytest/rundata"
@@ -40,7 +49,7 @@ func (r *phaseRun) rotation(s *rundata.Sample) {
 	rot, every := &r.rot, int64(r.cfg.Rotate)
 	switch {
 	case rot.start == 0:
-		rot.start = s.Due - r.acc.periodNS
+		rot.start = s.Due - r.shape.PeriodNS
 		rot.cut = rot.start + every
 	case s.Due > rot.cut && rot.err == nil:
 		end := rot.cut
@@ -76,7 +85,7 @@ func (r *phaseRun) handOver(end, start int64) error {
 	r.stopProgress, r.stopSync = func() {}, func() error { return nil }
 	ph, acc := r.ph, r.acc
 	ph.StartMonoNS, ph.EndWall, ph.Incomplete = r.rot.start, endWall, false
-	ph.Lost = r.rot.next - r.rot.base - acc.periods // the gaps in its indexes
+	ph.Lost = r.rot.next - r.rot.base - acc.Periods() // the gaps in its indexes
 	err = r.finish(nil, syncErr)
 	s.phaseEnded(ph, acc)
 	s.run.End = endWall
@@ -140,4 +149,111 @@ func (r *phaseRun) nextDir(wall time.Time) (*nextRotation, error) {
 // run.json's human-readable instants of a rotation's boundaries.
 func wallAt(at int64) time.Time {
 	return nowWall().Add(-time.Duration(mono.Now() - at))
+}
+
+// RunRotating is latencytest monitor's run: it measures into
+// cfg.Out/YYYYMMDD-HHMMSS, one directory per rotation (cfg.Rotate), until
+// ctx ends: one run of one engine, whose phase is handed over to a new
+// directory at every rotation, so that the stream is measured without a
+// gap. After each rotation completes a directory, rotated is called (the
+// metrics count it) and the oldest directories past the newest keep (0:
+// all kept) are removed. The last rotation is completed as an interrupted
+// run. Bad input (the driver refused the device) leaves nothing behind.
+func RunRotating(ctx context.Context, cfg Config, keep int, rotated func()) error {
+	base := cfg.Out
+	_, statErr := os.Lstat(base)
+	made := errors.Is(statErr, fs.ErrNotExist)
+	dir, err := rotationDir(base, time.Now())
+	if err != nil {
+		return err
+	}
+	cfg.Out = dir
+	cfg.NextOut = func(start time.Time) (string, error) { return rotationDir(base, start.Local()) }
+	cfg.Rotated = func(string) {
+		rotated()
+		if err := prune(base, keep); err != nil {
+			fmt.Fprintf(cfg.Stderr, "latencytest monitor: %v\n", err)
+		}
+	}
+	if _, err := Run(ctx, cfg); err != nil {
+		if made && badinput.Is(err) {
+			os.Remove(base) // only if empty: what the run created
+		}
+		return err
+	}
+	cfg.Rotated(dir)
+	return nil
+}
+
+// rotationPattern is the name of a rotation's directory.
+var rotationPattern = regexp.MustCompile(`^[0-9]{8}-[0-9]{6}(-[0-9]+)?$`)
+
+// rotationDir names the rotation starting at t: YYYYMMDD-HHMMSS, with -2,
+// -3... when that name is taken (two rotations in one second).
+func rotationDir(base string, t time.Time) (string, error) {
+	name := t.Format("20060102-150405")
+	for n := 1; n < 1000; n++ {
+		dir := filepath.Join(base, name)
+		if n > 1 {
+			dir = fmt.Sprintf("%s-%d", dir, n)
+		}
+		if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+			return dir, nil
+		}
+	}
+	return "", fmt.Errorf("%s: no free name for a results directory", base)
+}
+
+// prune removes the oldest rotation directories of base beyond the newest
+// keep (0: none is removed). Only directories (never a symlink) named as
+// rotations are touched.
+func prune(base string, keep int) error {
+	if keep == 0 {
+		return nil
+	}
+	dirs, err := Rotations(base)
+	if err != nil {
+		return fmt.Errorf("prune: %w", err)
+	}
+	var errs []error
+	for _, d := range dirs[:max(len(dirs)-keep, 0)] {
+		if err := os.RemoveAll(filepath.Join(base, d)); err != nil {
+			errs = append(errs, fmt.Errorf("prune: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Rotations lists the rotation directories of base (directories, never a
+// symlink, named as rotations), oldest first.
+func Rotations(base string) ([]string, error) {
+	entries, err := os.ReadDir(base)
+	if err != nil {
+		return nil, err
+	}
+	var dirs []string
+	for _, e := range entries {
+		if e.Type().IsDir() && rotationPattern.MatchString(e.Name()) {
+			dirs = append(dirs, e.Name())
+		}
+	}
+	slices.SortFunc(dirs, compareRotations)
+	return dirs, nil
+}
+
+// compareRotations orders rotation names by time, then by their -N.
+func compareRotations(a, b string) int {
+	if c := strings.Compare(a[:15], b[:15]); c != 0 {
+		return c
+	}
+	return rotationSeq(a) - rotationSeq(b)
+}
+
+// rotationSeq is a rotation name's N of -N, 1 without.
+func rotationSeq(name string) int {
+	n := 1
+	if len(name) > 16 {
+		n, _ = strconv.Atoi(name[16:])
+	}
+	return n
 }

@@ -8,9 +8,12 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"latencytest/audio"
+	"latencytest/cyclictest"
+	"latencytest/internal/atomicfile"
 	"latencytest/internal/badinput"
 	"latencytest/internal/child"
 	"latencytest/internal/mono"
@@ -51,8 +54,8 @@ type Config struct {
 	// LiftRTBudget lifts the kernel's real-time budget for the run
 	// (internal/rtbudget).
 	LiftRTBudget bool
-	// Repeat runs the whole list of phases that many times (0 or 1:
-	// once), each phase recording its repetition.
+	// Repeat runs the whole list of phases that many times, 1 to 1000
+	// (Run takes 0 as once), each phase recording its repetition.
 	Repeat   int
 	Duration time.Duration
 	Out      string // results directory, created by Run
@@ -110,6 +113,37 @@ type Config struct {
 	Stdout   io.Writer // summary
 	Stderr   io.Writer // progress and xrun lines
 	Progress ProgressMode
+}
+
+// streams are the directions a stream may take (audio.Config.Stream).
+var streams = []string{"playback", "capture", "duplex"}
+
+// Validate checks the invariants of a measurement that hold however it
+// was asked for: the stream's shape and direction, the simulated load,
+// the real-time priority, the repetitions and the length. Each error is
+// bad input naming run's flag and what it allows; the flags' own forms,
+// the driver and the device are the caller's and the engine's to check.
+func (c *Config) Validate() error {
+	a := c.Audio
+	switch {
+	case a.Channels < 1 || a.Channels > 64:
+		return badinput.Errorf("--channels %d: allowed 1 to 64", a.Channels)
+	case a.Periods < 2 || a.Periods > 64:
+		return badinput.Errorf("--periods %d: allowed 2 to 64", a.Periods)
+	case c.CPULoad < 0 || c.CPULoad > 100:
+		return badinput.Errorf("--cpu-load %d: allowed 0 to 100 (percent of a period)", c.CPULoad)
+	case c.RT.Priority < 0 || c.RT.Priority > 99:
+		return badinput.Errorf("--prio %d: allowed 0 (SCHED_OTHER) or 1 to 99 (SCHED_FIFO)", c.RT.Priority)
+	case c.Duration <= 0 || c.Duration > 7*24*time.Hour:
+		return badinput.Errorf("--duration %v: allowed more than 0 and up to 168h (a Go duration such as 30s or 5m)", c.Duration)
+	case !slices.Contains(streams, a.Stream):
+		return badinput.Errorf("--stream %q: allowed playback, capture or duplex", a.Stream)
+	case a.File != "" && a.ToneHz != 0:
+		return badinput.Errorf("--file and --tone: choose one")
+	case c.Repeat < 1 || c.Repeat > 1000:
+		return badinput.Errorf("--repeat %d: allowed 1 to 1000", c.Repeat)
+	}
+	return nil
 }
 
 // Run measures every phase and writes the results directory. Cancelling
@@ -272,9 +306,9 @@ func (s *session) phase(ctx context.Context, i int, name string) error {
 // phaseEnded adds the phase measured into acc to the results directory's
 // run, with its spikes.
 func (s *session) phaseEnded(ph *rundata.Phase, acc *accumulator) {
-	s.acts[len(s.run.Phases)] = float64(acc.lastLat) / 1000
+	s.acts[len(s.run.Phases)] = float64(acc.LastLatency()) / 1000
 	s.run.Phases = append(s.run.Phases, *ph)
-	s.hists = append(s.hists, acc.hist)
+	s.hists = append(s.hists, acc.Hist)
 	if s.trace != nil {
 		if terr := s.trace.write(s.res, &s.run.Phases[len(s.run.Phases)-1]); terr != nil {
 			s.pr.linef("trace: %v", terr)
@@ -322,7 +356,7 @@ func (s *session) complete(interrupted bool, trace *rundata.Trace) error {
 		return err
 	}
 	if s.cfg.HistFile != "" {
-		if err := rundata.WriteFileAtomic(s.cfg.HistFile, rundata.EncodeHistFile(s.hists)); err != nil {
+		if err := atomicfile.WriteFile(s.cfg.HistFile, cyclictest.EncodeHistFile(s.hists)); err != nil {
 			return err
 		}
 	}
@@ -412,7 +446,8 @@ type phaseRun struct {
 	index        int      // the phase's index in run.json
 	file         *os.File // the samples file (nil with NoSamples)
 	acc          *accumulator
-	opened       engineHello // what the engine opened
+	shape        rundata.SampleHeader // the stream's, as its samples file's header says it
+	opened       engineHello          // what the engine opened
 	stopProgress func()
 	stopSync     func() error // ends the samples file's periodic flush and sync
 	cancel       func()       // stops the engine
@@ -442,13 +477,12 @@ func (r *phaseRun) hello(h engineHello) error {
 // writer, the accumulator, the progress display.
 func (r *phaseRun) open(start int64) error {
 	g := r.opened.Granted
-	shape := audioShape{Rate: g.Rate, PeriodFrames: g.PeriodFrames, Periods: g.Periods}
+	r.shape = rundata.NewSampleHeader(g.Rate, g.PeriodFrames, g.Periods)
 	var w *rundata.SampleWriter
 	if r.file != nil {
-		w = rundata.NewSampleWriter(r.file, rundata.NewSampleHeader(g.Rate, g.PeriodFrames, g.Periods))
+		w = rundata.NewSampleWriter(r.file, r.shape)
 	}
-	r.acc = newAccumulator(w, shape, r.xrunLine)
-	r.acc.nominalDSP = r.opened.NominalDSP
+	r.acc = newAccumulator(w, r.shape, r.opened.NominalDSP, r.xrunLine)
 	stop, err := r.s.res.phaseOpened(r.s.run, r.ph, start, r.opened.NominalDSP, r.acc, r.file)
 	if err != nil {
 		return err
@@ -514,10 +548,6 @@ func (r *phaseRun) xrunLine(s *rundata.Sample) {
 func (r *phaseRun) finish(err, syncErr error) error {
 	acc := r.acc
 	acc.mu.Lock()
-	r.ph.EndMonoNS = acc.lastDue
-	if r.ph.StartMonoNS == 0 { // an engine killed before its bye: the first period's due time
-		r.ph.StartMonoNS = acc.firstDue
-	}
 	if acc.writer != nil {
 		if ferr := acc.writer.Flush(); ferr != nil && acc.writeErr == nil {
 			acc.writeErr = ferr
@@ -530,7 +560,7 @@ func (r *phaseRun) finish(err, syncErr error) error {
 		}
 	}
 	acc.mu.Unlock()
-	acc.fill(r.ph)
+	acc.fill(r.ph) // without a start from the engine's bye (killed before it), the first period's due
 	if err == nil && r.file != nil {
 		err = closeSamples(r.file)
 		r.file = nil

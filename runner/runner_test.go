@@ -3,14 +3,16 @@ package runner
 import (
 	"strings"
 	"testing"
+	"time"
 
+	"latencytest/audio"
+	"latencytest/internal/badinput"
 	"latencytest/rundata"
 )
 
 func TestAccumulatorFill(t *testing.T) {
 	var xr []int64
-	a := newAccumulator(nil, audioShape{Rate: 48000, PeriodFrames: 48, Periods: 2}, func(s *rundata.Sample) { xr = append(xr, s.Xrun) })
-	a.nominalDSP = 800_000
+	a := newAccumulator(nil, rundata.NewSampleHeader(48000, 48, 2), 800_000, func(s *rundata.Sample) { xr = append(xr, s.Xrun) })
 	lat := []int64{10_000, 50_000, 150_000, 2_000_000}
 	dsp := []int64{800_000, 850_000, 950_000, 799_000}
 	for i := range lat {
@@ -65,7 +67,7 @@ func TestSummaryPercentileBeyondRange(t *testing.T) {
 // two sides' dues and the poll wait; a phase of a driver that neither
 // polls nor runs duplex gets none of them.
 func TestAccumulatorDuplex(t *testing.T) {
-	a := newAccumulator(nil, audioShape{Rate: 48000, PeriodFrames: 48, Periods: 2}, nil)
+	a := newAccumulator(nil, rundata.NewSampleHeader(48000, 48, 2), 0, nil)
 	// capture 100 µs, 300 µs before playback, then playback 200 µs before capture
 	apart := []int64{-100_000, -300_000, 200_000, -100_000}
 	poll := []int64{900_000, 700_000, 0, 800_000}
@@ -96,11 +98,39 @@ func TestAccumulatorDuplex(t *testing.T) {
 		t.Errorf("poll wait %+v", pw)
 	}
 
-	b := newAccumulator(nil, audioShape{Rate: 48000, PeriodFrames: 48, Periods: 2}, nil)
+	b := newAccumulator(nil, rundata.NewSampleHeader(48000, 48, 2), 0, nil)
 	b.sample(&rundata.Sample{Due: 1e6, Woke: 1e6 + 10_000})
 	var plain rundata.Phase
 	b.fill(&plain)
 	if plain.CaptureLatency != nil || plain.PlaybackLatency != nil || plain.CapturePlaybackApart != nil || plain.PollWait != nil {
 		t.Errorf("a timer phase got duplex or poll figures: %+v", plain)
+	}
+}
+
+// Each invariant Validate checks, broken alone, is bad input naming its
+// flag; a measurement that keeps them all passes.
+func TestConfigValidate(t *testing.T) {
+	good := func() Config {
+		return Config{Audio: audio.Config{Stream: "playback", Rate: 48000, Channels: 2, PeriodFrames: 64, Periods: 2},
+			CPULoad: 80, RT: rundata.RTParams{Priority: 80}, Repeat: 1, Duration: time.Second}
+	}
+	if c := good(); c.Validate() != nil {
+		t.Fatalf("good config: %v", c.Validate())
+	}
+	for flag, bad := range map[string]func(*Config){
+		"--channels": func(c *Config) { c.Audio.Channels = 65 },
+		"--periods":  func(c *Config) { c.Audio.Periods = 1 },
+		"--cpu-load": func(c *Config) { c.CPULoad = 101 },
+		"--prio":     func(c *Config) { c.RT.Priority = -1 },
+		"--duration": func(c *Config) { c.Duration = 0 },
+		"--stream":   func(c *Config) { c.Audio.Stream = "both" },
+		"--file":     func(c *Config) { c.Audio.File, c.Audio.ToneHz = "x.wav", 440 },
+		"--repeat":   func(c *Config) { c.Repeat = 1001 },
+	} {
+		c := good()
+		bad(&c)
+		if err := c.Validate(); !badinput.Is(err) || !strings.HasPrefix(err.Error(), flag) {
+			t.Errorf("%s broken: %v, want bad input naming it", flag, err)
+		}
 	}
 }

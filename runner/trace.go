@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"latencytest/internal/atomicfile"
 	"latencytest/internal/child"
 	"latencytest/ktrace"
 	"latencytest/rundata"
@@ -99,7 +100,7 @@ func (t *spikeTrace) write(out *results, ph *rundata.Phase) error {
 	if err != nil {
 		return err
 	}
-	return rundata.WriteFileAtomicIn(out.root, rundata.SpikesFile, b)
+	return atomicfile.WriteIn(out.root, rundata.SpikesFile, b)
 }
 
 // cut ends a results directory of a rotating run: the spikes written
@@ -192,7 +193,7 @@ func (s *session) startTrace(ctx context.Context) *spikeTrace {
 	case !t.info.Enabled:
 		s.pr.linef("trace: causes not recorded: %s", t.info.Note)
 	case len(s.cfg.RT.Affinity) == 0 && runtime.NumCPU() > 1:
-		// Measured: docs/benchmarks.md, "trace-pinned".
+		// Measured: docs/notes/benchmarks.md, "The goals of issue 14".
 		s.pr.linef("trace: recording every CPU's task switches; with --affinity only the audio thread's CPU is recorded, which costs it less (docs/spikes.md)")
 	}
 	return t

@@ -16,17 +16,20 @@ func (cpuStressor) Description() string {
 	return "N busy threads (--threads, default one per CPU); million operations/s"
 }
 
-type cpuLoad struct{ threads int }
+type cpuLoad struct {
+	threads int
+	flag    flagPrefix
+}
 
-func (cpuStressor) Flags(fs *flag.FlagSet) Load {
-	c := &cpuLoad{}
-	fs.IntVar(&c.threads, "threads", runtime.NumCPU(), "busy threads")
+func (cpuStressor) Flags(fs *flag.FlagSet, prefix string) Load {
+	c := &cpuLoad{flag: flagPrefix(prefix)}
+	fs.IntVar(&c.threads, c.flag.def("threads"), runtime.NumCPU(), "busy threads")
 	return c
 }
 
 func (c *cpuLoad) Check() error {
 	if c.threads < 1 || c.threads > 4096 {
-		return badinput.Errorf("--threads %d: want 1 to 4096", c.threads)
+		return badinput.Errorf("%s %d: want 1 to 4096", c.flag.name("threads"), c.threads)
 	}
 	return nil
 }

@@ -38,6 +38,7 @@ type disk struct {
 	dropCaches bool
 	files      int64 // files of --size the stressor keeps at once (disk-copy: 2)
 	bytes      int64 // the size of each, settled by Check
+	flag       flagPrefix
 	// scratch is the private directory the parent made in dir for this
 	// child ("" when run by hand: the file goes in dir itself).
 	scratch string
@@ -46,16 +47,16 @@ type disk struct {
 func (d *disk) scratchIn() string     { return d.dir }
 func (d *disk) useScratch(dir string) { d.scratch = dir }
 
-func diskFlags(fs *flag.FlagSet, withDrop bool, files int64) *disk {
-	d := &disk{size: size{bytes: defaultSize}, files: files}
-	fs.StringVar(&d.dir, "dir", os.TempDir(), "directory for the stressor's file (on the disk to load)")
+func diskFlags(fs *flag.FlagSet, p flagPrefix, withDrop bool, files int64) *disk {
+	d := &disk{size: size{bytes: defaultSize}, files: files, flag: p}
+	fs.StringVar(&d.dir, p.def("dir"), os.TempDir(), "directory for the stressor's file (on the disk to load)")
 	usage := "file `size`, e.g. 512M or 2G (never more than half the free space)"
 	if files > 1 {
 		usage = fmt.Sprintf("file `size`, e.g. 512M or 2G (%d files: together never more than half the free space)", files)
 	}
-	fs.Var(&d.size, "size", usage)
+	fs.Var(&d.size, p.def("size"), usage)
 	if withDrop {
-		fs.BoolVar(&d.dropCaches, "drop-caches", false, "also write 1 to /proc/sys/vm/drop_caches before every pass (root; drops every file's cache)")
+		fs.BoolVar(&d.dropCaches, p.def("drop-caches"), false, "also write 1 to /proc/sys/vm/drop_caches before every pass (root; drops every file's cache)")
 	}
 	return d
 }
@@ -63,17 +64,17 @@ func diskFlags(fs *flag.FlagSet, withDrop bool, files int64) *disk {
 func (d *disk) Check() error {
 	fi, err := os.Stat(d.dir)
 	if err != nil {
-		return badinput.Errorf("--dir %s: %v", d.dir, errors.Unwrap(err))
+		return badinput.Errorf("%s %s: %v", d.flag.name("dir"), d.dir, errors.Unwrap(err))
 	}
 	if !fi.IsDir() {
-		return badinput.Errorf("--dir %s: not a directory", d.dir)
+		return badinput.Errorf("%s %s: not a directory", d.flag.name("dir"), d.dir)
 	}
 	if err := unix.Access(d.dir, unix.W_OK|unix.X_OK); err != nil {
-		return badinput.Errorf("--dir %s: not writable (%v)", d.dir, err)
+		return badinput.Errorf("%s %s: not writable (%v)", d.flag.name("dir"), d.dir, err)
 	}
 	var st unix.Statfs_t
 	if err := unix.Statfs(d.dir, &st); err != nil {
-		return badinput.Errorf("--dir %s: %v", d.dir, err)
+		return badinput.Errorf("%s %s: %v", d.flag.name("dir"), d.dir, err)
 	}
 	free := int64(st.Bavail) * int64(st.Bsize) // Bsize is int32 on 32-bit Linux
 	// All the files together stay within half the free space, so the
@@ -83,21 +84,21 @@ func (d *disk) Check() error {
 	d.bytes = d.size.bytes
 	switch {
 	case d.size.set && d.bytes > limit && d.files > 1:
-		return badinput.Errorf("--size %s: %d files of that size are more than half the free space in %s (%s free)", d.size.String(), d.files, d.dir, humanSize(free))
+		return badinput.Errorf("%s %s: %d files of that size are more than half the free space in %s (%s free)", d.flag.name("size"), d.size.String(), d.files, d.dir, humanSize(free))
 	case d.size.set && d.bytes > limit:
-		return badinput.Errorf("--size %s: more than half the free space in %s (%s free)", d.size.String(), d.dir, humanSize(free))
+		return badinput.Errorf("%s %s: more than half the free space in %s (%s free)", d.flag.name("size"), d.size.String(), d.dir, humanSize(free))
 	case d.bytes > limit:
 		d.bytes = limit
 	}
 	if d.bytes < minDiskSize {
 		if d.size.bytes >= minDiskSize {
-			return badinput.Errorf("--dir %s: only %s free; want at least %d × 2 × 1M", d.dir, humanSize(free), d.files)
+			return badinput.Errorf("%s %s: only %s free; want at least %d × 2 × 1M", d.flag.name("dir"), d.dir, humanSize(free), d.files)
 		}
-		return badinput.Errorf("--size %s: want at least 1M", d.size.String())
+		return badinput.Errorf("%s %s: want at least 1M", d.flag.name("size"), d.size.String())
 	}
 	if d.dropCaches {
 		if err := unix.Access("/proc/sys/vm/drop_caches", unix.W_OK); err != nil {
-			return badinput.Errorf("--drop-caches: /proc/sys/vm/drop_caches is not writable here (%v); it needs root", err)
+			return badinput.Errorf("%s: /proc/sys/vm/drop_caches is not writable here (%v); it needs root", d.flag.name("drop-caches"), err)
 		}
 	}
 	return nil

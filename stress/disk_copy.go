@@ -23,7 +23,9 @@ func (diskCopyStressor) Description() string {
 
 type diskCopy struct{ *disk }
 
-func (diskCopyStressor) Flags(fs *flag.FlagSet) Load { return diskCopy{diskFlags(fs, false, 2)} }
+func (diskCopyStressor) Flags(fs *flag.FlagSet, prefix string) Load {
+	return diskCopy{diskFlags(fs, flagPrefix(prefix), false, 2)}
+}
 
 func (d diskCopy) Run(ctx context.Context, m *Meter) (err error) {
 	src, err := d.create("copy-src")

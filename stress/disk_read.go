@@ -21,7 +21,9 @@ func (diskReadStressor) Description() string {
 
 type diskRead struct{ *disk }
 
-func (diskReadStressor) Flags(fs *flag.FlagSet) Load { return diskRead{diskFlags(fs, true, 1)} }
+func (diskReadStressor) Flags(fs *flag.FlagSet, prefix string) Load {
+	return diskRead{diskFlags(fs, flagPrefix(prefix), true, 1)}
+}
 
 func (d diskRead) Run(ctx context.Context, m *Meter) (err error) {
 	f, err := d.create("read")

@@ -26,7 +26,7 @@ func diskLoad(t *testing.T, name string, args ...string) (*disk, error) {
 		t.Fatalf("no stressor %s", name)
 	}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	l := s.Flags(fs)
+	l := s.Flags(fs, "")
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}

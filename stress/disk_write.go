@@ -20,7 +20,9 @@ func (diskWriteStressor) Description() string {
 
 type diskWrite struct{ *disk }
 
-func (diskWriteStressor) Flags(fs *flag.FlagSet) Load { return diskWrite{diskFlags(fs, false, 1)} }
+func (diskWriteStressor) Flags(fs *flag.FlagSet, prefix string) Load {
+	return diskWrite{diskFlags(fs, flagPrefix(prefix), false, 1)}
+}
 
 func (d diskWrite) Run(ctx context.Context, m *Meter) (err error) {
 	f, err := d.create("write")

@@ -29,21 +29,24 @@ func (execStressor) Description() string {
 	return "any command as the load (--cmd 'make -j4'), restarted whenever it exits; runs completed"
 }
 
-type execLoad struct{ cmd string }
+type execLoad struct {
+	cmd  string
+	flag flagPrefix
+}
 
 // execRestartMin is the least time between two starts of the command, so
 // a command failing at once does not become a fork storm of its own.
 const execRestartMin = time.Second
 
-func (execStressor) Flags(fs *flag.FlagSet) Load {
-	l := &execLoad{}
-	fs.StringVar(&l.cmd, "cmd", "", "the command, run with /bin/sh -c (required)")
+func (execStressor) Flags(fs *flag.FlagSet, prefix string) Load {
+	l := &execLoad{flag: flagPrefix(prefix)}
+	fs.StringVar(&l.cmd, l.flag.def("cmd"), "", "the command, run with /bin/sh -c (required)")
 	return l
 }
 
 func (l *execLoad) Check() error {
 	if l.cmd == "" {
-		return badinput.Errorf("--cmd is required, e.g. --cmd 'make -j4'")
+		return badinput.Errorf("%[1]s is required, e.g. %[1]s 'make -j4'", l.flag.name("cmd"))
 	}
 	return nil
 }

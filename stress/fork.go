@@ -23,17 +23,20 @@ func (forkStressor) Description() string {
 	return "fork storm: short-lived processes forked and reaped by --parallel forkers; processes/s"
 }
 
-type forkLoad struct{ parallel int }
+type forkLoad struct {
+	parallel int
+	flag     flagPrefix
+}
 
-func (forkStressor) Flags(fs *flag.FlagSet) Load {
-	l := &forkLoad{}
-	fs.IntVar(&l.parallel, "parallel", runtime.NumCPU(), "forkers working at once")
+func (forkStressor) Flags(fs *flag.FlagSet, prefix string) Load {
+	l := &forkLoad{flag: flagPrefix(prefix)}
+	fs.IntVar(&l.parallel, l.flag.def("parallel"), runtime.NumCPU(), "forkers working at once")
 	return l
 }
 
 func (l *forkLoad) Check() error {
 	if l.parallel < 1 || l.parallel > 1024 {
-		return badinput.Errorf("--parallel %d: want 1 to 1024", l.parallel)
+		return badinput.Errorf("%s %d: want 1 to 1024", l.flag.name("parallel"), l.parallel)
 	}
 	return nil
 }

@@ -30,6 +30,7 @@ func (hackbenchStressor) Description() string {
 type hackbench struct {
 	groups, fds, loops, datasize int
 	pipe, threads, process       bool
+	flag                         flagPrefix
 	// keepMemory: forked workers keep all of the parent's memory. Set
 	// when a worker died before it was ready, which would mean childUnmap
 	// dropped memory it needed on this system; the round is then run
@@ -46,27 +47,36 @@ const (
 	hbMaxDatasize = 1 << 20
 )
 
-func (hackbenchStressor) Flags(fs *flag.FlagSet) Load {
-	h := &hackbench{}
-	for _, n := range []string{"g", "groups"} {
+// Flags defines rt-tests hackbench's flags, its one-letter ones too when
+// they are the command's own (no prefix): within run, --hackbench-g would
+// be no one's word.
+func (hackbenchStressor) Flags(fs *flag.FlagSet, prefix string) Load {
+	h := &hackbench{flag: flagPrefix(prefix)}
+	names := func(short, long string) []string {
+		if prefix != "" {
+			return []string{prefix + long}
+		}
+		return []string{short, long}
+	}
+	for _, n := range names("g", "groups") {
 		fs.IntVar(&h.groups, n, 10, "number of groups")
 	}
-	for _, n := range []string{"f", "fds"} {
+	for _, n := range names("f", "fds") {
 		fs.IntVar(&h.fds, n, 20, "number of senders (and of receivers) per group")
 	}
-	for _, n := range []string{"l", "loops"} {
+	for _, n := range names("l", "loops") {
 		fs.IntVar(&h.loops, n, 100, "messages each sender sends to each receiver")
 	}
-	for _, n := range []string{"s", "datasize"} {
+	for _, n := range names("s", "datasize") {
 		fs.IntVar(&h.datasize, n, 100, "message size in bytes")
 	}
-	for _, n := range []string{"p", "pipe"} {
+	for _, n := range names("p", "pipe") {
 		fs.BoolVar(&h.pipe, n, false, "send over pipes instead of socketpairs")
 	}
-	for _, n := range []string{"T", "threads"} {
+	for _, n := range names("T", "threads") {
 		fs.BoolVar(&h.threads, n, false, "threads instead of processes")
 	}
-	for _, n := range []string{"P", "process"} {
+	for _, n := range names("P", "process") {
 		fs.BoolVar(&h.process, n, false, "processes (the default)")
 	}
 	return h
@@ -75,17 +85,19 @@ func (hackbenchStressor) Flags(fs *flag.FlagSet) Load {
 func (h *hackbench) Check() error {
 	switch {
 	case h.groups < 1:
-		return badinput.Errorf("--groups %d: want 1 or more", h.groups)
+		return badinput.Errorf("%s %d: want 1 or more", h.flag.name("groups"), h.groups)
 	case h.fds < 1:
-		return badinput.Errorf("--fds %d: want 1 or more", h.fds)
+		return badinput.Errorf("%s %d: want 1 or more", h.flag.name("fds"), h.fds)
 	case h.loops < 1:
-		return badinput.Errorf("--loops %d: want 1 or more", h.loops)
+		return badinput.Errorf("%s %d: want 1 or more", h.flag.name("loops"), h.loops)
 	case h.datasize < 1 || h.datasize > hbMaxDatasize:
-		return badinput.Errorf("--datasize %d: want 1 to %d bytes", h.datasize, hbMaxDatasize)
-	case h.threads && h.process:
+		return badinput.Errorf("%s %d: want 1 to %d bytes", h.flag.name("datasize"), h.datasize, hbMaxDatasize)
+	case h.threads && h.process && h.flag == "":
 		return badinput.Errorf("-T (threads) and -P (processes) exclude each other")
+	case h.threads && h.process:
+		return badinput.Errorf("%s and %s exclude each other", h.flag.name("threads"), h.flag.name("process"))
 	case 2*h.groups*h.fds > hbMaxTasks:
-		return badinput.Errorf("--groups %d × --fds %d is %d tasks; at most %d", h.groups, h.fds, 2*h.groups*h.fds, hbMaxTasks)
+		return badinput.Errorf("%s %d × %s %d is %d tasks; at most %d", h.flag.name("groups"), h.groups, h.flag.name("fds"), h.fds, 2*h.groups*h.fds, hbMaxTasks)
 	}
 	return nil
 }

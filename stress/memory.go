@@ -24,13 +24,14 @@ func (memoryStressor) Description() string {
 type memoryLoad struct {
 	size  size
 	bytes int64
+	flag  flagPrefix
 }
 
 const defaultMemory = 256 << 20
 
-func (memoryStressor) Flags(fs *flag.FlagSet) Load {
-	l := &memoryLoad{size: size{bytes: defaultMemory}}
-	fs.Var(&l.size, "size", "memory to churn, a `size` such as 256M (never more than half the available memory)")
+func (memoryStressor) Flags(fs *flag.FlagSet, prefix string) Load {
+	l := &memoryLoad{size: size{bytes: defaultMemory}, flag: flagPrefix(prefix)}
+	fs.Var(&l.size, l.flag.def("size"), "memory to churn, a `size` such as 256M (never more than half the available memory)")
 	return l
 }
 
@@ -39,14 +40,14 @@ func (l *memoryLoad) Check() error {
 	l.bytes = l.size.bytes
 	if avail > 0 && l.bytes > avail/2 {
 		if l.size.set {
-			return badinput.Errorf("--size %s: more than half the available memory (%s)", l.size.String(), humanSize(avail))
+			return badinput.Errorf("%s %s: more than half the available memory (%s)", l.flag.name("size"), l.size.String(), humanSize(avail))
 		}
 		l.bytes = avail / 2
 	}
 	page := int64(os.Getpagesize())
 	l.bytes = l.bytes / page * page
 	if l.bytes < page {
-		return badinput.Errorf("--size %s: want at least one page", l.size.String())
+		return badinput.Errorf("%s %s: want at least one page", l.flag.name("size"), l.size.String())
 	}
 	return nil
 }

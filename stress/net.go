@@ -23,21 +23,22 @@ func (netStressor) Description() string {
 type netLoad struct {
 	conns int
 	block size
+	flag  flagPrefix
 }
 
-func (netStressor) Flags(fs *flag.FlagSet) Load {
-	l := &netLoad{block: size{bytes: 64 << 10}}
-	fs.IntVar(&l.conns, "conns", 2, "connections")
-	fs.Var(&l.block, "block", "`size` of each write")
+func (netStressor) Flags(fs *flag.FlagSet, prefix string) Load {
+	l := &netLoad{block: size{bytes: 64 << 10}, flag: flagPrefix(prefix)}
+	fs.IntVar(&l.conns, l.flag.def("conns"), 2, "connections")
+	fs.Var(&l.block, l.flag.def("block"), "`size` of each write")
 	return l
 }
 
 func (l *netLoad) Check() error {
 	if l.conns < 1 || l.conns > 256 {
-		return badinput.Errorf("--conns %d: want 1 to 256", l.conns)
+		return badinput.Errorf("%s %d: want 1 to 256", l.flag.name("conns"), l.conns)
 	}
 	if l.block.bytes > 16<<20 {
-		return badinput.Errorf("--block %s: want at most 16M", l.block.String())
+		return badinput.Errorf("%s %s: want at most 16M", l.flag.name("block"), l.block.String())
 	}
 	return nil
 }

@@ -20,7 +20,7 @@ func (procStressor) Description() string {
 
 type procLoad struct{}
 
-func (procStressor) Flags(fs *flag.FlagSet) Load { return procLoad{} }
+func (procStressor) Flags(*flag.FlagSet, string) Load { return procLoad{} }
 
 func (procLoad) Check() error { return nil }
 

@@ -27,9 +27,12 @@ type Stressor interface {
 	Name() string
 	// Description is one line for `latencytest stress -list`.
 	Description() string
-	// Flags defines the stressor's flags on fs and returns the load they
-	// configure; the load reads its settings only after fs is parsed.
-	Flags(fs *flag.FlagSet) Load
+	// Flags defines the stressor's flags on fs, each named prefix and its
+	// own name ("" for `latencytest stress NAME`: --groups; "hackbench-"
+	// within run: --hackbench-groups), and returns the load they
+	// configure. The load reads its settings only after fs is parsed, and
+	// names its flags in its messages as they were defined.
+	Flags(fs *flag.FlagSet, prefix string) Load
 }
 
 // A Load is a configured stressor, run inside the child process.
@@ -48,6 +51,17 @@ type Load interface {
 type oneShot interface {
 	RunOnce(ctx context.Context, stdout io.Writer) error
 }
+
+// flagPrefix is what a command puts before a stressor's flag names (see
+// Stressor.Flags); a load keeps it to name its flags as the user typed
+// them.
+type flagPrefix string
+
+// def is the name to define the flag called name with.
+func (p flagPrefix) def(name string) string { return string(p) + name }
+
+// name is the flag called name as the user types it, for messages.
+func (p flagPrefix) name(name string) string { return "--" + string(p) + name }
 
 // Registry holds the built-in stressors.
 type Registry struct {
@@ -112,7 +126,7 @@ func (r *Registry) parse(name string, args []string, usage io.Writer) (*config, 
 	fs.SetOutput(io.Discard)
 	fs.DurationVar(&c.duration, "duration", 0, "how long to run (0: until stopped)")
 	fs.DurationVar(&c.interval, "interval", time.Second, "how often to print the throughput")
-	c.load = s.Flags(fs)
+	c.load = s.Flags(fs, "")
 	fs.Usage = func() {} // errors are one line; help is printed below
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -137,13 +151,20 @@ func (r *Registry) parse(name string, args []string, usage io.Writer) (*config, 
 	if c.interval <= 0 {
 		return nil, badinput.Errorf("stress %s: --interval %v: want more than 0", name, c.interval)
 	}
-	if err := c.load.Check(); err != nil {
-		if badinput.Is(err) {
-			return nil, badinput.Errorf("stress %s: %v", name, err)
-		}
+	if err := check(name, c.load); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// check checks the settings of name's load l without starting anything;
+// bad input is said as the stressor's.
+func check(name string, l Load) error {
+	err := l.Check()
+	if badinput.Is(err) {
+		return badinput.Errorf("stress %s: %v", name, err)
+	}
+	return err
 }
 
 // flagError turns the flag package's messages into the project's style
@@ -156,9 +177,9 @@ func flagError(err error) string {
 	return strings.SplitN(msg, "\n", 2)[0]
 }
 
-// Validate parses args as `latencytest stress NAME args` would, without
+// validate parses args as `latencytest stress NAME args` would, without
 // starting anything. Its error is one line for the user.
-func (r *Registry) Validate(name string, args []string) error {
+func (r *Registry) validate(name string, args []string) error {
 	_, err := r.parse(name, args, io.Discard)
 	if errors.Is(err, flag.ErrHelp) {
 		return badinput.Errorf("stress %s: -h is not a load setting", name)
@@ -166,41 +187,84 @@ func (r *Registry) Validate(name string, args []string) error {
 	return err
 }
 
+// RunLoads are every stressor's loads as the flags of `latencytest run`
+// configure them.
+type RunLoads struct {
+	fs    *flag.FlagSet
+	loads map[string]runFlagsLoad
+}
+
+// runFlagsLoad is one stressor's load within run.
+type runFlagsLoad struct {
+	load   Load
+	prefix string
+	flags  []string // its flags' names on run's flag set, sorted
+}
+
 // RunFlags defines every stressor's flags on fs (the flag set of
-// `latencytest run`), each prefixed with its stressor's name up to the first
-// '-' (--hackbench-groups, --disk-size, --exec-cmd), and returns a function
-// giving, for a phase's stressor, the arguments for `latencytest stress NAME`
-// built from the flags the user set. Values are parsed when fs is, so a bad
-// one fails run's own flag parsing. Stressors that share a prefix (disk-*)
-// share the flags of the same name.
-func (r *Registry) RunFlags(fs *flag.FlagSet) func(name string) []string {
-	type mapped struct{ name, runName string }
-	per := map[string][]mapped{}
+// `latencytest run`), each prefixed with its stressor's name up to the
+// first '-' (--hackbench-groups, --disk-size, --exec-cmd): parsing fs
+// configures every stressor's load, and a load's messages name run's
+// flags. Stressors that share a prefix (disk-*) share the flags of the
+// same name: the one flag sets each one's.
+func (r *Registry) RunFlags(fs *flag.FlagSet) *RunLoads {
+	rl := &RunLoads{fs: fs, loads: map[string]runFlagsLoad{}}
+	shared := map[string]*flag.Flag{}
 	for _, name := range r.Names() {
-		s := r.byName[name]
 		prefix, _, _ := strings.Cut(name, "-")
+		prefix += "-"
 		own := flag.NewFlagSet(name, flag.ContinueOnError)
-		s.Flags(own)
+		l := runFlagsLoad{load: r.byName[name].Flags(own, prefix), prefix: prefix}
 		own.VisitAll(func(f *flag.Flag) {
-			if len(f.Name) == 1 { // hackbench's -g, -l ... are aliases of long names
+			l.flags = append(l.flags, f.Name)
+			if g, ok := shared[f.Name]; ok {
+				g.Value = both{g.Value, f.Value}
 				return
 			}
-			runName := prefix + "-" + f.Name
-			if fs.Lookup(runName) == nil {
-				fs.Var(f.Value, runName, fmt.Sprintf("%s (stressor %s)", f.Usage, name))
-			}
-			per[name] = append(per[name], mapped{f.Name, runName})
+			fs.Var(f.Value, f.Name, fmt.Sprintf("%s (stressor %s)", f.Usage, name))
+			shared[f.Name] = fs.Lookup(f.Name)
 		})
+		rl.loads[name] = l
 	}
-	return func(name string) []string {
-		set := map[string]bool{}
-		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-		var args []string
-		for _, m := range per[name] {
-			if set[m.runName] {
-				args = append(args, "--"+m.name+"="+fs.Lookup(m.runName).Value.String())
-			}
+	return rl
+}
+
+// Check checks the settings of name's load as run's flags gave them,
+// without starting anything. Its error is one line for the user.
+func (rl *RunLoads) Check(name string) error {
+	return check(name, rl.loads[name].load)
+}
+
+// Args is the command line of `latencytest stress NAME` that runs name's
+// load as run's flags configured it: the flags the user set, by the
+// stressor's own names.
+func (rl *RunLoads) Args(name string) []string {
+	l := rl.loads[name]
+	set := map[string]bool{}
+	rl.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var args []string
+	for _, n := range l.flags {
+		if set[n] {
+			args = append(args, "--"+strings.TrimPrefix(n, l.prefix)+"="+rl.fs.Lookup(n).Value.String())
 		}
-		return args
 	}
+	return args
+}
+
+// both is one flag setting the flags of the same name of two stressors.
+type both [2]flag.Value
+
+func (b both) String() string { return b[0].String() }
+
+func (b both) Set(s string) error {
+	if err := b[0].Set(s); err != nil {
+		return err
+	}
+	return b[1].Set(s)
+}
+
+// IsBoolFlag lets a shared switch be given without a value.
+func (b both) IsBoolFlag() bool {
+	f, ok := b[0].(interface{ IsBoolFlag() bool })
+	return ok && f.IsBoolFlag()
 }

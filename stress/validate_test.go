@@ -88,7 +88,7 @@ func TestValidate(t *testing.T) {
 			if c.path != "" {
 				t.Setenv("PATH", c.path)
 			}
-			err := r.Validate(c.name, c.args)
+			err := r.validate(c.name, c.args)
 			if c.want == "" {
 				if err != nil {
 					t.Fatalf("Validate: %v, want nil", err)
@@ -135,7 +135,7 @@ func TestRunFlags(t *testing.T) {
 	r := NewRegistry()
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.Duration("duration", 0, "run's own flag")
-	args := r.RunFlags(fs)
+	loads := r.RunFlags(fs)
 	err := fs.Parse([]string{"--hackbench-groups", "6", "--disk-size", "512M", "--disk-drop-caches",
 		"--exec-cmd", "make -j4", "--fork-parallel", "3", "--duration", "5s"})
 	if err != nil {
@@ -152,15 +152,20 @@ func TestRunFlags(t *testing.T) {
 		"x11":        nil,
 	}
 	for name, w := range want {
-		got := args(name)
+		got := loads.Args(name)
 		slices.Sort(got)
 		if !slices.Equal(got, w) {
 			t.Errorf("args(%s) = %q, want %q", name, got, w)
 		}
 	}
 	// The arguments are what `latencytest stress NAME` accepts.
-	if err := r.Validate("hackbench", args("hackbench")); err != nil {
-		t.Errorf("Validate(hackbench, %q): %v", args("hackbench"), err)
+	if err := r.validate("hackbench", loads.Args("hackbench")); err != nil {
+		t.Errorf("validate(hackbench, %q): %v", loads.Args("hackbench"), err)
+	}
+	for _, name := range []string{"hackbench", "disk-copy", "exec", "fork"} {
+		if err := loads.Check(name); err != nil {
+			t.Errorf("Check(%s): %v", name, err)
+		}
 	}
 	if fs.Lookup("hackbench-g") != nil || fs.Lookup("hackbench-duration") != nil {
 		t.Errorf("short aliases or the duration flag leaked into run's flags")
@@ -171,6 +176,36 @@ func TestRunFlags(t *testing.T) {
 	r.RunFlags(bad)
 	if err := bad.Parse([]string{"--disk-size", "huge"}); err == nil || !strings.Contains(err.Error(), "disk-size") {
 		t.Errorf("bad --disk-size: err = %v, want one naming the flag", err)
+	}
+}
+
+// A load's check within run names run's flag, as the user typed it, and
+// a flag the disk stressors share reaches each of them.
+func TestRunFlagsCheckInRunsWords(t *testing.T) {
+	cases := []struct {
+		args []string
+		name string
+		want string
+	}{
+		{[]string{"--hackbench-groups", "0"}, "hackbench", "stress hackbench: --hackbench-groups 0: want 1 or more"},
+		{[]string{"--hackbench-threads", "--hackbench-process"}, "hackbench", "stress hackbench: --hackbench-threads and --hackbench-process exclude each other"},
+		{[]string{"--exec-cmd", ""}, "exec", "stress exec: --exec-cmd is required, e.g. --exec-cmd 'make -j4'"},
+		{[]string{"--cpu-threads", "0"}, "cpu", "stress cpu: --cpu-threads 0: want 1 to 4096"},
+		{[]string{"--disk-dir", "/nonexistent/x"}, "disk-write", "stress disk-write: --disk-dir /nonexistent/x: no such file or directory"},
+		{[]string{"--disk-dir", "/nonexistent/x"}, "disk-copy", "stress disk-copy: --disk-dir /nonexistent/x: no such file or directory"},
+		{[]string{"--disk-dir", "/nonexistent/x"}, "disk-read", "stress disk-read: --disk-dir /nonexistent/x: no such file or directory"},
+		{[]string{"--x11-area", "8"}, "x11", "stress x11: --x11-area 8: want 16 to 4096 pixels"},
+	}
+	for _, c := range cases {
+		fs := flag.NewFlagSet("run", flag.ContinueOnError)
+		loads := NewRegistry().RunFlags(fs)
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		err := loads.Check(c.name)
+		if err == nil || err.Error() != c.want || !badinput.Is(err) {
+			t.Errorf("%q: Check(%s) = %v, want bad input %q", c.args, c.name, err, c.want)
+		}
 	}
 }
 

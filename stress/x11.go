@@ -42,30 +42,31 @@ type x11Load struct {
 	xvfb    bool
 	area    int
 	sync    int
+	flag    flagPrefix
 }
 
 const xvfbStartLimit = 10 * time.Second
 
-func (x11Stressor) Flags(fs *flag.FlagSet) Load {
-	l := &x11Load{}
-	fs.StringVar(&l.display, "display", os.Getenv("DISPLAY"), "X display to draw on (default $DISPLAY; none: start Xvfb)")
-	fs.BoolVar(&l.xvfb, "xvfb", false, "start a private Xvfb even when there is a display")
-	fs.IntVar(&l.area, "area", 500, "side of the square window in pixels, as x11perf's 500")
-	fs.IntVar(&l.sync, "sync-every", 4, "frames between round trips to the server")
+func (x11Stressor) Flags(fs *flag.FlagSet, prefix string) Load {
+	l := &x11Load{flag: flagPrefix(prefix)}
+	fs.StringVar(&l.display, l.flag.def("display"), os.Getenv("DISPLAY"), "X display to draw on (default $DISPLAY; none: start Xvfb)")
+	fs.BoolVar(&l.xvfb, l.flag.def("xvfb"), false, "start a private Xvfb even when there is a display")
+	fs.IntVar(&l.area, l.flag.def("area"), 500, "side of the square window in pixels, as x11perf's 500")
+	fs.IntVar(&l.sync, l.flag.def("sync-every"), 4, "frames between round trips to the server")
 	return l
 }
 
 func (l *x11Load) Check() error {
 	if l.area < 16 || l.area > 4096 {
-		return badinput.Errorf("--area %d: want 16 to 4096 pixels", l.area)
+		return badinput.Errorf("%s %d: want 16 to 4096 pixels", l.flag.name("area"), l.area)
 	}
 	if l.sync < 1 {
-		return badinput.Errorf("--sync-every %d: want 1 or more", l.sync)
+		return badinput.Errorf("%s %d: want 1 or more", l.flag.name("sync-every"), l.sync)
 	}
 	if l.display == "" || l.xvfb {
 		if _, err := exec.LookPath("Xvfb"); err != nil {
 			if l.xvfb {
-				return badinput.Errorf("--xvfb: no Xvfb found (Debian package xvfb)")
+				return badinput.Errorf("%s: no Xvfb found (Debian package xvfb)", l.flag.name("xvfb"))
 			}
 			return badinput.Errorf("no X server ($DISPLAY is not set) and no Xvfb to start one (Debian package xvfb)")
 		}

@@ -10,64 +10,34 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
-	"latencytest/internal/racetest"
+	"latencytest/internal/bintest"
 	"latencytest/rundata"
 )
 
-// The command built with the portaudio tag, once for the package's tests.
-var built struct {
-	once sync.Once
-	dir  string
-	exe  string
-	err  error
-}
+// bin is the command built with the portaudio tag, once, when a test
+// first needs it (internal/bintest).
+var bin *bintest.Binary
 
 func TestMain(m *testing.M) {
-	races, err := os.MkdirTemp("", "latencytest-pa-race-")
-	if err != nil {
+	var err error
+	if bin, err = bintest.New("portaudio"); err != nil {
 		panic(err)
 	}
-	racetest.Setenv(races)
 	code := m.Run()
-	if err := racetest.Reports(races); err != nil {
+	if err := bin.Close(); err != nil {
 		fmt.Fprintln(os.Stderr, "FAIL:", err)
 		code = 1
 	}
-	os.RemoveAll(races)
-	if built.dir != "" {
-		os.RemoveAll(built.dir)
-	}
 	os.Exit(code)
-}
-
-// buildLatencytest builds the command with the portaudio tag.
-func buildLatencytest(t *testing.T) string {
-	t.Helper()
-	built.once.Do(func() {
-		if built.dir, built.err = os.MkdirTemp("", "latencytest-pa-"); built.err != nil {
-			return
-		}
-		built.exe = filepath.Join(built.dir, "latencytest")
-		args := append(append([]string{"build", "-tags", "portaudio"}, racetest.BuildFlags()...), "-o", built.exe, "latencytest/cmd/latencytest")
-		out, err := exec.Command("go", args...).CombinedOutput()
-		if err != nil {
-			built.err = fmt.Errorf("go build -tags portaudio: %v\n%s", err, out)
-		}
-	})
-	if built.err != nil {
-		t.Fatal(built.err)
-	}
-	return built.exe
 }
 
 // runLatencytest runs `latencytest run` against the test's JACK server and
 // returns the results directory.
 func runLatencytest(t *testing.T, args ...string) string {
 	t.Helper()
-	exe := buildLatencytest(t)
+	exe := bin.Path(t)
 	out := filepath.Join(t.TempDir(), "results")
 	args = append([]string{"run", "--driver", "portaudio", "--device", "jack", "--period", "64", "--tests", "idle", "--out", out, "--no-report", "--quiet"}, args...)
 	cmd := exec.Command(exe, args...)
@@ -77,15 +47,6 @@ func runLatencytest(t *testing.T, args ...string) string {
 		t.Fatalf("latencytest %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
 	}
 	return out
-}
-
-func readSamples(t *testing.T, dir string, ph rundata.Phase) []rundata.Sample {
-	t.Helper()
-	ss, err := rundata.ReadSamples(filepath.Join(dir, ph.SamplesFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ss
 }
 
 // The issue's acceptance run: five seconds of 64-frame periods from a JACK
@@ -101,7 +62,7 @@ func TestRunThroughJack(t *testing.T) {
 		t.Fatalf("%d phases, want 1", len(run.Phases))
 	}
 	ph := run.Phases[0]
-	s := readSamples(t, dir, ph)
+	s := bintest.ReadSamples(t, dir, ph)
 	if int64(len(s)) != ph.Periods {
 		t.Fatalf("samples file has %d periods, run.json %d", len(s), ph.Periods)
 	}
@@ -164,7 +125,7 @@ func TestRunStallThroughJack(t *testing.T) {
 		t.Fatalf("no xrun after a 50 ms stall: %+v", ph)
 	}
 	var stall int64
-	for _, p := range readSamples(t, dir, ph) {
+	for _, p := range bintest.ReadSamples(t, dir, ph) {
 		if p.Index > 1000 && p.Index <= 1003 {
 			stall = max(stall, p.Xrun)
 		}

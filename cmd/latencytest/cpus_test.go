@@ -11,11 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"latencytest/audio"
+	"latencytest/internal/procfile"
 	"latencytest/internal/threads"
 	"latencytest/runner"
-
-	"golang.org/x/sys/unix"
 )
 
 // With the audio thread pinned (--affinity), latencytest's own work runs
@@ -110,9 +111,8 @@ func fifo(pid int, tid string) bool {
 	if err != nil {
 		return false
 	}
-	s := string(st)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	return len(f) > 38 && f[38] == "1"
+	s, ok := procfile.ParseStat(st)
+	return ok && s.Sched && s.Policy == unix.SCHED_FIFO
 }
 
 // The engine's threads but the loop's run with a coarse timer slack once

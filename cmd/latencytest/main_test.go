@@ -15,37 +15,39 @@ import (
 	"time"
 
 	"latencytest/audio/timer"
+	"latencytest/internal/bintest"
+	"latencytest/internal/child"
+	"latencytest/internal/procfile"
 	"latencytest/internal/racetest"
 	"latencytest/rundata"
 )
 
-// binary is the latencytest built for these tests: `run` starts the engine
-// as a process of the same binary, so the tests drive the real thing.
-var binary string
+// built is latencytest built for these tests (internal/bintest), and binary
+// its path: `run` starts the engine as a process of the same binary, so
+// the tests drive the real thing.
+var (
+	built  *bintest.Binary
+	binary string
+)
 
 func TestMain(m *testing.M) {
 	if os.Getenv("LT_CULPRIT") == "1" {
 		runCulprit() // the trace test's known culprit (trace_test.go)
 		return
 	}
-	dir, err := os.MkdirTemp("", "latencytest-bin")
-	if err != nil {
-		panic(err)
+	var err error
+	if built, err = bintest.New(); err == nil {
+		binary, err = built.Build()
 	}
-	binary = filepath.Join(dir, "latencytest")
-	out, err := exec.Command("go", append(append([]string{"build"}, racetest.BuildFlags()...), "-o", binary, ".")...).CombinedOutput()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
-		os.RemoveAll(dir)
+		fmt.Fprintf(os.Stderr, "build: %v\n", err)
 		os.Exit(1)
 	}
-	racetest.Setenv(dir)
 	code := m.Run()
-	if err := racetest.Reports(dir); err != nil {
+	if err := built.Close(); err != nil {
 		fmt.Fprintln(os.Stderr, "FAIL:", err)
 		code = 1
 	}
-	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
@@ -56,35 +58,14 @@ type result struct {
 
 func latencytest(t *testing.T, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
-	var so, se bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &so, &se
-	err := cmd.Run()
-	r := result{stdout: so.String(), stderr: se.String()}
-	if ee, ok := err.(*exec.ExitError); ok {
-		r.code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return r
+	r := built.Run(t, args...)
+	return result{code: r.Code, stdout: r.Stdout, stderr: r.Stderr}
 }
 
-func readRun(t *testing.T, dir string) *rundata.Run {
-	t.Helper()
-	r, err := rundata.ReadRun(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
+func readRun(t *testing.T, dir string) *rundata.Run { return bintest.ReadRun(t, dir) }
 
 func readSamples(t *testing.T, dir string, ph rundata.Phase) []rundata.Sample {
-	t.Helper()
-	ss, err := rundata.ReadSamples(filepath.Join(dir, ph.SamplesFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ss
+	return bintest.ReadSamples(t, dir, ph)
 }
 
 func TestBadFlagsExit2WritingNothing(t *testing.T) {
@@ -185,7 +166,7 @@ func TestRunTimerIdleCountsPeriods(t *testing.T) {
 	}
 	// Every period of the 3 s is counted but those an xrun lost. An xrun
 	// here is a wakeup 20 ms late, which this shared host's own stalls of
-	// a vCPU can reach (docs/benchmarks.md, "Where the tail comes from";
+	// a vCPU can reach (docs/notes/benchmarks.md, "Where the tail comes from";
 	// the race-detector CI run met one): each must be as long as the write
 	// came after the buffer ran dry.
 	const periodNS = int64(64) * 1e9 / 48000
@@ -295,23 +276,9 @@ func children(ppid int, word string) []int {
 // parents maps every process to its parent, from one pass over /proc.
 func parents() map[int]int {
 	out := map[int]int{}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		if len(f) < 2 {
-			continue
-		}
-		if pp, err := strconv.Atoi(f[1]); err == nil {
-			out[pid] = pp
-		}
+	ps, _ := child.Processes()
+	for _, p := range ps {
+		out[p.Pid] = p.PPid
 	}
 	return out
 }
@@ -321,8 +288,8 @@ func alive(pid int) bool {
 	if err != nil {
 		return false
 	}
-	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	return len(f) > 0 && f[0] != "Z"
+	st, ok := procfile.ParseStat(stat)
+	return ok && st.State != "Z"
 }
 
 // SIGSTOP of the engine process for 300 ms is one xrun of 300 ms minus the

@@ -1,25 +1,16 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"latencytest/internal/badinput"
-	"latencytest/internal/child"
-	"latencytest/metrics"
 	"latencytest/runner"
-	"latencytest/stress"
 	"latencytest/sysinfo"
 )
 
@@ -66,7 +57,11 @@ func monitorMain(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := interruptible(cfg.Children, stderr)
 	defer stop()
-	err = m.loop(ctx, cfg, set, stderr)
+	err = runner.RunRotating(ctx, cfg, m.keep, func() {
+		if set != nil {
+			set.Rotated()
+		}
+	})
 	if merr := stopMetrics(!badinput.Is(err)); merr != nil && err == nil {
 		err = merr
 	}
@@ -101,116 +96,14 @@ func (m *monitorFlags) config(fs *flag.FlagSet, f *runFlags, aplay *aplayFlags, 
 	if st, err := os.Lstat(f.out); err == nil && !st.IsDir() {
 		return runner.Config{}, badFlag("--out %s: not a directory", f.out)
 	}
-	cfg, err := f.config(loadSet{reg: stress.NewRegistry(), children: &child.Set{}})
+	cfg, err := f.config(nil)
 	if err != nil {
 		return cfg, err
 	}
-	exe, err := os.Executable()
-	if err != nil {
+	if err := attach(&cfg, "monitor", args); err != nil {
 		return cfg, err
 	}
-	cfg.Exe, cfg.Version = exe, version
-	cfg.Command = append([]string{"latencytest", "monitor"}, args...)
 	cfg.Progress = runner.ProgressNone
-	cfg.Checks, cfg.RTTasks = checks(cfg.RT)
 	cfg.Duration, cfg.Rotate = 0, m.rotate // one engine, until stopped
 	return cfg, nil
-}
-
-// loop measures into base/YYYYMMDD-HHMMSS, one directory per rotation,
-// until ctx ends: one run of one engine, whose phase the runner hands
-// over to a new directory at every rotation (runner.Config.Rotate), so
-// that the stream is measured without a gap; every period is counted
-// once in its directory and once in the metrics. The last rotation is
-// completed as an interrupted run. Bad input (the driver refused the
-// device) leaves nothing behind.
-func (m *monitorFlags) loop(ctx context.Context, cfg runner.Config, set *metrics.Set, stderr io.Writer) error {
-	base := cfg.Out
-	_, statErr := os.Lstat(base)
-	made := errors.Is(statErr, fs.ErrNotExist)
-	dir, err := rotationDir(base, time.Now())
-	if err != nil {
-		return err
-	}
-	cfg.Out = dir
-	cfg.NextOut = func(start time.Time) (string, error) { return rotationDir(base, start.Local()) }
-	cfg.Rotated = func(string) {
-		if set != nil {
-			set.Rotated()
-		}
-		if err := prune(base, m.keep); err != nil {
-			fmt.Fprintf(stderr, "latencytest monitor: %v\n", err)
-		}
-	}
-	if _, err := runner.Run(ctx, cfg); err != nil {
-		if made && badinput.Is(err) {
-			os.Remove(base) // only if empty: what the run created
-		}
-		return err
-	}
-	cfg.Rotated(dir)
-	return nil
-}
-
-// rotationPattern is the name of a rotation's directory.
-var rotationPattern = regexp.MustCompile(`^[0-9]{8}-[0-9]{6}(-[0-9]+)?$`)
-
-// rotationDir names the rotation starting at t: YYYYMMDD-HHMMSS, with -2,
-// -3... when that name is taken (two rotations in one second).
-func rotationDir(base string, t time.Time) (string, error) {
-	name := t.Format("20060102-150405")
-	for n := 1; n < 1000; n++ {
-		dir := filepath.Join(base, name)
-		if n > 1 {
-			dir = fmt.Sprintf("%s-%d", dir, n)
-		}
-		if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
-			return dir, nil
-		}
-	}
-	return "", fmt.Errorf("%s: no free name for a results directory", base)
-}
-
-// prune removes the oldest rotation directories of base beyond the newest
-// keep (0: none is removed). Only directories (never a symlink) named as
-// rotations are touched.
-func prune(base string, keep int) error {
-	if keep == 0 {
-		return nil
-	}
-	entries, err := os.ReadDir(base)
-	if err != nil {
-		return fmt.Errorf("prune: %w", err)
-	}
-	var dirs []string
-	for _, e := range entries {
-		if e.Type().IsDir() && rotationPattern.MatchString(e.Name()) {
-			dirs = append(dirs, e.Name())
-		}
-	}
-	slices.SortFunc(dirs, compareRotations)
-	var errs []error
-	for _, d := range dirs[:max(len(dirs)-keep, 0)] {
-		if err := os.RemoveAll(filepath.Join(base, d)); err != nil {
-			errs = append(errs, fmt.Errorf("prune: %w", err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// compareRotations orders rotation names by time, then by their -N.
-func compareRotations(a, b string) int {
-	if c := strings.Compare(a[:15], b[:15]); c != 0 {
-		return c
-	}
-	return rotationSeq(a) - rotationSeq(b)
-}
-
-// rotationSeq is a rotation name's N of -N, 1 without.
-func rotationSeq(name string) int {
-	n := 1
-	if len(name) > 16 {
-		n, _ = strconv.Atoi(name[16:])
-	}
-	return n
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"latencytest/rundata"
+	"latencytest/runner"
 )
 
 func TestMonitorBadFlags(t *testing.T) {
@@ -177,22 +178,23 @@ func TestRunMetricsFile(t *testing.T) {
 	}
 }
 
-// rotations lists a monitor's results directories in order.
+// rotations lists a monitor's results directories in order; base holds
+// nothing else.
 func rotations(t *testing.T, base string) []string {
 	t.Helper()
 	entries, err := os.ReadDir(base)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
+	names, err := runner.Rotations(base)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, e := range entries {
-		if rotationPattern.MatchString(e.Name()) {
-			names = append(names, e.Name())
-		} else {
+		if !slices.Contains(names, e.Name()) {
 			t.Errorf("%s: %s is not a rotation's directory", base, e.Name())
 		}
 	}
-	slices.SortFunc(names, compareRotations)
 	return names
 }
 
@@ -251,36 +253,6 @@ func promByCause(t *testing.T, path string) map[string]float64 {
 		m[kind+"/"+name] = mt.Counter.GetValue()
 	}
 	return m
-}
-
-// prune keeps the newest directories named as rotations and nothing else
-// is touched: other names, symlinks.
-func TestPrune(t *testing.T) {
-	base := t.TempDir()
-	for _, n := range []string{"20260101-000000", "20260101-000001", "20260101-000001-2", "20260101-000001-10", "20251231-235959", "other"} {
-		if err := os.Mkdir(filepath.Join(base, n), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	victim := t.TempDir()
-	if err := os.Symlink(victim, filepath.Join(base, "20200101-000000")); err != nil {
-		t.Fatal(err)
-	}
-	if err := prune(base, 2); err != nil {
-		t.Fatal(err)
-	}
-	var left []string
-	entries, _ := os.ReadDir(base)
-	for _, e := range entries {
-		left = append(left, e.Name())
-	}
-	want := []string{"20200101-000000", "20260101-000001-10", "20260101-000001-2", "other"}
-	if !slices.Equal(left, want) {
-		t.Errorf("left %v, want %v", left, want)
-	}
-	if _, err := os.Stat(victim); err != nil {
-		t.Errorf("the symlink's target: %v", err)
-	}
 }
 
 // run's metrics flags: bad ones are one line, exit 2, nothing written.

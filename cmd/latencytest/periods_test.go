@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"latencytest/rundata"
 )
 
 // run --period 256,512,1024: the suite once per size, each into a results
@@ -20,11 +22,11 @@ func TestRunPeriodList(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
 	}
-	b, err := os.ReadFile(filepath.Join(out, "floor.json"))
+	b, err := os.ReadFile(filepath.Join(out, rundata.FloorFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var fl floor
+	var fl rundata.Floor
 	if err := json.Unmarshal(b, &fl); err != nil {
 		t.Fatal(err)
 	}

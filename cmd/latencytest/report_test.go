@@ -76,7 +76,7 @@ func TestCompareCommand(t *testing.T) {
 	}
 	// A cyclictest terminal log, and the ranking as JSON.
 	js := filepath.Join(t.TempDir(), "cmp.json")
-	log := filepath.Join("..", "..", "rundata", "testdata", "cyclictest-log", "loop-q.txt")
+	log := filepath.Join("..", "..", "cyclictest", "testdata", "cyclictest-log", "loop-q.txt")
 	r = latencytest(t, "compare", "-phase", "idle", a, log, "-o", out, "-json", js)
 	if b, err := os.ReadFile(js); r.code != 0 || err != nil || !strings.Contains(string(b), `"max_us": [`) || !strings.Contains(r.stdout, js) {
 		t.Fatalf("compare -json: exit %d: %s; %s", r.code, r.stderr, b)

@@ -21,6 +21,7 @@ import (
 	"latencytest/audio"
 	"latencytest/internal/badinput"
 	"latencytest/internal/child"
+	"latencytest/internal/cpulist"
 	"latencytest/rundata"
 	"latencytest/runner"
 	"latencytest/sysinfo"
@@ -85,19 +86,15 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "latencytest run: unexpected argument %q (flags only)\n", fs.Arg(0))
 		return 2
 	}
-	cfg, err := f.config(loads)
+	cfg, err := f.config(&loads)
 	if err != nil {
 		fmt.Fprintf(stderr, "latencytest run: %v\n", err)
 		return 2
 	}
-	exe, err := os.Executable()
-	if err != nil {
+	if err := attach(&cfg, "run", args); err != nil {
 		fmt.Fprintf(stderr, "latencytest run: %v\n", err)
 		return 1
 	}
-	cfg.Exe = exe
-	cfg.Command = append([]string{"latencytest", "run"}, args...)
-	cfg.Version = version
 	cfg.Stdout, cfg.Stderr = stdout, stderr
 	cfg.Progress = runner.ProgressLines
 	if f.quiet {
@@ -105,11 +102,9 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	} else if isTerminal(stderr) {
 		cfg.Progress = runner.ProgressBar
 	}
-	cfg.Checks, cfg.RTTasks = checks(cfg.RT)
 	if !f.noReport {
 		cfg.Render = render()
 	}
-
 	if mf.on() && len(f.sizes.sizes) > 1 {
 		fmt.Fprintf(stderr, "latencytest run: --listen and --metrics-file with a --period list: the metrics are of one period size; give one\n")
 		return 2
@@ -122,7 +117,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := interruptible(cfg.Children, stderr)
 	defer stop()
 	if sizes := f.sizes.sizes; len(sizes) > 1 {
-		err = runSizes(ctx, cfg, sizes, func(n int) int64 {
+		err = runner.RunSizes(ctx, cfg, sizes, func(n int) int64 {
 			above, _ := f.traceThreshold(int64(n) * 1e9 / int64(cfg.Audio.Rate))
 			return above
 		}, stdout)
@@ -133,6 +128,20 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		err = merr
 	}
 	return measureExit("run", ctx, err, stderr)
+}
+
+// attach gives a measurement what it needs besides its flags: this binary
+// (the engine's and the loads'), its command line for run.json and the
+// system check's findings.
+func attach(cfg *runner.Config, cmd string, args []string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cfg.Exe, cfg.Version = exe, version
+	cfg.Command = append([]string{"latencytest", cmd}, args...)
+	cfg.Checks, cfg.RTTasks = checks(cfg.RT)
+	return nil
 }
 
 // streamFlags defines the flags `run` and `monitor` share: the driver and
@@ -166,128 +175,117 @@ func streamFlags(fs *flag.FlagSet, f *runFlags, driver string, cpuLoad int) *apl
 
 // config validates the flags into a runner configuration. Every error
 // names the flag and what it allows, and nothing has been written yet.
-func (f *runFlags) config(loads loadSet) (runner.Config, error) {
-	var cfg runner.Config
+// The measurement's own invariants are runner.Config.Validate's; what is
+// checked here is the flags' forms and what they resolve to. loads are
+// the stressors run's flags configured; nil, only idle is a phase.
+func (f *runFlags) config(loads *loadSet) (runner.Config, error) {
+	policy := "SCHED_FIFO"
+	if f.prio == 0 {
+		policy = "SCHED_OTHER"
+	}
+	cfg := runner.Config{
+		Audio: audio.Config{
+			Device: f.device, CaptureDevice: f.captureDevice, Stream: f.stream, Access: f.access,
+			Rate: f.rate, RateGiven: f.rateGiven, Channels: f.channels, PeriodFrames: f.period, Periods: f.periods,
+			ToneHz: f.tone, File: f.file, Verbose: f.verbose,
+		},
+		CPULoad:      f.cpuLoad,
+		RT:           rundata.RTParams{Policy: policy, Priority: f.prio, Mlockall: !f.noMlock, DMALatency: !f.noDMALatency},
+		Repeat:       f.repeat,
+		LiftRTBudget: f.liftRTBudget,
+		Duration:     f.duration,
+		HistFile:     f.histfile,
+		NoSamples:    f.noSamples,
+		Children:     &child.Set{},
+		Trace:        f.trace,
+		TraceDebug:   traceDebug(),
+	}
+	if loads != nil {
+		cfg.StartLoad, cfg.Children = loads.start, loads.children
+	}
 	switch {
 	case f.rate < 8000 || f.rate > 768000:
 		return cfg, badFlag("--rate %d: allowed 8000 to 768000 Hz", f.rate)
-	case f.channels < 1 || f.channels > 64:
-		return cfg, badFlag("--channels %d: allowed 1 to 64", f.channels)
 	case slices.ContainsFunc(f.sizes.sizes, func(n int) bool { return n < 16 || n > 65536 }):
 		i := slices.IndexFunc(f.sizes.sizes, func(n int) bool { return n < 16 || n > 65536 })
 		return cfg, badFlag("--period %d: allowed 16 to 65536 frames", f.sizes.sizes[i])
 	case f.period < 16 || f.period > 65536:
 		return cfg, badFlag("--period %d: allowed 16 to 65536 frames", f.period)
-	case f.periods < 2 || f.periods > 64:
-		return cfg, badFlag("--periods %d: allowed 2 to 64", f.periods)
-	case f.cpuLoad < 0 || f.cpuLoad > 100:
-		return cfg, badFlag("--cpu-load %d: allowed 0 to 100 (percent of a period)", f.cpuLoad)
-	case f.prio < 0 || f.prio > 99:
-		return cfg, badFlag("--prio %d: allowed 0 (SCHED_OTHER) or 1 to 99 (SCHED_FIFO)", f.prio)
-	case f.duration <= 0 || f.duration > 7*24*time.Hour:
-		return cfg, badFlag("--duration %v: allowed more than 0 and up to 168h (a Go duration such as 30s or 5m)", f.duration)
-	case f.tone < 0 || f.tone > float64(f.rate)/2:
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, err
+	}
+	if f.tone > float64(f.rate)/2 {
 		return cfg, badFlag("--tone %g: allowed 0 (silence) to %d Hz (half the rate)", f.tone, f.rate/2)
 	}
 	periodNS := int64(max(f.period, slices.Max(f.sizes.sizes))) * 1e9 / int64(f.rate)
 	if int64(f.duration) < periodNS {
 		return cfg, badFlag("--duration %v: shorter than one period (%v)", f.duration, time.Duration(periodNS))
 	}
-	if !slices.Contains([]string{"playback", "capture", "duplex"}, f.stream) {
-		return cfg, badFlag("--stream %q: allowed playback, capture or duplex", f.stream)
-	}
 	if f.file != "" {
-		if f.tone != 0 {
-			return cfg, badFlag("--file and --tone: choose one")
-		}
 		if st, err := os.Stat(f.file); err != nil || !st.Mode().IsRegular() {
 			return cfg, badFlag("--file %s: not a readable WAV file", f.file)
 		}
 	}
-	drv, err := f.resolveDriver()
-	if err != nil {
+	var err error
+	if cfg.Driver, err = f.resolveDriver(); err != nil {
 		return cfg, err
 	}
 	switch {
 	case f.access != "mmap" && f.access != "rw":
 		return cfg, badFlag("--access %q: allowed mmap or rw", f.access)
-	case f.access == "rw" && drv != "alsa":
-		return cfg, badFlag("--access rw: only with the ALSA driver (the driver is %s)", drv)
+	case f.access == "rw" && cfg.Driver != "alsa":
+		return cfg, badFlag("--access rw: only with the ALSA driver (the driver is %s)", cfg.Driver)
 	}
-	rate, period, err := f.shape(drv)
-	if err != nil {
+	if cfg.Audio.Rate, cfg.Audio.PeriodFrames, err = f.shape(cfg.Driver); err != nil {
 		return cfg, err
 	}
-	affinity, err := parseCPUList(f.affinity)
-	if err != nil {
+	if cfg.RT.Affinity, err = parseCPUList(f.affinity); err != nil {
 		return cfg, err
 	}
-	tests, err := parseTests(f.tests, loads)
-	if err != nil {
+	if cfg.Tests, err = parseTests(f.tests, loads); err != nil {
 		return cfg, err
 	}
-	if f.repeat < 1 || f.repeat > 1000 {
-		return cfg, badFlag("--repeat %d: allowed 1 to 1000", f.repeat)
-	}
-	above, err := f.traceThreshold(int64(period) * 1e9 / int64(rate))
-	if err != nil {
+	if cfg.TraceAbove, err = f.traceThreshold(int64(cfg.Audio.PeriodFrames) * 1e9 / int64(cfg.Audio.Rate)); err != nil {
 		return cfg, err
 	}
-	stallAt, stallFor, err := parseStall(f.testStall)
-	if err != nil {
+	if cfg.StallAt, cfg.StallFor, err = parseStall(f.testStall); err != nil {
 		return cfg, err
 	}
+	if cfg.Out, err = f.checkOut(cfg.Driver); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+// checkOut is the results directory the flags name (default
+// results/HOST-KERNEL-DATE), checked to be one this process may make,
+// and the histogram file's: drv is the driver resolved.
+func (f *runFlags) checkOut(drv string) (string, error) {
 	out := f.out
 	if out == "" {
 		out = defaultOut()
 	}
 	if err := checkWritable("--out", out); err != nil {
-		return cfg, err
+		return "", err
 	}
 	if f.histfile != "" {
 		if err := checkWritable("--histfile", filepath.Dir(f.histfile)); err != nil {
-			return cfg, err
+			return "", err
 		}
 	}
 	if len(f.sizes.sizes) > 1 {
 		switch {
 		case f.histfile != "":
-			return cfg, badFlag("--histfile with a --period list: one histogram file per run; give one period size")
+			return "", badFlag("--histfile with a --period list: one histogram file per run; give one period size")
 		case drv == "rtc":
-			return cfg, badFlag("--period %s with --driver rtc: its period is one interrupt (--rtc-rate)", f.sizes.String())
+			return "", badFlag("--period %s with --driver rtc: its period is one interrupt (--rtc-rate)", f.sizes.String())
 		}
-		if err := checkListOut(out); err != nil {
-			return cfg, err
+		if err := runner.CheckSizesOut(out); err != nil {
+			return "", err
 		}
 	}
-	policy := "SCHED_FIFO"
-	if f.prio == 0 {
-		policy = "SCHED_OTHER"
-	}
-	return runner.Config{
-		Driver: drv,
-		Audio: audio.Config{
-			Device: f.device, CaptureDevice: f.captureDevice, Stream: f.stream, Access: f.access,
-			Rate: rate, RateGiven: f.rateGiven, Channels: f.channels, PeriodFrames: period, Periods: f.periods,
-			ToneHz: f.tone, File: f.file, Verbose: f.verbose,
-		},
-		CPULoad:      f.cpuLoad,
-		RT:           rundata.RTParams{Policy: policy, Priority: f.prio, Mlockall: !f.noMlock, Affinity: affinity, DMALatency: !f.noDMALatency},
-		Tests:        tests,
-		Repeat:       f.repeat,
-		LiftRTBudget: f.liftRTBudget,
-		Duration:     f.duration,
-		Out:          out,
-		HistFile:     f.histfile,
-		NoSamples:    f.noSamples,
-		StallAt:      stallAt,
-		StallFor:     stallFor,
-		StartLoad:    loads.start,
-		Children:     loads.children,
-		Trace:        f.trace,
-		TraceAbove:   above,
-		TraceDebug:   traceDebug(),
-	}, nil
+	return out, nil
 }
 
 // traceDebug is where --trace writes the events of a spike its two
@@ -344,9 +342,13 @@ func (f *runFlags) resolveDriver() (string, error) {
 	return "", badFlag("--driver %q: allowed %s", f.driver, strings.Join(allDriverNames(), ", "))
 }
 
-// parseTests checks the phase list against idle and the stressor registry.
-func parseTests(s string, loads loadSet) ([]string, error) {
-	allowed := append([]string{runner.IdlePhase}, loads.names()...)
+// parseTests checks the phase list against idle and the stressors of
+// loads (none when nil).
+func parseTests(s string, loads *loadSet) ([]string, error) {
+	allowed := []string{runner.IdlePhase}
+	if loads != nil {
+		allowed = append(allowed, loads.names()...)
+	}
 	var tests []string
 	for _, t := range strings.Split(s, ",") {
 		t = strings.TrimSpace(t)
@@ -354,8 +356,8 @@ func parseTests(s string, loads loadSet) ([]string, error) {
 			return nil, badFlag("--tests: unknown test %q; allowed: %s", t, strings.Join(allowed, ", "))
 		}
 		if t != runner.IdlePhase {
-			if err := loads.validate(t); err != nil {
-				return nil, badinput.New(err.Error())
+			if err := loads.loads.Check(t); err != nil {
+				return nil, err
 			}
 		}
 		tests = append(tests, t)
@@ -369,28 +371,9 @@ func parseCPUList(s string) ([]int, error) {
 		return nil, nil
 	}
 	n := runtime.NumCPU()
-	bad := badFlag("--affinity %q: allowed a CPU list such as 1 or 0,2-3 with CPUs 0 to %d", s, n-1)
-	var cpus []int
-	for _, part := range strings.Split(s, ",") {
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil {
-			return nil, bad
-		}
-		b := a
-		if isRange {
-			if b, err = strconv.Atoi(hi); err != nil {
-				return nil, bad
-			}
-		}
-		if a < 0 || b < a || b >= n {
-			return nil, bad
-		}
-		for c := a; c <= b; c++ {
-			if !slices.Contains(cpus, c) {
-				cpus = append(cpus, c)
-			}
-		}
+	cpus, ok := cpulist.Parse(s)
+	if !ok || slices.Max(cpus) >= n {
+		return nil, badFlag("--affinity %q: allowed a CPU list such as 1 or 0,2-3 with CPUs 0 to %d", s, n-1)
 	}
 	return cpus, nil
 }

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"latencytest/internal/culprit"
+	"latencytest/internal/procfile"
 	"latencytest/rundata"
 )
 
@@ -226,16 +227,8 @@ func threadOf(tid int) (comm string, kernel, ok bool) {
 	if err != nil {
 		return "", false, false
 	}
-	open, end := strings.IndexByte(string(b), '('), strings.LastIndexByte(string(b), ')')
-	if open < 0 || end < open {
-		return "", false, false
-	}
-	f := strings.Fields(string(b[end+1:]))
-	if len(f) < 7 {
-		return "", false, false
-	}
-	flags, err := strconv.ParseUint(f[6], 10, 64)
-	return string(b[open+1 : end]), flags&0x00200000 != 0, err == nil
+	st, ok := procfile.ParseStat(b)
+	return st.Comm, st.Flags&0x00200000 != 0, ok && st.Sched
 }
 
 // Without tracefs the run goes on, says in one line why causes were not

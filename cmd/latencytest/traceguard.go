@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,13 +15,8 @@ import (
 const traceGuardCommand = runner.TraceGuardCommand
 
 // traceGuardMain is the guard `run --trace` starts, with the run's pid as
-// its argument: it reads on its stdin what the run's trace changed outside
-// its instance, and when it is told to stop, when the run dies or when the
-// run is no longer its parent, leaves the tracer as the run found it. A
-// run that ended as it should has done so itself; then there is nothing
-// left to do. A run that died before the guard was attached, or before it
-// had written what it changed, is cleaned up as the next run would clean
-// it (the osnoise tracer's defaults).
+// its argument (ktrace.Guard). A run that died before the guard was
+// attached is cleaned up as the next run would clean it.
 func traceGuardMain(args []string, stdout, stderr io.Writer) int {
 	run, err := strconv.Atoi(firstArg(args))
 	if err != nil || run <= 1 {
@@ -32,26 +26,16 @@ func traceGuardMain(args []string, stdout, stderr io.Writer) int {
 	conn, ctx, stop, err := attachGuard()
 	switch {
 	case errors.Is(err, child.ErrParentGone):
-		return restoreTrace(run, nil, stderr)
+		err = ktrace.Restore(run, nil)
 	case err != nil:
-		fmt.Fprintf(stderr, "%s: %v\n", traceGuardCommand, err)
-		return 1
 	case conn == nil: // it acts on its parent's trace instance: only a run that traces may start it
 		fmt.Fprintf(stderr, "%s: only run --trace starts it\n", traceGuardCommand)
 		return 2
+	default:
+		defer stop()
+		err = ktrace.Guard(ctx, run, os.Stdin, func() { conn.Send("ready", nil) })
 	}
-	defer stop()
-	var sv *ktrace.Saved
-	if err := json.NewDecoder(io.LimitReader(os.Stdin, 64<<10)).Decode(&sv); err != nil {
-		sv = nil // the run died while writing it
-	}
-	conn.Send("ready", nil)
-	<-ctx.Done()
-	return restoreTrace(run, sv, stderr)
-}
-
-func restoreTrace(run int, sv *ktrace.Saved, stderr io.Writer) int {
-	if err := ktrace.Restore(run, sv); err != nil {
+	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", traceGuardCommand, err)
 		return 1
 	}

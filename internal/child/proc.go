@@ -1,7 +1,6 @@
 package child
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"strconv"
@@ -40,23 +39,10 @@ func Processes() ([]ProcStat, error) {
 	return out, nil
 }
 
-// parseStat reads the fields after the command name, which is in
-// parentheses and may contain anything: state, ppid, pgrp.
+// parseStat reads process pid's state, parent and group.
 func parseStat(pid int, b []byte) (ProcStat, bool) {
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return ProcStat{}, false
-	}
-	f := bytes.Fields(b[i+1:])
-	if len(f) < 3 {
-		return ProcStat{}, false
-	}
-	ppid, err1 := strconv.Atoi(string(f[1]))
-	pgrp, err2 := strconv.Atoi(string(f[2]))
-	if err1 != nil || err2 != nil {
-		return ProcStat{}, false
-	}
-	return ProcStat{Pid: pid, PPid: ppid, Pgrp: pgrp, State: string(f[0])}, true
+	st, ok := procfile.ParseStat(b)
+	return ProcStat{Pid: pid, PPid: st.PPid, Pgrp: st.Pgrp, State: st.State}, ok
 }
 
 // GroupPIDs lists the processes of process group pgid.

@@ -146,16 +146,14 @@ func writePhase(path string, p *rundata.Phase, ps Phase, c Config, rng *rand.Ran
 			err = cerr
 		}
 	}()
-	w := rundata.NewSampleWriter(f, rundata.NewSampleHeader(c.Rate, c.Frames, c.Periods))
-	h := rundata.NewHistogram(rundata.DefaultHistUS)
-	sides := rundata.NewSideStats()
+	hdr := rundata.NewSampleHeader(c.Rate, c.Frames, c.Periods)
+	w := rundata.NewSampleWriter(f, hdr)
 	nominal := periodNS * int64(c.CPULoad) / 100
+	acc := rundata.NewAccumulator(hdr, nominal)
 	// An xrun happens when the thread wakes too late to refill the buffer
 	// before the hardware drains what is left of it.
 	slack := periodNS * int64(c.Periods-1)
-	var cpuOK int64
-	var dspMax int64
-	headroom := slack
+	bufFrames := int64(c.Frames * c.Periods)
 	var s rundata.Sample
 	for i := range n {
 		lat := ps.MedianUS * math.Exp(ps.Sigma*rng.NormFloat64())
@@ -171,7 +169,10 @@ func writePhase(path string, p *rundata.Phase, ps Phase, c Config, rng *rand.Ran
 			dsp += int64(rng.ExpFloat64() * ps.SpikeUS * 1000)
 		}
 		dsp = max(dsp, 0)
-		s = rundata.Sample{Index: i, Due: mono + i*periodNS, DSP: dsp, Avail: int32(c.Frames)}
+		// As the timer driver's virtual buffer: a period free at the
+		// deadline, and one more for every period of lateness.
+		free := int64(c.Frames) + latNS*int64(c.Rate)/1e9
+		s = rundata.Sample{Index: i, Due: mono + i*periodNS, DSP: dsp, Avail: int32(min(free, bufFrames))}
 		s.Woke = s.Due + latNS
 		if ps.ApartUS > 0 {
 			s.PlaybackDue = s.Due
@@ -181,35 +182,18 @@ func writePhase(path string, p *rundata.Phase, ps Phase, c Config, rng *rand.Ran
 			// The previous period's work done, the loop sleeps until this one.
 			s.PollNS = max(periodNS-nominal, 1)
 		}
-		if latNS <= slack {
-			headroom = min(headroom, slack-latNS)
-		}
 		if latNS > slack {
 			s.Xrun = latNS - slack
 			s.Flags = rundata.FlagSimulated
-			p.Xruns++
-			p.XrunMSTotal += float64(s.Xrun) / 1e6
 		}
 		if err := w.Write(&s); err != nil {
 			return err
 		}
-		h.Add(latNS)
-		sides.Add(&s)
-		if d := dsp - nominal; d <= 100_000 && d >= -100_000 {
-			cpuOK++
-		}
-		dspMax = max(dspMax, dsp)
+		acc.Add(&s)
 	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	p.Periods = n
-	rundata.FillPhase(p, h)
-	sides.Fill(p)
-	p.HeadroomMinUS = float64(headroom) / 1000
-	p.CPULoop = rundata.CPULoop{NominalUS: float64(nominal) / 1000, MaxUS: float64(dspMax) / 1000}
-	if n > 0 {
-		p.CPULoop.Within100USPct = 100 * float64(cpuOK) / float64(n)
-	}
+	acc.Fill(p)
 	return nil
 }

@@ -1,4 +1,4 @@
-package rundata
+package cyclictest
 
 import (
 	"bufio"
@@ -9,16 +9,16 @@ import (
 	"strings"
 )
 
-// CycRun is one run of cyclictest as its terminal output shows it: each
+// LogRun is one run of cyclictest as its terminal output shows it: each
 // thread's last status line.
-type CycRun struct {
+type LogRun struct {
 	Line    int // where the run starts in the log, from 1
 	Policy  string
-	Threads []CycThread
+	Threads []LogThread
 }
 
-// CycThread is one "T:" line: latencies in microseconds.
-type CycThread struct {
+// LogThread is one "T:" line: latencies in microseconds.
+type LogThread struct {
 	Thread     int
 	PID        int
 	Prio       int
@@ -40,9 +40,9 @@ var tLine = regexp.MustCompile(`^T:\s*(\d+)\s*\(\s*(\d+)\)\s*P:\s*(\d+)\s+I:\s*(
 // cursorUp is the escape sequence cyclictest redraws its lines with.
 var cursorUp = regexp.MustCompile(`\x1b\[\d*[A-Za-z]`)
 
-// IsCyclictestLog tells cyclictest's terminal output from its other
+// IsLog tells cyclictest's terminal output from its other
 // formats by its first status line.
-func IsCyclictestLog(b []byte) bool {
+func IsLog(b []byte) bool {
 	for _, line := range strings.Split(string(b), "\n") {
 		if strings.HasPrefix(cleanLine(line), "T:") {
 			return true
@@ -62,7 +62,7 @@ func cleanLine(s string) string {
 	return s
 }
 
-// ParseCyclictestLog reads the terminal output of one or more cyclictest
+// ParseLog reads the terminal output of one or more cyclictest
 // runs, as captured or as pasted into a mail: a status line wrapped onto
 // the next line(s) is joined, the screen redraws of a live run keep their
 // last state, and a run starts at cyclictest's first line ("# /dev/
@@ -70,7 +70,7 @@ func cleanLine(s string) string {
 // line that is not a redraw, or where a thread's status line comes again
 // with another process id. A status line
 // that cannot be read is an error naming its line.
-func ParseCyclictestLog(r io.Reader) ([]CycRun, error) {
+func ParseLog(r io.Reader) ([]LogRun, error) {
 	sc := bufio.NewScanner(io.LimitReader(r, maxLogBytes+1))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	var lines []string
@@ -152,8 +152,8 @@ func clip(s string) string {
 }
 
 type logParser struct {
-	runs []CycRun
-	cur  *CycRun
+	runs []LogRun
+	cur  *LogRun
 }
 
 func (p *logParser) newRun(line int) {
@@ -161,7 +161,7 @@ func (p *logParser) newRun(line int) {
 		p.cur.Line = line // a run's preamble: keep the one run
 		return
 	}
-	p.runs = append(p.runs, CycRun{Line: line})
+	p.runs = append(p.runs, LogRun{Line: line})
 	p.cur = &p.runs[len(p.runs)-1]
 }
 
@@ -181,7 +181,7 @@ func (p *logParser) thread(line int, m []string) error {
 		}
 		v[k] = x
 	}
-	t := CycThread{Thread: int(v[0]), PID: int(v[1]), Prio: int(v[2]), IntervalUS: int(v[3]), Count: v[4], MinUS: v[5], ActUS: v[6], AvgUS: v[7], MaxUS: v[8]}
+	t := LogThread{Thread: int(v[0]), PID: int(v[1]), Prio: int(v[2]), IntervalUS: int(v[3]), Count: v[4], MinUS: v[5], ActUS: v[6], AvgUS: v[7], MaxUS: v[8]}
 	if p.cur == nil {
 		p.newRun(line)
 	}
@@ -203,10 +203,10 @@ func (p *logParser) thread(line int, m []string) error {
 
 // done returns the runs that measured something (a redraw before the
 // first wakeup counts nothing).
-func (p *logParser) done() []CycRun {
-	var out []CycRun
+func (p *logParser) done() []LogRun {
+	var out []LogRun
 	for _, r := range p.runs {
-		var ts []CycThread
+		var ts []LogThread
 		for _, t := range r.Threads {
 			if t.Count > 0 {
 				ts = append(ts, t)

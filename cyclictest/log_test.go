@@ -1,4 +1,4 @@
-package rundata
+package cyclictest
 
 import (
 	"os"
@@ -8,21 +8,21 @@ import (
 	"testing"
 )
 
-func parseLogFile(t *testing.T, name string) []CycRun {
+func parseLogFile(t *testing.T, name string) []LogRun {
 	t.Helper()
 	f, err := os.Open(filepath.Join("testdata", "cyclictest-log", name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	runs, err := ParseCyclictestLog(f)
+	runs, err := ParseLog(f)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
 	return runs
 }
 
-func maxes(runs []CycRun) [][]int64 {
+func maxes(runs []LogRun) [][]int64 {
 	var out [][]int64
 	for _, r := range runs {
 		var m []int64
@@ -52,7 +52,7 @@ func TestParseCyclictestLog(t *testing.T) {
 		}
 	}
 	q := parseLogFile(t, "loop-q.txt")
-	if want := (CycThread{Thread: 0, PID: 27972, Prio: 80, IntervalUS: 10000, Count: 30, MinUS: 25, ActUS: 38, AvgUS: 45, MaxUS: 96}); q[0].Threads[0] != want {
+	if want := (LogThread{Thread: 0, PID: 27972, Prio: 80, IntervalUS: 10000, Count: 30, MinUS: 25, ActUS: 38, AvgUS: 45, MaxUS: 96}); q[0].Threads[0] != want {
 		t.Errorf("first thread %+v, want %+v", q[0].Threads[0], want)
 	}
 	live := parseLogFile(t, "live-t2.txt")
@@ -75,13 +75,13 @@ func TestParseCyclictestLogErrors(t *testing.T) {
 		"policy: fifo\n\nT: 0 (12) P:80 I:1000\n":                                                     "line 3: not a cyclictest status line",
 		"T: 0 (12) P:80 I:1000 C: 5 Min: 3 Act: 4 Avg: 4 Max: 99999999999999999999\n":                 "line 1: value",
 	} {
-		_, err := ParseCyclictestLog(strings.NewReader(in))
+		_, err := ParseLog(strings.NewReader(in))
 		if err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", in, err, want)
 		}
 	}
-	if IsCyclictestLog([]byte(`{"thread": {}}`)) || !IsCyclictestLog([]byte("> T: 0 (1) P:80")) {
-		t.Error("IsCyclictestLog")
+	if IsLog([]byte(`{"thread": {}}`)) || !IsLog([]byte("> T: 0 (1) P:80")) {
+		t.Error("IsLog")
 	}
 }
 
@@ -94,7 +94,7 @@ func FuzzParseCyclictestLog(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		runs, err := ParseCyclictestLog(strings.NewReader(string(b)))
+		runs, err := ParseLog(strings.NewReader(string(b)))
 		if err != nil {
 			return
 		}

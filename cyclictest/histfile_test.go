@@ -1,20 +1,22 @@
-package rundata
+package cyclictest
 
 import (
 	"errors"
 	"os"
 	"strings"
 	"testing"
+
+	"latencytest/rundata"
 )
 
 func TestHistFileIsCyclictestFormat(t *testing.T) {
-	a, b := NewHistogram(100), NewHistogram(100)
+	a, b := rundata.NewHistogram(100), rundata.NewHistogram(100)
 	for _, v := range []int64{3_200, 3_900, 5_000} {
 		a.Add(v)
 	}
 	b.Add(1_000)
 	b.Add(500_000) // overflow
-	got := string(EncodeHistFile([]*Histogram{a, b}))
+	got := string(EncodeHistFile([]*rundata.Histogram{a, b}))
 	for _, want := range []string{
 		"# Histogram\n000000 000000\t000000\n",
 		"000003 000002\t000000\n",
@@ -41,12 +43,12 @@ func TestHistFileIsCyclictestFormat(t *testing.T) {
 // latencytest's own file reads back as the merged distribution, negative
 // bins included.
 func TestHistFileRoundTrip(t *testing.T) {
-	a, b := NewHistogram(DefaultHistUS), NewHistogram(DefaultHistUS)
+	a, b := rundata.NewHistogram(rundata.DefaultHistUS), rundata.NewHistogram(rundata.DefaultHistUS)
 	for _, v := range []int64{-1_500, 3_200, 3_900, 5_000, 42_000} {
 		a.Add(v)
 	}
 	b.Add(7_000)
-	got, err := ParseHistFile(EncodeHistFile([]*Histogram{a, b}))
+	got, err := ParseHistFile(EncodeHistFile([]*rundata.Histogram{a, b}))
 	if err != nil {
 		t.Fatal(err)
 	}

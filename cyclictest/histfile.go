@@ -1,4 +1,4 @@
-package rundata
+package cyclictest
 
 import (
 	"bufio"
@@ -9,6 +9,8 @@ import (
 	"math/bits"
 	"strconv"
 	"strings"
+
+	"latencytest/rundata"
 )
 
 // The histogram file is cyclictest's --histfile format, so that tools made
@@ -26,15 +28,15 @@ const maxSummaryUS = 1e12
 
 // EncodeHistFile renders histograms in cyclictest's --histfile format, one
 // column per histogram.
-func EncodeHistFile(hists []*Histogram) []byte {
+func EncodeHistFile(hists []*rundata.Histogram) []byte {
 	var b strings.Builder
 	lo, hi := int64(0), int64(0) // rows [lo, hi)
 	for _, h := range hists {
 		if h.Count == 0 {
 			continue
 		}
-		hi = max(hi, min(floorDiv(h.MaxNS, 1000)+1, int64(h.RangeUS)))
-		lo = min(lo, max(floorDiv(h.MinNS, 1000), -int64(h.RangeUS)))
+		hi = max(hi, min(rundata.BinOf(h.MaxNS)+1, int64(h.RangeUS)))
+		lo = min(lo, max(rundata.BinOf(h.MinNS), -int64(h.RangeUS)))
 	}
 	b.WriteString("# Histogram\n")
 	for i := lo; i < hi; i++ {
@@ -47,37 +49,37 @@ func EncodeHistFile(hists []*Histogram) []byte {
 		}
 		b.WriteByte('\n')
 	}
-	line := func(name string, f func(h *Histogram) string) {
+	line := func(name string, f func(h *rundata.Histogram) string) {
 		b.WriteString("# " + name + ":")
 		for _, h := range hists {
 			b.WriteString(" " + f(h))
 		}
 		b.WriteByte('\n')
 	}
-	us := func(ns int64) string { return fmt.Sprintf("%05d", floorDiv(ns, 1000)) }
-	line("Total", func(h *Histogram) string { return fmt.Sprintf("%09d", h.Count-h.Overflow-h.Underflow) })
-	line("Min Latencies", func(h *Histogram) string {
+	us := func(ns int64) string { return fmt.Sprintf("%05d", rundata.BinOf(ns)) }
+	line("Total", func(h *rundata.Histogram) string { return fmt.Sprintf("%09d", h.Count-h.Overflow-h.Underflow) })
+	line("Min Latencies", func(h *rundata.Histogram) string {
 		if h.Count == 0 {
 			return "00000"
 		}
 		return us(h.MinNS)
 	})
-	line("Avg Latencies", func(h *Histogram) string {
+	line("Avg Latencies", func(h *rundata.Histogram) string {
 		if h.Count == 0 {
 			return "00000"
 		}
 		return us(int64(math.Floor(h.SumNS / float64(h.Count))))
 	})
-	line("Max Latencies", func(h *Histogram) string {
+	line("Max Latencies", func(h *rundata.Histogram) string {
 		if h.Count == 0 {
 			return "00000"
 		}
 		return us(h.MaxNS)
 	})
-	line("Histogram Overflows", func(h *Histogram) string { return fmt.Sprintf("%05d", h.Overflow) })
+	line("Histogram Overflows", func(h *rundata.Histogram) string { return fmt.Sprintf("%05d", h.Overflow) })
 	for _, h := range hists {
 		if h.Underflow > 0 {
-			line("Histogram Underflows", func(h *Histogram) string { return fmt.Sprintf("%05d", h.Underflow) })
+			line("Histogram Underflows", func(h *rundata.Histogram) string { return fmt.Sprintf("%05d", h.Underflow) })
 			break
 		}
 	}
@@ -91,7 +93,7 @@ func EncodeHistFile(hists []*Histogram) []byte {
 // HistFile is a histogram file read back: its columns merged into one
 // distribution (cyclictest's "all CPUs" view).
 type HistFile struct {
-	Hist    *Histogram
+	Hist    *rundata.Histogram
 	Columns int // threads (cyclictest) or phases (latencytest)
 	// Within says whether Hist.AtMost100US and Hist.AtMost1MS are known:
 	// a binned file cannot tell them when overflowed values lie beyond
@@ -193,8 +195,8 @@ func parseHistRow(s string) (histRow, error) {
 		return histRow{}, fmt.Errorf("%q is not a bin and its counts", s)
 	}
 	bin, err := strconv.ParseInt(fs[0], 10, 64)
-	if err != nil || bin < -MaxHistUS || bin >= MaxHistUS {
-		return histRow{}, fmt.Errorf("bad bin %q (bins are µs within ±%d)", fs[0], MaxHistUS)
+	if err != nil || bin < -rundata.MaxHistUS || bin >= rundata.MaxHistUS {
+		return histRow{}, fmt.Errorf("bad bin %q (bins are µs within ±%d)", fs[0], rundata.MaxHistUS)
 	}
 	r := histRow{bin: bin, counts: make([]uint64, 0, len(fs)-1)}
 	for _, f := range fs[1:] {
@@ -222,7 +224,7 @@ func buildHistFile(rows []histRow, summary map[string][]int64) (*HistFile, error
 		}
 		rangeUS = max(rangeUS, int(max(r.bin+1, -r.bin)))
 	}
-	h := NewHistogram(rangeUS)
+	h := rundata.NewHistogram(rangeUS)
 	inBins := make([]uint64, cols)
 	for _, r := range rows {
 		for t := range cols {
@@ -239,7 +241,7 @@ func buildHistFile(rows []histRow, summary map[string][]int64) (*HistFile, error
 
 // finishHistFile sets the totals, min, max, average and "within" counts
 // from the summary lines, refusing any that contradict the bins.
-func finishHistFile(h *Histogram, inBins []uint64, summary map[string][]int64, cols int) (*HistFile, error) {
+func finishHistFile(h *rundata.Histogram, inBins []uint64, summary map[string][]int64, cols int) (*HistFile, error) {
 	of, uf, total := summary["Histogram Overflows"], summary["Histogram Underflows"], summary["Total"]
 	at := func(v []int64, t int) uint64 {
 		if t < len(v) {
@@ -281,16 +283,16 @@ func finishHistFile(h *Histogram, inBins []uint64, summary map[string][]int64, c
 		return nil, err
 	}
 	h.SumNS = sum * 1000
-	h.AtMost100US, hf.Within100US = BinnedAtMost(h, Within100US/1000)
-	h.AtMost1MS, hf.Within1MS = BinnedAtMost(h, Within1MS/1000)
+	h.AtMost100US, hf.Within100US = BinnedAtMost(h, rundata.Within100US/1000)
+	h.AtMost1MS, hf.Within1MS = BinnedAtMost(h, rundata.Within1MS/1000)
 	return hf, nil
 }
 
 // checkEdges refuses a histogram whose bins hold values outside its
 // claimed min and max.
-func checkEdges(h *Histogram) error {
+func checkEdges(h *rundata.Histogram) error {
 	lo, hi, ok := h.Span()
-	if ok && (floorDiv(h.MinNS, 1000) > lo || floorDiv(h.MaxNS, 1000) < hi) {
+	if ok && (rundata.BinOf(h.MinNS) > lo || rundata.BinOf(h.MaxNS) < hi) {
 		return fmt.Errorf("%w: bins from %d to %d µs outside the min %d and max %d µs", ErrHistFile, lo, hi, h.MinNS/1000, h.MaxNS/1000)
 	}
 	if h.Overflow > 0 && h.MaxNS < int64(h.RangeUS)*1000 {
@@ -303,7 +305,7 @@ func checkEdges(h *Histogram) error {
 // whole-µs values (cyclictest's: its latencies are truncated to µs, so bin
 // i holds exactly the value i). It says false when the count cannot be
 // told: some overflowed values lie beyond the range but maybe below limit.
-func BinnedAtMost(h *Histogram, limit int64) (uint64, bool) {
+func BinnedAtMost(h *rundata.Histogram, limit int64) (uint64, bool) {
 	n := h.Underflow + h.CountIn(math.MinInt64, limit)
 	if limit < int64(h.RangeUS) || h.Overflow == 0 {
 		return n, true

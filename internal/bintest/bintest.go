@@ -1,0 +1,118 @@
+// Package bintest builds latencytest for a package's tests and runs it:
+// `run` starts its engine, stressors and guards as processes of the same
+// binary, so the tests that matter drive the real thing. Under -race the
+// binary is built with -race too, and every process of it writes its race
+// reports where Close finds them (internal/racetest).
+package bintest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"latencytest/internal/racetest"
+	"latencytest/rundata"
+)
+
+// Binary is latencytest as built for one package's tests, once, when a
+// test first needs it.
+type Binary struct {
+	dir  string
+	tags []string
+	once sync.Once
+	path string
+	err  error
+}
+
+// New makes the directory the binary is built in, with the build tags
+// given, and makes every process the tests start from now on write its
+// race reports there. Call it from TestMain, and Close after m.Run.
+func New(tags ...string) (*Binary, error) {
+	dir, err := os.MkdirTemp("", "latencytest-bin-")
+	if err != nil {
+		return nil, err
+	}
+	racetest.Setenv(dir)
+	return &Binary{dir: dir, tags: tags}, nil
+}
+
+// Build builds the binary the first time and returns its path.
+func (b *Binary) Build() (string, error) {
+	b.once.Do(func() {
+		b.path = filepath.Join(b.dir, "latencytest")
+		args := []string{"build"}
+		for _, tag := range b.tags {
+			args = append(args, "-tags", tag)
+		}
+		args = append(append(args, racetest.BuildFlags()...), "-o", b.path, "latencytest/cmd/latencytest")
+		if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("go %v: %v\n%s", args, err, out)
+		}
+	})
+	return b.path, b.err
+}
+
+// Path is Build for a test, which fails if the build does.
+func (b *Binary) Path(t testing.TB) string {
+	t.Helper()
+	p, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Close returns the race reports the binary's processes wrote, as an
+// error (nil when none), and removes the binary.
+func (b *Binary) Close() error {
+	err := racetest.Reports(b.dir)
+	return errors.Join(err, os.RemoveAll(b.dir))
+}
+
+// Result is how a run of the binary ended.
+type Result struct {
+	Code           int
+	Stdout, Stderr string
+}
+
+// Run runs the binary with args to its end.
+func (b *Binary) Run(t testing.TB, args ...string) Result {
+	t.Helper()
+	cmd := exec.Command(b.Path(t), args...)
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	err := cmd.Run()
+	r := Result{Stdout: so.String(), Stderr: se.String()}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		r.Code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// ReadRun reads the run.json of results directory dir.
+func ReadRun(t testing.TB, dir string) *rundata.Run {
+	t.Helper()
+	r, err := rundata.ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// ReadSamples reads every period of phase ph of results directory dir.
+func ReadSamples(t testing.TB, dir string, ph rundata.Phase) []rundata.Sample {
+	t.Helper()
+	ss, err := rundata.ReadSamples(filepath.Join(dir, ph.SamplesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ss
+}

@@ -1,0 +1,143 @@
+package rundata
+
+import "math"
+
+// Accumulator turns a phase's samples into its run.json figures one at a
+// time, so that memory stays flat however long the phase. It owns every
+// rule of that accounting — xruns, pointer jumps, the lateness against the
+// fitted grid, the headroom, the CPU loop's ±100 µs window, the buffer
+// verdicts — for the run as it measures and for a reader rebuilding the
+// figures of a killed run from its samples file, so that the two cannot
+// disagree. What a samples file does not hold stays as run.json has it on
+// recovery: the lateness against the grid (the file keeps no grid instant).
+type Accumulator struct {
+	// Hist is the latency histogram of the periods added so far.
+	Hist *Histogram
+	// Sides holds the duplex sides' and the poll wait's distributions.
+	Sides *SideStats
+
+	grid      *Histogram // lateness against the fitted grid, when the driver has one
+	late      LateMeter
+	periodNS  int64
+	bufFrames int64 // frames in the whole buffer
+	rate      int64
+	nominal   int64 // nominal CPU loop, ns (0: unknown)
+
+	periods  int64
+	xruns    int
+	xrunNS   int64
+	jumps    int   // pointer jumps (FlagPointerJump)
+	headroom int64 // least frames queued at a wakeup without an xrun; -1 before one
+	dspMax   int64
+	dspNear  int64 // CPU loops within 100 µs of the nominal
+	firstDue int64
+	lastDue  int64
+	lastLat  int64
+}
+
+// NewAccumulator starts the accounting of a stream of the shape h
+// describes (its rate, period and buffer sizes; FirstDue is not used);
+// nominalDSP is the phase's nominal CPU loop in ns (0 when unknown).
+func NewAccumulator(h SampleHeader, nominalDSP int64) *Accumulator {
+	return &Accumulator{
+		Hist:      NewHistogram(DefaultHistUS),
+		Sides:     newSideStats(),
+		grid:      NewHistogram(DefaultHistUS),
+		periodNS:  periodOf(h),
+		bufFrames: int64(h.Frames) * int64(h.Periods),
+		rate:      int64(h.Rate),
+		nominal:   nominalDSP,
+		headroom:  -1,
+	}
+}
+
+// Add counts one period.
+func (a *Accumulator) Add(s *Sample) {
+	lat := s.Latency()
+	a.Hist.Add(lat)
+	a.Sides.Add(s)
+	a.late.Add(s)
+	if s.Grid != 0 {
+		a.grid.Add(s.Woke - s.Grid)
+	}
+	if a.periods == 0 {
+		a.firstDue = s.Due
+	}
+	a.lastDue, a.lastLat = s.Due, lat
+	a.periods++
+	if s.Xrun > 0 {
+		a.xruns++
+		a.xrunNS += s.Xrun
+	} else if q := a.bufFrames - int64(s.Avail); a.headroom < 0 || q < a.headroom {
+		a.headroom = max(q, 0)
+	}
+	if s.Flags&FlagPointerJump != 0 {
+		a.jumps++
+	}
+	if a.nominal > 0 {
+		a.dspMax = max(a.dspMax, s.DSP)
+		if d := s.DSP - a.nominal; d <= 100_000 && d >= -100_000 {
+			a.dspNear++
+		}
+	}
+}
+
+// Fill writes the figures of the periods added into p. A start p already
+// has (the stream's opening) is kept; without one the first period's due
+// instant is the start. The periods lost (Phase.Lost) are the caller's to
+// set: the run has them from the engine, a reader from the samples file.
+func (a *Accumulator) Fill(p *Phase) {
+	p.Periods = a.periods
+	FillPhase(p, a.Hist)
+	if a.grid.Count > 0 {
+		g := a.grid.Stats()
+		p.GridLateness = &g
+	}
+	a.Sides.Fill(p)
+	p.Xruns = a.xruns
+	p.XrunMSTotal = float64(a.xrunNS) / 1e6
+	p.PointerJumps = a.jumps
+	if a.periodNS > 0 {
+		p.Safe, p.SafeAtDefaultLoad = a.late.Verdicts(a.periodNS, DefaultCPULoad)
+	}
+	p.CPULoop = CPULoop{NominalUS: float64(a.nominal) / 1000}
+	if a.periods == 0 {
+		return
+	}
+	if p.StartMonoNS == 0 {
+		p.StartMonoNS = a.firstDue
+	}
+	p.EndMonoNS = a.lastDue
+	if a.headroom >= 0 && a.rate > 0 {
+		p.HeadroomMinUS = float64(a.headroom) * 1e6 / float64(a.rate)
+	}
+	if a.nominal > 0 {
+		p.CPULoop.MaxUS = float64(a.dspMax) / 1000
+		p.CPULoop.Within100USPct = 100 * float64(a.dspNear) / float64(a.periods)
+	}
+}
+
+// Periods is the number of periods added.
+func (a *Accumulator) Periods() int64 { return a.periods }
+
+// Xruns is the number of xruns among them.
+func (a *Accumulator) Xruns() int { return a.xruns }
+
+// Span is the due instants of the first and the last period added (0, 0
+// before the first).
+func (a *Accumulator) Span() (first, last int64) { return a.firstDue, a.lastDue }
+
+// LastLatency is the last period's wakeup latency, ns: cyclictest's Act.
+func (a *Accumulator) LastLatency() int64 { return a.lastLat }
+
+// NominalDSP is the phase's nominal CPU loop, ns, as the samples file
+// does not hold it: from run.json's figure in µs.
+func NominalDSP(p *Phase) int64 { return int64(math.Round(p.CPULoop.NominalUS * 1000)) }
+
+// periodOf is a samples file's period, ns (0 when its header has no rate).
+func periodOf(h SampleHeader) int64 {
+	if h.Rate == 0 {
+		return 0
+	}
+	return int64(h.Frames) * 1e9 / int64(h.Rate)
+}

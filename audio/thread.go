@@ -92,6 +92,13 @@ func RuntimeSetup() {
 	debug.SetMemoryLimit(math.MaxInt64)
 	debug.SetGCPercent(-1)
 	runtime.GOMAXPROCS(LoopPs)
+	// The runtime's template thread, which starts threads for a locked
+	// one, is made at the first LockOSThread, by the calling thread, whose
+	// timer slack it inherits: made now, before SlackOthers, it gets the
+	// coarse slack with the rest (TestEngineTimerSlack once found it with
+	// the loop's fine slack, made later by the loop's thread).
+	runtime.LockOSThread()
+	runtime.UnlockOSThread()
 }
 
 // OthersSlack is the timer slack SlackOthers gives the engine's threads

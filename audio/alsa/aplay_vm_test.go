@@ -405,10 +405,11 @@ func compareStop(t *testing.T, device string, period, periods int, d time.Durati
 	return lt
 }
 
-// TestVMAplayIdle: idle on the dummy, latencytest has aplay's xruns.
+// TestVMAplayIdle: idle on the dummy, latencytest has aplay's xruns;
+// 2×256 and 3×256, and 2×64 with -long (comparedShapes).
 func TestVMAplayIdle(t *testing.T) {
 	needAplay(t)
-	for _, sh := range []struct{ period, periods int }{{64, 2}, {256, 2}, {256, 3}} {
+	for _, sh := range comparedShapes([]buffer{{256, 2}, {256, 3}}) {
 		t.Run(fmt.Sprintf("%dx%d", sh.periods, sh.period), func(t *testing.T) {
 			compare(t, "hw:0,0,0", false, sh.period, sh.periods, 20*time.Second)
 		})

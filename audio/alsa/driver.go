@@ -567,10 +567,7 @@ func (d *Driver) Wait(p *rundata.Sample) error {
 			if s.ready {
 				continue
 			}
-			if e := d.hwsync(s); e != 0 && e != unix.EPIPE {
-				return fmt.Errorf("%s: hwsync: %w", s.name, e)
-			}
-			if err := d.check(s); err != nil {
+			if err := d.syncCheck(s); err != nil {
 				return err
 			}
 			if !s.ready {
@@ -638,10 +635,7 @@ func (d *Driver) woke(p *rundata.Sample) error {
 // thread is late) it returns at once and Transfer writes, as in poll.
 func (d *Driver) waitInWrite(p *rundata.Sample) error {
 	s := d.play
-	if e := d.hwsync(s); e != 0 && e != unix.EPIPE {
-		return fmt.Errorf("%s: hwsync: %w", s.name, e)
-	}
-	if err := d.check(s); err != nil || s.ready {
+	if err := d.syncCheck(s); err != nil || s.ready {
 		return err
 	}
 	d.fill(s.buf)
@@ -746,6 +740,16 @@ func (d *Driver) xfer(s *side) unix.Errno {
 		return d.xferMmap(s)
 	}
 	return d.synced(s, d.xferRW)
+}
+
+// syncCheck brings side s's pointer up to date and checks it for its
+// period (check): the look for room of both ways to wait. An xrun found
+// by the sync (EPIPE) is check's to report.
+func (d *Driver) syncCheck(s *side) error {
+	if e := d.hwsync(s); e != 0 && e != unix.EPIPE {
+		return fmt.Errorf("%s: hwsync: %w", s.name, e)
+	}
+	return d.check(s)
 }
 
 // hwsync brings side s's pointer up to date, as alsa-lib does before it

@@ -76,6 +76,7 @@ type side struct {
 	lastTs  int64
 	lastPos uint64
 	steps   stepStats
+	paces   stepStats // ns per paceFrames frames between those updates
 
 	// With read/write access each transfer syncs the hardware pointer
 	// first (WRITEI and READI do), which rewrites the status timestamp:
@@ -481,7 +482,7 @@ func (d *Driver) check(s *side) error {
 		if s.preTs == 0 || s.prePos < need {
 			if pos >= need {
 				s.ready = true
-				s.due = ts - int64(float64(pos-need)*d.grid.slope())
+				s.due = ts - int64(float64(pos-need)*d.clock(s))
 			}
 			return nil
 		}
@@ -492,32 +493,67 @@ func (d *Driver) check(s *side) error {
 	var k uint64
 	s.due, k = d.back(s, pos-need, ts, 0)
 	s.ready = true
+	d.track(s, pos, ts, k == 0)
+	return nil
+}
+
+// track notes side s's pointer at pos at ts (onTime: the update that
+// completed the period, not a later one): pointer jumps of the first
+// side, the fitted grid, and the pointer's steps and pace.
+func (d *Driver) track(s *side, pos uint64, ts int64, onTime bool) {
 	if s == d.sides[0] {
-		// A pointer a buffer or more behind the clock lost whole
-		// buffers: the period interrupt came more than a buffer late
-		// and the driver, reading its position modulo the buffer, could
-		// not tell. That is a pointer jump, not proof of an xrun: the
-		// kernel saw none and the stream ran on (on a VM or with a
-		// drifting card clock the fitted grid itself can be off).
-		// Behind the grid (on-time updates only), or behind the clock
-		// since the last update seen (which needs no fit, so it also
-		// holds right after a restart and after a late wakeup).
-		bufNS := int64(float64(s.pcm.bufferFrames) * d.grid.slope())
-		if k == 0 && d.grid.n >= 8 && ts-d.grid.at(pos) > bufNS*3/4 {
-			d.jumped = true
-		}
-		if s.seen && ts-s.lastTs-int64(float64(pos-s.lastPos)*d.grid.slope()) > bufNS*3/4 {
-			d.jumped = true
-		}
-		if k == 0 {
+		d.jumped = d.jumped || d.lostBuffers(s, pos, ts, onTime)
+		if onTime {
 			d.grid.add(pos, ts)
 		}
 	}
-	if s.seen && ts != s.lastTs && pos-s.lastPos >= uint64(d.periodFrames)/2 {
+	if s.seen && ts > s.lastTs && pos-s.lastPos >= uint64(d.periodFrames)/2 {
 		s.steps.add(pos - s.lastPos)
+		s.paces.add(uint64(ts-s.lastTs) * paceFrames / (pos - s.lastPos))
 	}
 	s.seen, s.lastTs, s.lastPos = true, ts, pos
-	return nil
+}
+
+// lostBuffers says whether a pointer at pos at ts is a buffer or more
+// behind the card's clock: it lost whole buffers, the period interrupt
+// having come more than a buffer late, and the driver, reading its
+// position modulo the buffer, could not tell. That is a pointer jump,
+// not proof of an xrun: the kernel saw none and the stream ran on.
+// Behind the grid (on-time updates only), or behind the clock since the
+// last update seen (which needs no fit, so it also holds right after a
+// restart and after a late wakeup). The clock is the card's own pace,
+// not the nominal rate: a card whose clock runs slow (an emulated one at
+// a seventh of its rate) falls behind the nominal clock by a buffer
+// every few periods and has lost nothing; and the grid, whose slope is
+// held near the nominal rate, is then no reference at all.
+func (d *Driver) lostBuffers(s *side, pos uint64, ts int64, onTime bool) bool {
+	pace := s.pace(d.grid.nominal)
+	bufNS := int64(float64(s.pcm.bufferFrames) * pace)
+	if onTime && d.grid.n >= 8 && d.gridHolds(s) && ts-d.grid.at(pos) > bufNS*3/4 {
+		return true
+	}
+	// Until the pace is known (the stream's first three periods) a card
+	// that is slow cannot be told from one that lost buffers.
+	return s.seen && s.paces.typical() != 0 && ts-s.lastTs-int64(float64(pos-s.lastPos)*pace) > bufNS*3/4
+}
+
+// clock is side s's ns per frame: the fitted grid's where it holds,
+// else the card's own pace.
+func (d *Driver) clock(s *side) float64 {
+	if d.gridHolds(s) {
+		return d.grid.slope()
+	}
+	return s.pace(d.grid.nominal)
+}
+
+// gridHolds says whether side s's card keeps its nominal rate closely
+// enough for the fitted grid, whose slope is held within maxDrift of it:
+// its pace within clockOff. A crystal is off by a few hundred ppm; a
+// card further off than clockOff is an emulator's or a broken one, and
+// a grid for it would read every period as late.
+func (d *Driver) gridHolds(s *side) bool {
+	r := s.pace(d.grid.nominal) / d.grid.nominal
+	return r > 1-clockOff && r < 1+clockOff
 }
 
 // back steps the update at ts back to the one that completed the period:
@@ -538,7 +574,7 @@ func (d *Driver) back(s *side, excess uint64, ts int64, fallback uint64) (int64,
 		return ts, 0
 	}
 	k := excess / step
-	return ts - int64(float64(k*step)*d.grid.slope()), k
+	return ts - int64(float64(k*step)*d.clock(s)), k
 }
 
 // Wait blocks in poll until every side has its next period, then fills
@@ -616,7 +652,7 @@ func (d *Driver) woke(p *rundata.Sample) error {
 		avail += int64(d.periodFrames) // as found, before the write
 	}
 	p.Avail = int32(avail)
-	if !first.xrun {
+	if !first.xrun && d.gridHolds(first) {
 		need := d.need(first)
 		if first.written {
 			need -= uint64(d.periodFrames)

@@ -83,6 +83,25 @@ func (g *gridFit) at(x uint64) int64 {
 	return g.y0 + int64(g.my+g.slope()*(float64(int64(x-g.x0))-g.mx))
 }
 
+// paceFrames is the span of frames a pace is given for (ns per
+// paceFrames frames): integers fine enough for any rate.
+const paceFrames = 1024
+
+// clockOff is how far a card's pace may be from its nominal rate for the
+// fitted grid to hold it (gridHolds); the pace is the median of ~15
+// updates, each as coarse as the card's pointer steps (USB's 1 ms
+// transfers), so it is not exact to the crystal's ppm.
+const clockOff = 0.05
+
+// pace is the card's ns per frame, as its pointer moved between the last
+// wakeups (the median), or nominal until three are known.
+func (s *side) pace(nominal float64) float64 {
+	if p := s.paces.typical(); p != 0 {
+		return float64(p) / paceFrames
+	}
+	return nominal
+}
+
 // stepStats keeps the last pointer advances between wakeups and gives
 // their median: robust against the odd late interrupt, and allocation
 // free.

@@ -1,0 +1,63 @@
+//go:build linux && (amd64 || arm64 || arm || 386)
+
+package alsa
+
+import "testing"
+
+// pointerRun feeds track the updates of a card playing 2×64 frames at a
+// nominal 48 kHz whose clock runs at speed times the nominal rate: one
+// update per period, at the instant the card's clock reached it, except
+// that the update of each period in late comes that many of the card's
+// frames late and, as snd-dummy's do, reads the position modulo the
+// buffer (the whole buffers the lateness spanned are lost); the updates
+// after it follow on from it. It returns the periods flagged as pointer
+// jumps, and the driver.
+func pointerRun(t *testing.T, speed float64, periods int, late map[int]uint64) ([]int, *Driver) {
+	t.Helper()
+	const period, bufFrames = 64, 128
+	d := &Driver{periodFrames: period, periodNS: int64(period) * 1e9 / 48000}
+	s := &side{pcm: &pcm{bufferFrames: bufFrames}}
+	d.sides = []*side{s}
+	nominal := float64(d.periodNS) / period
+	d.grid.reset(nominal, float64(d.periodNS)/2)
+	var jumps []int
+	var shift, lost uint64 // card frames the updates came late by, and lost
+	for i := 1; i <= periods; i++ {
+		shift += late[i]
+		lost += late[i] / bufFrames * bufFrames
+		pos := uint64(i*period) + shift
+		d.track(s, pos-lost, int64(float64(pos)*nominal/speed), true)
+		if d.jumped {
+			jumps = append(jumps, i)
+			d.jumped = false
+		}
+	}
+	return jumps, d
+}
+
+// A pointer that lost whole buffers is a jump; a card clock running
+// slow or fast is not, however far off (ES1370 under qemu's default
+// audio timer ran at 13 % of its rate: 983 "jumps" in 984 periods).
+func TestPointerJumpsNotClockRate(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		speed float64
+		late  map[int]uint64
+		want  int
+	}{
+		{"on time", 1, nil, 0},
+		{"a crystal 300 ppm slow", 0.9997, nil, 0},
+		{"an emulated card at 13 % of its rate", 0.13, nil, 0},
+		{"a card running 40 % fast", 1.4, nil, 0},
+		{"one update 2 buffers late, the buffers lost", 1, map[int]uint64{500: 256}, 1},
+		{"two such, on a slow card", 0.13, map[int]uint64{300: 384, 700: 640}, 2},
+	} {
+		jumps, d := pointerRun(t, tc.speed, 1000, tc.late)
+		if len(jumps) != tc.want {
+			t.Errorf("%s: pointer jumps at periods %v, want %d", tc.name, jumps, tc.want)
+		}
+		if got, want := d.clock(d.sides[0])*tc.speed, float64(d.periodNS)/64; got < want*0.999 || got > want*1.001 {
+			t.Errorf("%s: the driver's clock %.2f ns per frame, want the card's %.2f", tc.name, d.clock(d.sides[0]), want/tc.speed)
+		}
+	}
+}

@@ -33,6 +33,46 @@ type Accumulator struct {
 	firstDue int64
 	lastDue  int64
 	lastLat  int64
+
+	frames int64 // per period
+	clock  clockSpan
+}
+
+// clockSpan finds the longest stretch of periods without an xrun or a
+// pointer jump, over which the card's clock is measured against the
+// system's: periods counted by their index (lost samples still count),
+// from the first period's due instant to the last's.
+type clockSpan struct {
+	on              bool
+	fromIdx, fromNS int64
+	bestN, bestNS   int64
+}
+
+func (c *clockSpan) add(s *Sample) {
+	if s.Xrun > 0 || s.Flags&FlagPointerJump != 0 {
+		c.on = false
+		return
+	}
+	if !c.on {
+		c.on, c.fromIdx, c.fromNS = true, s.Index, s.Due
+		return
+	}
+	if ns := s.Due - c.fromNS; ns > c.bestNS {
+		c.bestN, c.bestNS = s.Index-c.fromIdx, ns
+	}
+}
+
+// minClockNS is the least stretch the clock is measured over: at 1 s a
+// wakeup's 100 µs of jitter is 100 ppm, below a crystal's error.
+const minClockNS = 1e9
+
+// hz is the card's frame rate on the system clock, 0 without a stretch
+// long enough.
+func (c *clockSpan) hz(frames int64) float64 {
+	if c.bestNS < minClockNS {
+		return 0
+	}
+	return float64(c.bestN*frames) * 1e9 / float64(c.bestNS)
 }
 
 // NewAccumulator starts the accounting of a stream of the shape h
@@ -46,6 +86,7 @@ func NewAccumulator(h SampleHeader, nominalDSP int64) *Accumulator {
 		periodNS:  periodOf(h),
 		bufFrames: int64(h.Frames) * int64(h.Periods),
 		rate:      int64(h.Rate),
+		frames:    int64(h.Frames),
 		nominal:   nominalDSP,
 		headroom:  -1,
 	}
@@ -65,6 +106,7 @@ func (a *Accumulator) Add(s *Sample) {
 	}
 	a.lastDue, a.lastLat = s.Due, lat
 	a.periods++
+	a.clock.add(s)
 	if s.Xrun > 0 {
 		a.xruns++
 		a.xrunNS += s.Xrun
@@ -97,6 +139,7 @@ func (a *Accumulator) Fill(p *Phase) {
 	p.Xruns = a.xruns
 	p.XrunMSTotal = float64(a.xrunNS) / 1e6
 	p.PointerJumps = a.jumps
+	p.ClockHz = math.Round(a.clock.hz(a.frames)*10) / 10
 	if a.periodNS > 0 {
 		p.Safe, p.SafeAtDefaultLoad = a.late.Verdicts(a.periodNS, DefaultCPULoad)
 	}
@@ -140,4 +183,20 @@ func periodOf(h SampleHeader) int64 {
 		return 0
 	}
 	return int64(h.Frames) * 1e9 / int64(h.Rate)
+}
+
+// clockTolerance is how far a card's clock may be off its nominal rate
+// and still be a crystal's error (±0.5 %; a few hundred ppm is usual).
+const clockTolerance = 0.005
+
+// ClockOff is how far the card's measured clock is from the nominal rate,
+// as a fraction (-0.87: 87 % slow), and whether that is beyond a
+// crystal's error: then the card's periods are not the nominal ones, and
+// its time is not the system's. 0, false when the clock was not measured.
+func (p *Phase) ClockOff(rate int) (float64, bool) {
+	if p.ClockHz == 0 || rate <= 0 {
+		return 0, false
+	}
+	off := p.ClockHz/float64(rate) - 1
+	return off, math.Abs(off) > clockTolerance
 }

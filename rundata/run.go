@@ -191,6 +191,12 @@ type Phase struct {
 	// whole buffers against the clock fitted to it without the kernel
 	// reporting an xrun (rundata.FlagPointerJump): not xruns.
 	PointerJumps int `json:"pointer_jumps,omitempty"`
+	// ClockHz is the card's frame rate measured on the system clock
+	// (CLOCK_MONOTONIC) over the phase's longest stretch without an xrun
+	// or a pointer jump, of 1 s or more (absent without one): a card
+	// whose crystal runs slow or fast plays its periods longer or
+	// shorter than the nominal rate says (ClockOff).
+	ClockHz float64 `json:"clock_hz,omitempty"`
 	// RTThrottled counts the spikes the tracer found RT throttling in
 	// (CauseThrottled: the real-time budget used up, the audio thread
 	// stopped by the kernel), and RTThrottledNS the time it took from

@@ -600,6 +600,10 @@ func summary(w io.Writer, run *rundata.Run, acts map[int]float64, dir string) {
 		if ph.PointerJumps > 0 {
 			fmt.Fprintf(w, "   %-10s pointer jumps: %d (the hardware pointer lost whole buffers against the card's clock without an xrun from the kernel; not xruns)\n", ph.Name, ph.PointerJumps)
 		}
+		if off, ok := ph.ClockOff(run.Rate); ok {
+			fmt.Fprintf(w, "   %-10s card clock: %.1f Hz on the system clock, %+.1f %% against the nominal %d Hz (its periods last %.2f times the nominal; the card's clock, not the kernel)\n",
+				ph.Name, ph.ClockHz, 100*off, run.Rate, 1/(1+off))
+		}
 		if ph.RTThrottled > 0 {
 			fmt.Fprintf(w, "   %-10s RT throttled: %d spikes, %.1f ms (the real-time budget, sched_rt_runtime_us, ran out and the kernel stopped the audio thread: not the kernel's latency; see latencytest check)\n", ph.Name, ph.RTThrottled, float64(ph.RTThrottledNS)/1e6)
 		}

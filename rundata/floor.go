@@ -3,6 +3,7 @@ package rundata
 import (
 	"encoding/json"
 	"path/filepath"
+	"slices"
 
 	"latencytest/internal/atomicfile"
 )
@@ -26,7 +27,12 @@ type FloorPhase struct {
 	// Held says, for each of Sizes, whether the phase held there (no xrun,
 	// and its buffer verdict within the buffer measured).
 	Held []bool `json:"held"`
-	// FloorFrames is the smallest size that held (0: none did).
+	// NotHeld says, for each of Sizes, why the phase did not hold there
+	// ("" where it held; Phase.NotHeld).
+	NotHeld []string `json:"not_held"`
+	// FloorFrames is the smallest size that held and above which every
+	// size measured held too (0: none): a size that held by luck below
+	// one that did not is no floor.
 	FloorFrames int `json:"floor_frames,omitempty"`
 }
 
@@ -37,29 +43,42 @@ type FloorPhase struct {
 func FloorOf(runs []*Run) Floor {
 	fl := Floor{Rate: runs[0].Rate, Periods: runs[0].Periods}
 	index := map[string]int{}
+	var ran [][]bool // per phase, per size: it ran there
 	for k, r := range runs {
 		fl.Sizes = append(fl.Sizes, r.PeriodFrames)
-		seen := map[string]bool{}
 		for _, ph := range r.Phases {
 			i, ok := index[ph.Name]
 			if !ok {
 				i = len(fl.Phases)
 				index[ph.Name] = i
-				fl.Phases = append(fl.Phases, FloorPhase{Name: ph.Name, Held: make([]bool, len(runs))})
+				fl.Phases = append(fl.Phases, FloorPhase{Name: ph.Name, NotHeld: make([]string, len(runs))})
+				ran = append(ran, make([]bool, len(runs)))
 			}
-			held := ph.Held(r.Periods)
-			if !seen[ph.Name] {
-				fl.Phases[i].Held[k], seen[ph.Name] = held, true
-			} else {
-				fl.Phases[i].Held[k] = fl.Phases[i].Held[k] && held
+			ran[i][k] = true
+			if why := ph.NotHeld(r.Periods, r.PeriodUS); why != "" && fl.Phases[i].NotHeld[k] == "" {
+				fl.Phases[i].NotHeld[k] = ph.Label() + " " + why // the first repetition that did not hold
 			}
 		}
 	}
+	bySize := make([]int, len(runs)) // indices of Sizes, largest first
+	for k := range bySize {
+		bySize[k] = k
+	}
+	slices.SortStableFunc(bySize, func(a, b int) int { return fl.Sizes[b] - fl.Sizes[a] })
 	for i := range fl.Phases {
-		for k, h := range fl.Phases[i].Held {
-			if h && (fl.Phases[i].FloorFrames == 0 || fl.Sizes[k] < fl.Phases[i].FloorFrames) {
-				fl.Phases[i].FloorFrames = fl.Sizes[k]
+		ph := &fl.Phases[i]
+		ph.Held = make([]bool, len(runs))
+		for k, why := range ph.NotHeld {
+			if !ran[i][k] {
+				ph.NotHeld[k] = ph.Name + " did not run"
 			}
+			ph.Held[k] = ran[i][k] && why == ""
+		}
+		for _, k := range bySize {
+			if !ph.Held[k] {
+				break
+			}
+			ph.FloorFrames = fl.Sizes[k]
 		}
 	}
 	return fl

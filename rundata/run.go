@@ -154,6 +154,9 @@ type Phase struct {
 	// written (the run was killed): its figures are zero in run.json and
 	// readers recover them from the samples file (Accumulator).
 	Incomplete bool `json:"incomplete,omitempty"`
+	// CutShort marks a phase the run stopped before its duration (Ctrl-C,
+	// SIGTERM): its figures are of the time it ran, and it did not hold.
+	CutShort bool `json:"cut_short,omitempty"`
 
 	StartMonoNS int64     `json:"start_mono_ns"`
 	EndMonoNS   int64     `json:"end_mono_ns"`

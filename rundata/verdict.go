@@ -81,30 +81,53 @@ func (ph *Phase) Label() string {
 	return ph.Name
 }
 
-// Held reports whether the phase held in a buffer of periods: it ran, had
-// no xrun, and its verdict fits that buffer.
-func (ph *Phase) Held(periods int) bool {
-	return ph.Skipped == "" && ph.Safe != nil && ph.Safe.Periods <= periods && ph.Xruns == 0
+// Held reports whether the phase held in a buffer of periods (NotHeld).
+func (ph *Phase) Held(periods int) bool { return ph.NotHeld(periods, 0) == "" }
+
+// NotHeld says why the phase did not hold in a buffer of periods of
+// periodUS each, "" when it held: it ran to its end, every period it
+// measured reached the run (a period lost may have been the late one), no
+// period's lateness is unknown (a pointer jump: the pointer lost whole
+// buffers, so its interrupt was a buffer or more late), it had no xrun,
+// and its verdict fits that buffer.
+func (ph *Phase) NotHeld(periods int, periodUS float64) string {
+	switch {
+	case ph.Skipped != "":
+		return "skipped: " + ph.Skipped
+	case ph.Incomplete:
+		return "its end was never written (the run was killed)"
+	case ph.CutShort:
+		return "cut short (the run was stopped)"
+	case ph.Safe == nil:
+		return "no verdict"
+	case ph.Safe.Periods > MaxSafePeriods:
+		return fmt.Sprintf("needs more than × %d", MaxSafePeriods)
+	case ph.Safe.Periods > periods:
+		return fmt.Sprintf("needs × %d (%.1f ms)", ph.Safe.Periods, float64(ph.Safe.Periods)*periodUS/1000)
+	case ph.Xruns > 0:
+		return fmt.Sprintf("had %d xruns its wakeups do not explain", ph.Xruns)
+	case ph.Lost > 0:
+		return fmt.Sprintf("lost %d periods' samples (one of them may have been late)", ph.Lost)
+	case ph.PointerJumps > 0:
+		return fmt.Sprintf("had %d pointer jumps (periods whose interrupt came a buffer or more late)", ph.PointerJumps)
+	}
+	return ""
 }
 
-// VerdictText says which loads the run's buffer held and what the others
-// would have needed, e.g. "64 frames × 2 (2.7 ms) held under idle, proc;
-// hackbench needs × 3 (4.0 ms)". It is "" for a run without verdicts.
+// VerdictText says which loads the run's buffer held and what kept the
+// others from holding, e.g. "64 frames × 2 (2.7 ms) held under idle,
+// proc; hackbench needs × 3 (4.0 ms)". Skipped phases are left out; it is
+// "" for a run without verdicts.
 func VerdictText(r *Run) string {
-	size := func(n int) string {
-		return fmt.Sprintf("× %d (%.1f ms)", n, float64(n)*r.PeriodUS/1000)
-	}
 	var held, other []string
 	for _, ph := range r.Phases {
-		name := ph.Label() // a repetition that did not hold is named with its number
+		if ph.Skipped != "" || (ph.Safe == nil && !ph.Incomplete) {
+			continue
+		}
+		why := ph.NotHeld(r.Periods, r.PeriodUS)
 		switch {
-		case ph.Skipped != "" || ph.Safe == nil:
-		case ph.Safe.Periods > MaxSafePeriods:
-			other = append(other, fmt.Sprintf("%s needs more than × %d", name, MaxSafePeriods))
-		case ph.Safe.Periods > r.Periods:
-			other = append(other, fmt.Sprintf("%s needs %s", name, size(ph.Safe.Periods)))
-		case ph.Xruns > 0:
-			other = append(other, fmt.Sprintf("%s had %d xruns its wakeups do not explain", name, ph.Xruns))
+		case why != "":
+			other = append(other, ph.Label()+" "+why) // a repetition that did not hold is named with its number
 		case !slices.Contains(held, ph.Name):
 			held = append(held, ph.Name)
 		}
@@ -112,11 +135,11 @@ func VerdictText(r *Run) string {
 	if len(held) == 0 && len(other) == 0 {
 		return ""
 	}
-	s := fmt.Sprintf("%d frames %s", r.PeriodFrames, size(r.Periods))
+	s := fmt.Sprintf("%d frames × %d (%.1f ms)", r.PeriodFrames, r.Periods, float64(r.Periods)*r.PeriodUS/1000)
 	if len(held) > 0 {
 		s += " held under " + strings.Join(held, ", ")
 	} else {
-		s += " held under no load"
+		s += " held under none of the phases"
 	}
 	if len(other) > 0 {
 		s += "; " + strings.Join(other, "; ")

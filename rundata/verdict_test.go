@@ -1,6 +1,10 @@
 package rundata
 
-import "testing"
+import (
+	"slices"
+	"strings"
+	"testing"
+)
 
 const p64 = 1333333 // 64 frames at 48 kHz, ns
 
@@ -74,4 +78,69 @@ func TestVerdictText(t *testing.T) {
 	if got := VerdictText(&Run{Phases: []Phase{{Name: "idle"}}}); got != "" {
 		t.Errorf("without verdicts: %q", got)
 	}
+}
+
+// Every combination of three phases each held, not held (a larger buffer
+// needed, an xrun, lost samples, a pointer jump, cut short), skipped or
+// incomplete: the verdict names each phase that ran once, as held only
+// when it held, never says "held under" a phase that did not, and says
+// "none of the phases" when none held.
+func TestVerdictTextCombinations(t *testing.T) {
+	kinds := []struct {
+		name string
+		ph   Phase
+		held bool
+		skip bool
+	}{
+		{"held", Phase{Safe: &Safe{Periods: 2}}, true, false},
+		{"needs more", Phase{Safe: &Safe{Periods: 3}}, false, false},
+		{"xrun", Phase{Safe: &Safe{Periods: 2}, Xruns: 1}, false, false},
+		{"lost", Phase{Safe: &Safe{Periods: 2}, Lost: 1}, false, false},
+		{"jump", Phase{Safe: &Safe{Periods: 2}, PointerJumps: 1}, false, false},
+		{"cut short", Phase{Safe: &Safe{Periods: 2}, CutShort: true}, false, false},
+		{"incomplete", Phase{Incomplete: true}, false, false},
+		{"skipped", Phase{Skipped: "no display"}, false, true},
+	}
+	names := []string{"idle", "proc", "hackbench"}
+	var combo func(i int, phases []Phase, held []bool, skipped []bool)
+	combo = func(i int, phases []Phase, held, skipped []bool) {
+		if i < len(names) {
+			for _, k := range kinds {
+				ph := k.ph
+				ph.Name = names[i]
+				combo(i+1, append(phases, ph), append(held, k.held), append(skipped, k.skip))
+			}
+			return
+		}
+		r := &Run{PeriodFrames: 64, Periods: 2, PeriodUS: 1333.333, Phases: phases}
+		got := VerdictText(r)
+		anyHeld, allSkipped := false, true
+		for j, ph := range phases {
+			anyHeld = anyHeld || held[j]
+			allSkipped = allSkipped && skipped[j]
+			n := strings.Count(got, ph.Name)
+			switch {
+			case skipped[j] && n != 0:
+				t.Errorf("%q names skipped %s", got, ph.Name)
+			case !skipped[j] && n != 1:
+				t.Errorf("%q names %s %d times, want once", got, ph.Name, n)
+			case held[j] != inHeld(got, ph.Name):
+				t.Errorf("%q: %s held %v", got, ph.Name, held[j])
+			}
+		}
+		if allSkipped != (got == "") {
+			t.Errorf("phases %+v: verdict %q", phases, got)
+		}
+		if !allSkipped && strings.Contains(got, "none of the phases") == anyHeld {
+			t.Errorf("%q: some held %v", got, anyHeld)
+		}
+	}
+	combo(0, nil, nil, nil)
+}
+
+// inHeld says whether the verdict lists name among those it held under.
+func inHeld(verdict, name string) bool {
+	list, _, _ := strings.Cut(verdict, ";")
+	_, list, ok := strings.Cut(list, " held under ")
+	return ok && slices.Contains(strings.Split(list, ", "), name)
 }

@@ -299,6 +299,7 @@ func (s *session) phase(ctx context.Context, i int, name string) error {
 		}
 		return err
 	}
+	ph.CutShort = ctx.Err() != nil
 	s.phaseEnded(&ph, acc)
 	return err
 }

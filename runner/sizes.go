@@ -67,18 +67,28 @@ func RunSizes(ctx context.Context, cfg Config, sizes []int, above func(periodFra
 	return nil
 }
 
-// printFloor prints the practical floor per phase: "floor: idle 32 frames
-// × 2 (1.3 ms); hackbench 128 frames × 2 (5.3 ms); disk-write none of
-// 32, 64 held".
+// printFloor prints the practical floor per phase, and why each size
+// below it did not hold: "floor: idle 32 frames × 2 (1.3 ms); hackbench
+// 128 frames × 2 (5.3 ms) (64: hackbench needs × 3 (4.0 ms)); disk-write
+// none of the sizes held (...)".
 func printFloor(w io.Writer, fl rundata.Floor, frameUS float64) {
 	var parts []string
 	for _, ph := range fl.Phases {
-		if ph.FloorFrames == 0 {
-			parts = append(parts, fmt.Sprintf("%s: none of the sizes held", ph.Name))
-			continue
+		var why []string
+		for k, n := range fl.Sizes {
+			if ph.NotHeld[k] != "" && (ph.FloorFrames == 0 || n < ph.FloorFrames) {
+				why = append(why, fmt.Sprintf("%d: %s", n, ph.NotHeld[k]))
+			}
 		}
-		ms := float64(ph.FloorFrames*fl.Periods) * frameUS / 1000
-		parts = append(parts, fmt.Sprintf("%s: %d frames × %d (%.1f ms)", ph.Name, ph.FloorFrames, fl.Periods, ms))
+		part := fmt.Sprintf("%s: none of the sizes held", ph.Name)
+		if ph.FloorFrames != 0 {
+			ms := float64(ph.FloorFrames*fl.Periods) * frameUS / 1000
+			part = fmt.Sprintf("%s: %d frames × %d (%.1f ms)", ph.Name, ph.FloorFrames, fl.Periods, ms)
+		}
+		if len(why) > 0 {
+			part += " (" + strings.Join(why, "; ") + ")"
+		}
+		parts = append(parts, part)
 	}
-	fmt.Fprintf(w, "floor (the smallest period size whose buffer held): %s\n", strings.Join(parts, "; "))
+	fmt.Fprintf(w, "floor (the smallest period size whose buffer held, and every larger one too): %s\n", strings.Join(parts, "; "))
 }

@@ -493,8 +493,26 @@ func (d *Driver) check(s *side) error {
 	var k uint64
 	s.due, k = d.back(s, pos-need, ts, 0)
 	s.ready = true
+	jumpDue, known := d.jumpDue(s)
+	jumped := d.jumped
 	d.track(s, pos, ts, k == 0)
+	if d.jumped && !jumped && known {
+		s.due = min(s.due, jumpDue)
+	}
 	return nil
+}
+
+// jumpDue is when side s's next period was due on the card's clock, as of
+// the last update seen: the first period boundary after it. It is the due
+// instant of a period whose pointer jumped (lostBuffers): the pointer's
+// timestamp is then that of an interrupt a buffer or more late, and a
+// period counted from it would read as on time.
+func (d *Driver) jumpDue(s *side) (int64, bool) {
+	if !s.seen {
+		return 0, false
+	}
+	next := (s.lastPos/uint64(d.periodFrames) + 1) * uint64(d.periodFrames)
+	return s.lastTs + int64(float64(next-s.lastPos)*s.pace(d.grid.nominal)), true
 }
 
 // track notes side s's pointer at pos at ts (onTime: the update that
@@ -652,7 +670,10 @@ func (d *Driver) woke(p *rundata.Sample) error {
 		avail += int64(d.periodFrames) // as found, before the write
 	}
 	p.Avail = int32(avail)
-	if !first.xrun && d.gridHolds(first) {
+	switch {
+	case d.jumped:
+		p.Grid = first.due // the grid restarted at the late update; the period was due before it (jumpDue)
+	case !first.xrun && d.gridHolds(first):
 		need := d.need(first)
 		if first.written {
 			need -= uint64(d.periodFrames)

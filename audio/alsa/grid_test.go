@@ -11,7 +11,9 @@ import "testing"
 // frames late and, as snd-dummy's do, reads the position modulo the
 // buffer (the whole buffers the lateness spanned are lost); the updates
 // after it follow on from it. It returns the periods flagged as pointer
-// jumps, and the driver.
+// jumps, and the driver. A period flagged must be due, by jumpDue, when
+// the card reached it, before the late update (its latency is the
+// update's lateness, not ~0).
 func pointerRun(t *testing.T, speed float64, periods int, late map[int]uint64) ([]int, *Driver) {
 	t.Helper()
 	const period, bufFrames = 64, 128
@@ -26,10 +28,15 @@ func pointerRun(t *testing.T, speed float64, periods int, late map[int]uint64) (
 		shift += late[i]
 		lost += late[i] / bufFrames * bufFrames
 		pos := uint64(i*period) + shift
-		d.track(s, pos-lost, int64(float64(pos)*nominal/speed), true)
+		due, _ := d.jumpDue(s)
+		ts := int64(float64(pos) * nominal / speed)
+		d.track(s, pos-lost, ts, true)
 		if d.jumped {
 			jumps = append(jumps, i)
 			d.jumped = false
+			if want := int64(float64(pos-late[i]) * nominal / speed); due < want-2 || due > want+2 {
+				t.Errorf("speed %v, period %d: due %d ns, want %d (latency %d ns, want %d)", speed, i, due, want, ts-due, ts-want)
+			}
 		}
 	}
 	return jumps, d

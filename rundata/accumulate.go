@@ -34,8 +34,10 @@ type Accumulator struct {
 	lastDue  int64
 	lastLat  int64
 
-	frames int64 // per period
-	clock  clockSpan
+	frames   int64 // per period
+	clock    clockSpan
+	lastWoke int64
+	caughtUp int64 // periods due before the one before them woke
 }
 
 // clockSpan finds the longest stretch of periods without an xrun or a
@@ -104,7 +106,10 @@ func (a *Accumulator) Add(s *Sample) {
 	if a.periods == 0 {
 		a.firstDue = s.Due
 	}
-	a.lastDue, a.lastLat = s.Due, lat
+	if a.periods > 0 && s.Due < a.lastWoke {
+		a.caughtUp++
+	}
+	a.lastDue, a.lastLat, a.lastWoke = s.Due, lat, s.Woke
 	a.periods++
 	a.clock.add(s)
 	if s.Xrun > 0 {
@@ -139,6 +144,7 @@ func (a *Accumulator) Fill(p *Phase) {
 	p.Xruns = a.xruns
 	p.XrunMSTotal = float64(a.xrunNS) / 1e6
 	p.PointerJumps = a.jumps
+	p.CaughtUp = a.caughtUp
 	p.ClockHz = math.Round(a.clock.hz(a.frames)*10) / 10
 	if a.periodNS > 0 {
 		p.Safe, p.SafeAtDefaultLoad = a.late.Verdicts(a.periodNS, DefaultCPULoad)

@@ -59,3 +59,27 @@ func TestClockHz(t *testing.T) {
 		t.Errorf("0.8 s measured a clock of %.1f Hz, want none", p.ClockHz)
 	}
 }
+
+// A stall of 3.5 periods: the three periods due during it are written
+// late, one after another, and counted as caught up (cyclictest would
+// have skipped their deadlines and measured one late wakeup); the max is
+// the stalled wakeup's either way.
+func TestCaughtUp(t *testing.T) {
+	h := NewSampleHeader(48000, 480, 4)
+	a := NewAccumulator(h, 0)
+	woke := int64(0)
+	for i := int64(0); i < 20; i++ {
+		s := Sample{Index: i, Due: i * h.PeriodNS}
+		s.Woke = max(s.Due+20e3, woke+5e3)
+		if i == 10 {
+			s.Woke = s.Due + h.PeriodNS*7/2
+		}
+		woke = s.Woke
+		a.Add(&s)
+	}
+	var p Phase
+	a.Fill(&p)
+	if p.CaughtUp != 3 || p.Latency.Max != float64(h.PeriodNS*7/2)/1000 {
+		t.Errorf("caught up %d, max %.0f µs; want 3, %d µs", p.CaughtUp, p.Latency.Max, h.PeriodNS*7/2/1000)
+	}
+}

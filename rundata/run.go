@@ -200,6 +200,12 @@ type Phase struct {
 	// whose crystal runs slow or fast plays its periods longer or
 	// shorter than the nominal rate says (ClockOff).
 	ClockHz float64 `json:"clock_hz,omitempty"`
+	// CaughtUp counts periods that were already due when the period
+	// before them woke: after a stall the loop writes every period the
+	// buffer needs, each late, where cyclictest skips the deadlines that
+	// passed and measures one wakeup. The maximum is the same; counts
+	// and percentiles differ by these.
+	CaughtUp int64 `json:"caught_up,omitempty"`
 	// RTThrottled counts the spikes the tracer found RT throttling in
 	// (CauseThrottled: the real-time budget used up, the audio thread
 	// stopped by the kernel), and RTThrottledNS the time it took from

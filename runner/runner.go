@@ -598,6 +598,9 @@ func summary(w io.Writer, run *rundata.Run, acts map[int]float64, dir string) {
 		fmt.Fprintf(w, "T: %-10s P:%d I:%d C:%8d Min:%7d Act:%5d Avg:%5d Max:%8d p99: %s p99.9: %s xruns: %d\n",
 			name, run.RT.Obtained.Priority, int64(run.PeriodUS), ph.Periods,
 			int64(math.Floor(l.Min)), int64(math.Floor(acts[i])), int64(math.Floor(l.Avg)), int64(math.Floor(l.Max)), pct(l.P99), pct(l.P999), ph.Xruns)
+		if ph.CaughtUp > 0 {
+			fmt.Fprintf(w, "   %-10s %d caught up (periods already due when the one before woke, each written late; cyclictest skips such deadlines: its C: and percentiles would not have them)\n", ph.Name, ph.CaughtUp)
+		}
 		if ph.Lost > 0 {
 			fmt.Fprintf(w, "   %-10s %d lost (periods measured but not handed over: in no figure above, and one may have been the late one)\n", ph.Name, ph.Lost)
 		}

@@ -1,6 +1,9 @@
 // Package timer is the driver used when there is no soundcard: the period
 // clock is clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME) and latency is
-// wake − absolute deadline, exactly cyclictest's definition.
+// wake − absolute deadline, cyclictest's definition for each wakeup. Unlike
+// cyclictest it does not skip the deadlines that passed during a stall: a
+// card needs every period written, so they are replayed, each late
+// (run.json's caught_up counts them).
 //
 // A virtual buffer of Config.Periods periods stands in for the card's: it
 // finds the xruns a real card would have had with that buffer, and marks

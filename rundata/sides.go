@@ -33,7 +33,9 @@ func (st *SideStats) Add(s *Sample) {
 	if play, capt, ok := s.SideLatencies(); ok {
 		st.Playback.Add(play)
 		st.Capture.Add(capt)
-		st.Apart.Add(s.CaptureDue - s.PlaybackDue)
+		if s.Xrun == 0 { // a restarted stream's sides start anew, not apart by their interrupts
+			st.Apart.Add(s.CaptureDue - s.PlaybackDue)
+		}
 	}
 	// Every period counts, those that found their period already there
 	// (0) too, but only once the driver is seen to poll at all: timer

@@ -62,3 +62,22 @@ func TestRecoverySides(t *testing.T) {
 		t.Errorf("capture latency max %g µs", got.CaptureLatency.Max)
 	}
 }
+
+// A period with an xrun restarted the stream: how far apart its sides
+// became due says nothing of the card's two interrupts, and is left out
+// of the apart figure (not of the sides' latencies).
+func TestApartLeavesOutXruns(t *testing.T) {
+	st := newSideStats()
+	for i := int64(0); i < 10; i++ {
+		s := Sample{Index: i, Due: i * 1e6, Woke: i*1e6 + 30e3, PlaybackDue: i * 1e6, CaptureDue: i*1e6 - 5e3}
+		if i == 4 {
+			s.Xrun, s.CaptureDue = 2e6, i*1e6-900e3
+		}
+		st.Add(&s)
+	}
+	var ph Phase
+	st.Fill(&ph)
+	if a := ph.CapturePlaybackApart; a == nil || a.Min != -5 || a.Max != -5 || ph.CaptureLatency.Max != 930 {
+		t.Errorf("apart %+v, capture latency %+v; want apart -5 µs throughout, the xrun's capture latency kept", a, ph.CaptureLatency)
+	}
+}

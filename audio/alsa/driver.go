@@ -744,7 +744,7 @@ func (d *Driver) Transfer(p *rundata.Sample) error {
 		case 0:
 			continue
 		case unix.EPIPE, unix.ESTRPIPE:
-			p.Xrun = d.xrunLength(s)
+			p.Xrun = d.xrunLength(s, p)
 			if s == d.capt {
 				p.Flags |= rundata.FlagCapture
 			}
@@ -756,13 +756,17 @@ func (d *Driver) Transfer(p *rundata.Sample) error {
 	return nil
 }
 
-// xrunLength measures side s's xrun as aplay does: now minus the trigger
-// timestamp of the stop. A driver that latches its own trigger
-// timestamps (snd-hda-intel) leaves the stop's unset, so the trigger
-// timestamp is still the start's and aplay's figure is the time since
-// the start (seconds, where the stop was 300 ms); then the stop is the
-// pointer update that found the buffer empty, the status' last.
-func (d *Driver) xrunLength(s *side) int64 {
+// xrunLength measures side s's xrun, found at the transfer of period p,
+// as aplay does: now minus the trigger timestamp of the stop. A driver
+// that latches its own trigger timestamps (snd-hda-intel) leaves the
+// stop's unset, so the trigger timestamp is still the start's and aplay's
+// figure is the time since the start (seconds, where the stop was
+// 300 ms); then the stop is the pointer update that found the buffer
+// empty, the status' last. aplay, which does no work between its wakeup
+// and its write, notices a stop that came before the wakeup right then:
+// so the simulated DSP work after it is not part of the length. A stop
+// that came during that work is the work's xrun, from the stop to now.
+func (d *Driver) xrunLength(s *side, p *rundata.Sample) int64 {
 	now := audio.Now()
 	_, _, ts, e := s.pcm.readStatus()
 	if s.pcm.statusNow() != 0 || s.pcm.st.State != stateXrun {
@@ -771,6 +775,15 @@ func (d *Driver) xrunLength(s *side) int64 {
 	stop := s.pcm.st.TriggerTstamp.ns()
 	if stop <= s.startTs && e == 0 && ts > s.startTs {
 		stop = ts
+	}
+	return xrunSince(stop, now, p)
+}
+
+// xrunSince is the length of an xrun that stopped the stream at stop and
+// was found now, at the transfer of period p (xrunLength).
+func xrunSince(stop, now int64, p *rundata.Sample) int64 {
+	if stop <= p.Woke {
+		now -= p.DSP
 	}
 	return max(now-stop, 1)
 }

@@ -2,7 +2,11 @@
 
 package alsa
 
-import "testing"
+import (
+	"testing"
+
+	"latencytest/rundata"
+)
 
 // pointerRun feeds track the updates of a card playing 2×64 frames at a
 // nominal 48 kHz whose clock runs at speed times the nominal rate: one
@@ -65,6 +69,27 @@ func TestPointerJumpsNotClockRate(t *testing.T) {
 		}
 		if got, want := d.clock(d.sides[0])*tc.speed, float64(d.periodNS)/64; got < want*0.999 || got > want*1.001 {
 			t.Errorf("%s: the driver's clock %.2f ns per frame, want the card's %.2f", tc.name, d.clock(d.sides[0]), want/tc.speed)
+		}
+	}
+}
+
+// An xrun's length leaves out the simulated DSP work when the stream had
+// stopped before the wakeup (aplay, doing no work, notices it at once),
+// and counts from the stop when the work itself made it.
+func TestXrunLengthWithoutDSP(t *testing.T) {
+	const ms = int64(1e6)
+	p := &rundata.Sample{Woke: 100 * ms, DSP: 4 * ms}
+	for _, tc := range []struct {
+		name      string
+		stop, now int64
+		want      int64
+	}{
+		{"stopped 3 ms before the wakeup, found after 4 ms of work", 97 * ms, 104 * ms, 3 * ms},
+		{"stopped 1 ms into the work", 101 * ms, 104 * ms, 3 * ms},
+		{"stopped at the wakeup", 100 * ms, 104 * ms, 1},
+	} {
+		if got := xrunSince(tc.stop, tc.now, p); got != tc.want {
+			t.Errorf("%s: %d ns, want %d", tc.name, got, tc.want)
 		}
 	}
 }

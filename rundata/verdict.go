@@ -144,5 +144,22 @@ func VerdictText(r *Run) string {
 	if len(other) > 0 {
 		s += "; " + strings.Join(other, "; ")
 	}
+	if n := rtNote(r.RT); n != "" {
+		s += "; " + n
+	}
 	return s
+}
+
+// rtNote says when the figures are not a real-time audio thread's: it
+// ran without a real-time policy, or with its memory unlocked though that
+// was asked (a page fault can then add milliseconds).
+func rtNote(rt RTSetup) string {
+	o := rt.Obtained
+	switch {
+	case o.Policy != "" && o.Policy != "SCHED_FIFO" && o.Policy != "SCHED_RR": // "": a run.json from before policies were recorded
+		return fmt.Sprintf("not a real-time thread's figures: it ran %s, not the SCHED_FIFO asked (run as root, or give the user rtprio: latencytest check)", o.Policy)
+	case rt.Asked.Mlockall && !o.Mlockall:
+		return "its memory was not locked (mlockall refused: raise the memlock limit, latencytest check): page faults may be in the figures"
+	}
+	return ""
 }

@@ -144,3 +144,22 @@ func inHeld(verdict, name string) bool {
 	_, list, ok := strings.Cut(list, " held under ")
 	return ok && slices.Contains(strings.Split(list, ", "), name)
 }
+
+// A verdict of a thread that was not real-time says so.
+func TestVerdictTextNotRealTime(t *testing.T) {
+	for _, tc := range []struct {
+		rt   RTSetup
+		want string
+	}{
+		{RTSetup{Asked: RTParams{Policy: "SCHED_FIFO", Mlockall: true}, Obtained: RTParams{Policy: "SCHED_FIFO", Priority: 80, Mlockall: true}}, ""},
+		{RTSetup{Asked: RTParams{Policy: "SCHED_FIFO", Mlockall: true}, Obtained: RTParams{Policy: "SCHED_OTHER", Mlockall: true}}, "; not a real-time thread's figures: it ran SCHED_OTHER"},
+		{RTSetup{Asked: RTParams{Policy: "SCHED_FIFO", Mlockall: true}, Obtained: RTParams{Policy: "SCHED_FIFO", Priority: 80}}, "; its memory was not locked"},
+	} {
+		r := &Run{PeriodFrames: 64, Periods: 2, PeriodUS: 1333.333, RT: tc.rt, Phases: []Phase{{Name: "idle", Safe: &Safe{Periods: 2}}}}
+		got := VerdictText(r)
+		const held = "64 frames × 2 (2.7 ms) held under idle"
+		if tc.want == "" && got != held || tc.want != "" && !strings.HasPrefix(got, held+tc.want) {
+			t.Errorf("%+v: %q, want %q…", tc.rt.Obtained, got, held+tc.want)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"latencytest/audio"
@@ -16,6 +17,7 @@ import (
 	"latencytest/internal/atomicfile"
 	"latencytest/internal/badinput"
 	"latencytest/internal/child"
+	"latencytest/internal/cpulist"
 	"latencytest/internal/mono"
 	"latencytest/internal/nice"
 	"latencytest/ktrace"
@@ -46,6 +48,9 @@ type Config struct {
 	Version string
 
 	Driver  string // resolved driver name
+	// AutoDriver says the driver was chosen by --driver auto (the first
+	// present; timer when there is no sound card): said on the first line.
+	AutoDriver bool
 	Audio   audio.Config
 	CPULoad int
 	RT      rundata.RTParams
@@ -517,12 +522,43 @@ func (r *phaseRun) granted(h engineHello) {
 	run.Simulated = g.Simulated
 	run.DriverNotes = g.Notes
 	setShape(run)
+	r.s.pr.linef("%s", streamLine(run, r.cfg.AutoDriver))
 	for _, n := range g.Notes {
 		r.s.pr.linef("%s: %s", run.Driver, n)
 	}
 	for _, ref := range h.RT.Refused {
 		r.s.pr.linef("not obtained: %s", ref)
 	}
+}
+
+// streamLine is a run's first line: what is measured, as granted, e.g.
+// "alsa hw:0,0 (HDA Intel PCH): 64 frames × 2 (2.7 ms) at 48000 Hz, mmap,
+// SCHED_FIFO 80, audio thread on CPU 1"; what was asked and not obtained
+// follows it on lines of its own.
+func streamLine(run *rundata.Run, auto bool) string {
+	what := run.Device
+	if !strings.HasPrefix(what, run.Driver) {
+		what = run.Driver + " " + what
+	}
+	line := fmt.Sprintf("%s: %d frames × %d (%.1f ms) at %d Hz", what, run.PeriodFrames, run.Periods, run.BufferUS/1000, run.Rate)
+	if run.Access != "" {
+		line += ", " + run.Access
+	}
+	o := run.RT.Obtained
+	line += ", " + o.Policy
+	if o.Policy == "SCHED_FIFO" || o.Policy == "SCHED_RR" {
+		line += fmt.Sprintf(" %d", o.Priority)
+	}
+	if len(o.Affinity) > 0 {
+		line += ", audio thread on CPU " + cpulist.Format(o.Affinity)
+	}
+	switch {
+	case auto && run.Simulated:
+		line += " (--driver auto: no sound card found; the timer stands in for one, its xruns simulated)"
+	case auto:
+		line += " (--driver auto)"
+	}
+	return line
 }
 
 // xrunLine prints an xrun as aplay does, or says what a pointer jump is.

@@ -231,7 +231,18 @@ func (f *runFlags) config(loads *loadSet) (runner.Config, error) {
 	if cfg.Driver, err = f.resolveDriver(); err != nil {
 		return cfg, err
 	}
+	cfg.AutoDriver = f.driver == "auto"
 	switch {
+	case (f.file != "" || f.tone != 0) && (cfg.Driver == "timer" || cfg.Driver == "rtc"):
+		what := "--file " + f.file
+		if f.file == "" {
+			what = fmt.Sprintf("--tone %g", f.tone)
+		}
+		why := ""
+		if cfg.AutoDriver {
+			why = " (--driver auto found no sound card)"
+		}
+		return cfg, badFlag("%s: the %s driver%s plays no sound; allowed with --driver alsa or portaudio", what, cfg.Driver, why)
 	case f.access != "mmap" && f.access != "rw":
 		return cfg, badFlag("--access %q: allowed mmap or rw", f.access)
 	case f.access == "rw" && cfg.Driver != "alsa":

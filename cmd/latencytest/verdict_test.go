@@ -1,7 +1,9 @@
 package main
 
 import (
+	enc "encoding/binary"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,7 +32,41 @@ func TestRunVerdict(t *testing.T) {
 	if ph.Safe == nil || int64(ph.Safe.Periods) != want || want < 7 || ph.Safe.MarginNS != (want-1)*period-late {
 		t.Fatalf("safe %+v, want %d periods (latest write %.2f ms after its period was due)", ph.Safe, want, float64(late)/1e6)
 	}
-	if line := fmt.Sprintf("verdict: 256 frames × 4 (21.3 ms) held under no load; idle needs × %d", want); !strings.Contains(r.stdout, line) {
+	if line := fmt.Sprintf("verdict: 256 frames × 4 (21.3 ms) held under none of the phases; idle needs × %d", want); !strings.Contains(r.stdout, line) {
 		t.Errorf("no line %q in\n%s", line, r.stdout)
+	}
+}
+
+// The first line says what is measured, and that --driver auto fell back
+// to the timer; a tone or a file to play with no card to play them on is
+// refused, not ignored.
+func TestRunFirstLine(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run")
+	r := latencytest(t, "run", "--tests", "idle", "--duration", "1s", "--cpu-load", "0", "--out", out, "--no-report")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	run := readRun(t, out)
+	first, _, _ := strings.Cut(r.stderr, "\n") // the progress lines' stream
+	want := fmt.Sprintf("timer (CLOCK_MONOTONIC): 64 frames × 2 (2.7 ms) at 48000 Hz, %s", run.RT.Obtained.Policy)
+	if run.Driver != "timer" || !strings.HasPrefix(first, want) || !strings.HasSuffix(first, "(--driver auto: no sound card found; the timer stands in for one, its xruns simulated)") {
+		t.Errorf("first line %q, want %q… (--driver auto: …)", first, want)
+	}
+	wav := filepath.Join(t.TempDir(), "song.wav")
+	var hdr []byte // 16-bit stereo 48 kHz, one frame of silence
+	for _, v := range []any{[]byte("RIFF"), uint32(40), []byte("WAVEfmt "), uint32(16), uint16(1), uint16(2), uint32(48000), uint32(192000), uint16(4), uint16(16), []byte("data"), uint32(4), uint32(0)} {
+		hdr, _ = enc.Append(hdr, enc.LittleEndian, v)
+	}
+	if err := os.WriteFile(wav, hdr, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"--tone", "440"}, {"--file", wav}, {"--driver", "timer", "--tone", "1000"}} {
+		fresh := filepath.Join(t.TempDir(), "never")
+		args = append([]string{"run", "--tests", "idle", "--duration", "1s", "--out", fresh}, args...)
+		r := latencytest(t, args...)
+		oneLine(t, r, strings.Join(args, " "))
+		if !strings.Contains(r.stderr, "plays no sound; allowed with --driver alsa or portaudio") {
+			t.Errorf("%v: %q", args, r.stderr)
+		}
 	}
 }

@@ -47,13 +47,13 @@ type Config struct {
 	Command []string // the command line, for run.json
 	Version string
 
-	Driver  string // resolved driver name
+	Driver string // resolved driver name
 	// AutoDriver says the driver was chosen by --driver auto (the first
 	// present; timer when there is no sound card): said on the first line.
 	AutoDriver bool
-	Audio   audio.Config
-	CPULoad int
-	RT      rundata.RTParams
+	Audio      audio.Config
+	CPULoad    int
+	RT         rundata.RTParams
 
 	Tests []string // phases in order
 	// LiftRTBudget lifts the kernel's real-time budget for the run

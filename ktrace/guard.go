@@ -6,10 +6,11 @@ import (
 	"errors"
 	"io"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"latencytest/internal/procfile"
 )
 
 // Saved is what a session changed outside its own instance: the osnoise
@@ -31,19 +32,19 @@ func (s *Session) Saved() Saved {
 	return Saved{Osnoise: true, Options: s.noise.options, CPUs: s.noise.cpus}
 }
 
-// Restore leaves the tracer as the session of process pid found it, for
-// a pid that died before its session could: the osnoise settings as sv
+// Restore leaves the tracer as the session of process run found it, for
+// a run that died before its session could: the osnoise settings as sv
 // says they were (sv nil: not known, and the kernel's defaults are put
 // back, as the next session would), the instance's tracer and events off,
 // the instance removed. Where the session ended as it should there is no
-// instance, and nothing is done. The instance is the one process pid
-// creates, never a path from elsewhere.
-func Restore(pid int, sv *Saved) error {
+// instance, and nothing is done. The instance is the one process run
+// creates (InstanceName), never a path from elsewhere.
+func Restore(run procfile.Proc, sv *Saved) error {
 	fs := lookTracefs("")
 	if fs == nil {
 		return nil // not mounted: no instance
 	}
-	dir := fs.instanceDir(pid)
+	dir := fs.instanceDir(run)
 	if !isDir(dir) {
 		return nil
 	}
@@ -69,20 +70,20 @@ func Restore(pid int, sv *Saved) error {
 // to be released.
 const restoreWait = 10 * time.Second
 
-// instanceDir is the instance of process pid's session.
-func (t *tracefs) instanceDir(pid int) string {
-	return filepath.Join(t.root, "instances", instancePrefix+strconv.Itoa(pid))
+// instanceDir is the instance of process p's session.
+func (t *tracefs) instanceDir(p procfile.Proc) string {
+	return filepath.Join(t.root, "instances", InstanceName(p))
 }
 
 // Guard is the trace guard's body, in the process `run --trace` starts
-// beside itself (runner.TraceGuardCommand) for the run whose pid is run.
+// beside itself (runner.TraceGuardCommand) for the run, its parent.
 // It reads from saved what the run's trace changed outside its instance
 // (a run that died while writing it leaves nothing usable, and the tracer
 // is then put back as the next run would: the osnoise tracer's defaults),
 // calls ready, and when ctx ends — told to stop, the run dead or no longer
 // its parent — leaves the tracer as the run found it. A run that ended as
 // it should has done so itself; there is then nothing left to do.
-func Guard(ctx context.Context, run int, saved io.Reader, ready func()) error {
+func Guard(ctx context.Context, run procfile.Proc, saved io.Reader, ready func()) error {
 	var sv *Saved
 	if err := json.NewDecoder(io.LimitReader(saved, 64<<10)).Decode(&sv); err != nil {
 		sv = nil

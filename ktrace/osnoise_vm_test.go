@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"latencytest/internal/procfile"
 	"latencytest/rundata"
 )
 
@@ -250,7 +251,11 @@ func killTracingRun(t *testing.T, fs *tracefs, haveNoise, guard bool) string {
 	if err := run.Start(); err != nil {
 		t.Fatal(err)
 	}
-	inst := filepath.Join(fs.root, "instances", instancePrefix+strconv.Itoa(run.Process.Pid))
+	owner, err := procfile.ProcOf(run.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst := fs.instanceDir(owner)
 	// The instance is set up when its last setting is written: the
 	// osnoise tracer (startOsnoise writes it after the shared settings),
 	// or without it the events (a new instance traces from the start);

@@ -108,7 +108,7 @@ func Start(o Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	fs.removeStale()
+	fs.removeStale() // what it cannot remove is no reason not to trace
 	inst, err := fs.newInstance()
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 
 	"latencytest/check"
 	"latencytest/internal/held"
+	"latencytest/ktrace"
 	"latencytest/rundata"
 )
 
@@ -23,7 +24,8 @@ threads, flagging ('!') those that can run before an audio thread at
   --prio N         the audio thread's SCHED_FIFO priority (1-99; 0: SCHED_OTHER; default 80)
   --affinity LIST  the CPUs it runs on, e.g. 1 or 0,2-3 (default: all)
   --restore        only put back what runs killed while they held it left changed (as root): the
-                   kernel settings recorded in ` + held.Dir + ` whose holders are all gone`
+                   kernel settings recorded in ` + held.Dir + ` whose holders are all gone, the trace
+                   instances of runs that are gone`
 
 // checkMain prints this machine's real-time configuration, one finding a
 // line; a warning is followed by why it matters and its fix; then the
@@ -69,7 +71,8 @@ func checkMain(args []string, stdout, stderr io.Writer) int {
 }
 
 // restoreMain is check --restore: it puts back the settings whose
-// holders are all gone, one line each, and says which are still held.
+// holders are all gone and removes the trace instances of runs that are
+// gone, one line each, and says which settings are still held.
 func restoreMain(stdout, stderr io.Writer) int {
 	store, err := held.OpenKernel()
 	var rs []held.Recovered
@@ -87,11 +90,15 @@ func restoreMain(stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "%s: put back (%s)\n", r.Name, strings.Join(ws, ", "))
 	}
-	if err != nil {
+	insts, ierr := ktrace.RemoveStale()
+	for _, n := range insts {
+		fmt.Fprintf(stdout, "trace instance %s: removed (its run is gone)\n", n)
+	}
+	if err = errors.Join(err, ierr); err != nil {
 		fmt.Fprintf(stderr, "latencytest check --restore: %v\n", err)
 		return 1
 	}
-	if len(rs) == 0 {
+	if len(rs)+len(insts) == 0 {
 		fmt.Fprintln(stdout, "nothing to put back")
 	}
 	return 0

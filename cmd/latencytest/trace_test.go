@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 
 	"latencytest/internal/culprit"
 	"latencytest/internal/procfile"
+	"latencytest/ktrace"
 	"latencytest/rundata"
 )
 
@@ -342,7 +342,11 @@ func TestRunTraceKilledLeavesTracerAsFound(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	inst := filepath.Join("/sys/kernel/tracing/instances", "latencytest-"+strconv.Itoa(cmd.Process.Pid))
+	owner, err := procfile.ProcOf(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst := filepath.Join("/sys/kernel/tracing/instances", ktrace.InstanceName(owner))
 	// Killed once the phase measures: the guard, started before it, is
 	// ready then (killed sooner, while it starts, it cannot clean up, and
 	// the next run that traces removes the instance: docs/spikes.md).

@@ -27,6 +27,9 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv("KTRACE_HOLD_OSNOISE"); spec != "" {
+		holdOsnoise(spec)
+	}
 	if os.Getenv("KTRACE_CULPRIT") == "1" {
 		runCulprit()
 		return

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"latencytest/internal/held"
 	"latencytest/internal/procfile"
 )
 
@@ -134,10 +135,11 @@ func (t *tracefs) removeInstance(dir string) error {
 }
 
 // removeStale removes the instances of latencytest processes that are
-// gone (a run killed before it or its guard could clean up), putting the
-// osnoise tracer's defaults back where one ran it, and returns their
-// names.
-func (t *tracefs) removeStale() ([]string, error) {
+// gone (a run killed before it or its guard could clean up), and returns
+// their names. What such a run held of the shared settings (the osnoise
+// tracer's) is put back from its record in store (nil: no store, nothing
+// put back) before the instances go.
+func (t *tracefs) removeStale(store *held.Store) ([]string, error) {
 	self, err := procfile.Self()
 	if err != nil {
 		return nil, fmt.Errorf("tracefs: this process: %w", err)
@@ -147,11 +149,19 @@ func (t *tracefs) removeStale() ([]string, error) {
 		ms[i] = filepath.Base(m)
 	}
 	stale := staleInstances(ms, self, procfile.Proc.Alive)
+	if len(stale) == 0 {
+		return nil, nil
+	}
 	var errs []error
 	for _, n := range stale {
-		dir := filepath.Join(t.root, "instances", n)
-		t.resetOsnoise(dir)
-		errs = append(errs, t.removeInstance(dir))
+		writeFile(filepath.Join(t.root, "instances", n), "current_tracer", "nop")
+	}
+	if store != nil {
+		_, err := store.Recover()
+		errs = append(errs, err)
+	}
+	for _, n := range stale {
+		errs = append(errs, t.removeInstance(filepath.Join(t.root, "instances", n)))
 	}
 	return stale, errors.Join(errs...)
 }
@@ -159,12 +169,12 @@ func (t *tracefs) removeStale() ([]string, error) {
 // RemoveStale removes the trace instances of latencytest processes that
 // are gone, as the next session would (latencytest check --restore), and
 // returns their names; with tracefs not mounted there are none.
-func RemoveStale() ([]string, error) {
+func RemoveStale(store *held.Store) ([]string, error) {
 	fs := lookTracefs("")
 	if fs == nil {
 		return nil, nil
 	}
-	return fs.removeStale()
+	return fs.removeStale(store)
 }
 
 // writeFile writes a tracefs control file.

@@ -90,7 +90,11 @@ func restoreMain(stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "%s: put back (%s)\n", r.Name, strings.Join(ws, ", "))
 	}
-	insts, ierr := ktrace.RemoveStale()
+	var insts []string
+	var ierr error
+	if store != nil {
+		insts, ierr = ktrace.RemoveStale(store)
+	}
 	for _, n := range insts {
 		fmt.Fprintf(stdout, "trace instance %s: removed (its run is gone)\n", n)
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"latencytest/internal/child"
+	"latencytest/internal/held"
 	"latencytest/internal/procfile"
 	"latencytest/ktrace"
 	"latencytest/runner"
@@ -37,15 +38,19 @@ func traceGuardMain(args []string, stdout, stderr io.Writer) int {
 			err = child.ErrParentGone // it died meanwhile, or the pid is not the parent's
 		}
 	}
+	store, serr := held.OpenKernel()
+	if serr != nil {
+		fmt.Fprintf(stderr, "%s: %v; the tracer's shared settings are left to their record\n", traceGuardCommand, serr)
+	}
 	switch {
 	case errors.Is(err, child.ErrParentGone):
-		_, err = ktrace.RemoveStale()
+		_, err = ktrace.RemoveStale(store)
 	case err != nil:
 	case conn == nil: // it acts on its parent's trace instance: only a run that traces may start it
 		fmt.Fprintf(stderr, "%s: only run --trace starts it\n", traceGuardCommand)
 		return 2
 	default:
-		err = ktrace.Guard(ctx, run, os.Stdin, func() { conn.Send("ready", nil) })
+		err = ktrace.Guard(ctx, run, store, func() { conn.Send("ready", nil) })
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", traceGuardCommand, err)

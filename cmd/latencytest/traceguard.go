@@ -18,12 +18,13 @@ const traceGuardCommand = runner.TraceGuardCommand
 
 // traceGuardMain is the guard `run --trace` starts, with the run's pid as
 // its argument (ktrace.Guard): the run must be its parent, which it names
-// by pid, start time and PID namespace while it runs. A run that died
+// by pid, start time and PID namespace while it runs (pid 1 too: a run
+// as a container's init). A run that died
 // before the guard was attached is cleaned up as the next run would clean
 // it: the instances of processes that are gone are removed.
 func traceGuardMain(args []string, stdout, stderr io.Writer) int {
 	pid, err := strconv.Atoi(firstArg(args))
-	if err != nil || pid <= 1 {
+	if err != nil || pid < 1 {
 		fmt.Fprintf(stderr, "%s: want the pid of the run that traces, got %q\n", traceGuardCommand, firstArg(args))
 		return 2
 	}

@@ -1,18 +1,15 @@
 package ktrace
 
 import (
-	"bufio"
 	"errors"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"latencytest/internal/held"
+	"latencytest/internal/procfile/proctest"
 	"latencytest/rundata"
 )
 
@@ -153,18 +150,7 @@ func TestStartStopOsnoise(t *testing.T) {
 func TestOsnoiseKilledHolder(t *testing.T) {
 	fs, inst := fakeOsnoise(t, "OSNOISE_WORKLOAD PANIC_ON_STOP\n", "0-1\n")
 	storeDir := filepath.Join(t.TempDir(), "run")
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "KTRACE_HOLD_OSNOISE="+fs.root+","+inst+","+storeDir)
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, _ := bufio.NewReader(stdout).ReadString('\n')
-	cmd.Process.Kill()
-	cmd.Wait()
-	if line != "held\n" {
-		t.Fatalf("holder: %q", line)
-	}
+	proctest.KillHolder(t, "KTRACE_HOLD_OSNOISE="+fs.root+","+inst+","+storeDir)
 	options := func() string { b, _ := os.ReadFile(filepath.Join(fs.root, "osnoise", "options")); return string(b) }
 	if options() != "NO_OSNOISE_WORKLOAD" {
 		t.Fatalf("the killed run left options %q, want its NO_OSNOISE_WORKLOAD", options())
@@ -196,13 +182,7 @@ func holdOsnoise(spec string) {
 	if err == nil {
 		_, err = (&tracefs{root: f[0]}).startOsnoise(store, f[1], []int{1})
 	}
-	if err != nil {
-		fmt.Println(err)
-		os.Exit(1)
-	}
-	fmt.Println("held")
-	time.Sleep(time.Minute)
-	os.Exit(0)
+	proctest.Hold(err)
 }
 
 // Without the NO_OSNOISE_WORKLOAD option, or with the tracer in use by

@@ -5,6 +5,7 @@ import (
 	"latencytest/internal/culprit"
 	"latencytest/internal/mono"
 	"latencytest/internal/procfile"
+	"latencytest/internal/procfile/proctest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -211,16 +212,7 @@ func TestStaleInstanceRemoved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dead := exec.Command("sleep", "60")
-	if err := dead.Start(); err != nil {
-		t.Fatal(err)
-	}
-	gone, err := procfile.ProcOf(dead.Process.Pid)
-	dead.Process.Kill()
-	dead.Wait()
-	if err != nil {
-		t.Fatal(err)
-	}
+	gone := proctest.Gone(t)
 	self, err := procfile.Self()
 	if err != nil {
 		t.Fatal(err)
@@ -228,15 +220,7 @@ func TestStaleInstanceRemoved(t *testing.T) {
 	reused, foreign := self, self
 	reused.Start++
 	foreign.NS, foreign.PID = self.NS+1, 1
-	running := exec.Command("sleep", "60")
-	if err := running.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { running.Process.Kill(); running.Wait() }()
-	live, err := procfile.ProcOf(running.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
+	live := proctest.Running(t)
 	dir := func(n string) string { return filepath.Join(fs.root, "instances", n) }
 	stale := []string{dir(InstanceName(gone)), dir(InstanceName(reused))}
 	kept := []string{dir(InstanceName(live)), dir(InstanceName(foreign)), dir(instancePrefix + itoa(gone.PID))}

@@ -1,19 +1,15 @@
 package held
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"latencytest/internal/procfile"
+	"latencytest/internal/procfile/proctest"
 )
 
 // TestMain is also the holder process of TestKilledHolder: it holds the
@@ -25,13 +21,7 @@ func TestMain(m *testing.M) {
 		if err == nil {
 			_, err = s.Acquire(budget(file))
 		}
-		if err != nil {
-			fmt.Println(err)
-			os.Exit(1)
-		}
-		fmt.Println("held")
-		time.Sleep(time.Minute)
-		os.Exit(0)
+		proctest.Hold(err)
 	}
 	os.Exit(m.Run())
 }
@@ -130,20 +120,7 @@ func TestOverlap(t *testing.T) {
 func TestKilledHolder(t *testing.T) {
 	for _, next := range []string{"acquire", "recover"} {
 		s, dir, file := fake(t)
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), "HELD_TEST_HOLD="+dir+","+file)
-		stdout, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		line, _ := bufio.NewReader(stdout).ReadString('\n')
-		if line != "held\n" {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("holder: %q", line)
-		}
-		cmd.Process.Signal(syscall.SIGKILL)
-		cmd.Wait()
+		proctest.KillHolder(t, "HELD_TEST_HOLD="+dir+","+file)
 		if got := value(t, file); got != "-1" || len(records(t, dir)) != 1 {
 			t.Fatalf("after the SIGKILL: %s and records %v, want -1 and one record", got, records(t, dir))
 		}
@@ -183,16 +160,7 @@ func TestRecoverRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("sleep", "60")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	dead, err := procfile.ProcOf(cmd.Process.Pid)
-	cmd.Process.Kill()
-	cmd.Wait()
-	if err != nil {
-		t.Fatal(err)
-	}
+	dead := proctest.Gone(t)
 	reused := self
 	reused.Start--
 	foreign := self

@@ -1,12 +1,15 @@
 package ktrace
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	"latencytest/internal/held"
+	"latencytest/internal/procfile/proctest"
 	"latencytest/rundata"
 )
 
@@ -92,11 +95,15 @@ func fakeOsnoise(t *testing.T, options, cpus string) (*tracefs, string) {
 	return &tracefs{root: root}, inst
 }
 
-// A plain file keeps only the last write: record every write instead, the
-// way the kernel takes them one by one.
+// The tracer runs without its workload on the CPUs asked, and its shared
+// settings are put back as found when it stops: each option written back
+// (a plain file keeps only the last write, the kernel takes them one by
+// one), the CPUs as they were. While one run holds them, another is
+// refused them and changes nothing.
 func TestStartStopOsnoise(t *testing.T) {
 	fs, inst := fakeOsnoise(t, "DEFAULTS OSNOISE_WORKLOAD NO_PANIC_ON_STOP NO_OSNOISE_PREEMPT_DISABLE NO_OSNOISE_IRQ_DISABLE \n", "0-1\n")
-	sv, err := fs.startOsnoise(inst, []int{1})
+	store := testStore(t, fs.root)
+	h, err := fs.startOsnoise(store, inst, []int{1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,16 +122,67 @@ func TestStartStopOsnoise(t *testing.T) {
 			t.Errorf("%s not enabled", ev)
 		}
 	}
-	if !reflect.DeepEqual(sv.options, []string{"DEFAULTS", "OSNOISE_WORKLOAD", "NO_PANIC_ON_STOP", "NO_OSNOISE_PREEMPT_DISABLE", "NO_OSNOISE_IRQ_DISABLE"}) || sv.cpus != "0-1" {
-		t.Errorf("saved %+v", sv)
+	var found []string
+	for _, w := range h.Found {
+		found = append(found, filepath.Base(w.Path)+"="+w.Value)
 	}
-	if err := fs.stopOsnoise(inst, sv); err != nil {
+	want := []string{"options=OSNOISE_WORKLOAD", "options=NO_PANIC_ON_STOP", "options=NO_OSNOISE_PREEMPT_DISABLE", "options=NO_OSNOISE_IRQ_DISABLE", "cpus=0-1"}
+	if !reflect.DeepEqual(found, want) {
+		t.Errorf("recorded as found %v, want %v", found, want)
+	}
+	var he *held.HeldError
+	if _, err := fs.startOsnoise(store, inst, []int{0}); !errors.As(err, &he) || read(fs.root, "osnoise/cpus") != "1" {
+		t.Errorf("a second run while held: %v, cpus %q", err, read(fs.root, "osnoise/cpus"))
+	}
+	if err := fs.stopOsnoise(inst, h); err != nil {
 		t.Fatal(err)
 	}
 	// The last option written is the last one found; the cpus as found.
 	if read(fs.root, "osnoise/options") != "NO_OSNOISE_IRQ_DISABLE" || read(fs.root, "osnoise/cpus") != "0-1" || read(inst, "current_tracer") != "nop" {
 		t.Errorf("after stop: options %q, cpus %q, current_tracer %q", read(fs.root, "osnoise/options"), read(fs.root, "osnoise/cpus"), read(inst, "current_tracer"))
 	}
+}
+
+// A run killed with SIGKILL while it holds the tracer's settings: the
+// next run's start puts back what the killed one found (its record), not
+// what it had set, and after the next run the settings are as before the
+// killed one.
+func TestOsnoiseKilledHolder(t *testing.T) {
+	fs, inst := fakeOsnoise(t, "OSNOISE_WORKLOAD PANIC_ON_STOP\n", "0-1\n")
+	storeDir := filepath.Join(t.TempDir(), "run")
+	proctest.KillHolder(t, "KTRACE_HOLD_OSNOISE="+fs.root+","+inst+","+storeDir)
+	options := func() string { b, _ := os.ReadFile(filepath.Join(fs.root, "osnoise", "options")); return string(b) }
+	if options() != "NO_OSNOISE_WORKLOAD" {
+		t.Fatalf("the killed run left options %q, want its NO_OSNOISE_WORKLOAD", options())
+	}
+	store, err := held.Open(storeDir, []string{fs.root + "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := fs.startOsnoise(store, inst, []int{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A plain file shows only the last option put back: the found one.
+	if len(h.Recovered) != 3 || h.Recovered[0].Value != "OSNOISE_WORKLOAD" || h.Found[0].Value != "PANIC_ON_STOP" {
+		t.Errorf("recovered %v, found %v: want the killed run's record, OSNOISE_WORKLOAD first, put back", h.Recovered, h.Found)
+	}
+	fs.stopOsnoise(inst, h)
+	b, _ := os.ReadFile(filepath.Join(fs.root, "osnoise", "cpus"))
+	if options() != "PANIC_ON_STOP" || string(b) != "0-1" {
+		t.Errorf("after the next run: options %q (last written), cpus %q; want PANIC_ON_STOP, 0-1", options(), b)
+	}
+}
+
+// holdOsnoise is TestOsnoiseKilledHolder's killed run: it holds the fake
+// tracer of spec ("root,instance,store"), says "held" and waits.
+func holdOsnoise(spec string) {
+	f := strings.Split(spec, ",")
+	store, err := held.Open(f[2], []string{f[0] + "/"})
+	if err == nil {
+		_, err = (&tracefs{root: f[0]}).startOsnoise(store, f[1], []int{1})
+	}
+	proctest.Hold(err)
 }
 
 // Without the NO_OSNOISE_WORKLOAD option, or with the tracer in use by

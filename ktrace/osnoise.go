@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"latencytest/internal/cpulist"
+	"latencytest/internal/held"
 )
 
 // The osnoise tracer (kernels built with CONFIG_OSNOISE_TRACER; Debian's
@@ -23,17 +24,11 @@ import (
 // is traced with sched/irq events alone, as one without the tracer.
 //
 // The tracer's settings (osnoise/options, osnoise/cpus) are the kernel's,
-// shared by every instance: they are saved, changed while the run traces
-// and put back.
+// shared by every instance: they are recorded as found (internal/held),
+// changed while the run traces and put back.
 
 // osnoiseEvents are the osnoise tracer's events the attribution reads.
 var osnoiseEvents = []string{"osnoise/irq_noise", "osnoise/softirq_noise", "osnoise/thread_noise", "osnoise/nmi_noise"}
-
-// osnoiseSaved is what the run changed, to be put back.
-type osnoiseSaved struct {
-	options []string // the options as osnoise/options listed them ("NO_" for one off)
-	cpus    string   // osnoise/cpus, "" when not changed
-}
 
 // osnoiseUsable reports whether the osnoise tracer can be used without its
 // workload: the tracer, its events and the NO_OSNOISE_WORKLOAD option
@@ -71,29 +66,55 @@ func hasWord(s, w string) bool {
 	return false
 }
 
-// startOsnoise runs the osnoise tracer without its workload in the
-// instance inst, on cpus (nil: the CPUs osnoise/cpus already names), with
-// its noise events on. It returns what to put back; on error what it
-// changed is already put back.
-func (t *tracefs) startOsnoise(inst string, cpus []int) (*osnoiseSaved, error) {
-	b, err := os.ReadFile(filepath.Join(t.root, "osnoise", "options"))
-	if err != nil {
-		return nil, err
-	}
-	sv := &osnoiseSaved{options: strings.Fields(string(b))}
+// osnoiseSetting is the tracer's settings that every instance shares, as
+// a run holds them (internal/held): the options without the workload and,
+// with cpus, osnoise/cpus. One run at a time holds them; the record says
+// them as found, and the run's end, its guard or the next run after a
+// crash puts them back so.
+func (t *tracefs) osnoiseSetting(cpus []int) held.Setting {
+	opts, cpuFile := filepath.Join(t.root, "osnoise", "options"), filepath.Join(t.root, "osnoise", "cpus")
+	st := held.Setting{Name: "osnoise", Exclusive: true, Set: []held.Write{{Path: opts, Value: "NO_OSNOISE_WORKLOAD"}}}
 	if len(cpus) > 0 {
-		c, err := os.ReadFile(filepath.Join(t.root, "osnoise", "cpus"))
+		st.Set = append(st.Set, held.Write{Path: cpuFile, Value: cpulist.Format(cpus)})
+	}
+	st.Found = func() ([]held.Write, error) {
+		b, err := os.ReadFile(opts)
 		if err != nil {
 			return nil, err
 		}
-		sv.cpus = strings.TrimSpace(string(c))
-		if sv.cpus == "" {
-			sv.cpus = "\n" // an empty list: written back as such
+		var ws []held.Write
+		for _, o := range strings.Fields(string(b)) {
+			// The options as listed ("NO_" for one off), written back one
+			// by one; DEFAULTS (or NO_DEFAULTS) is a command, not a state:
+			// writing it would reset the others.
+			if strings.TrimPrefix(o, "NO_") != "DEFAULTS" {
+				ws = append(ws, held.Write{Path: opts, Value: o})
+			}
 		}
+		if len(cpus) > 0 {
+			c, err := os.ReadFile(cpuFile)
+			if err != nil {
+				return nil, err
+			}
+			v := strings.TrimSpace(string(c))
+			if v == "" {
+				v = "\n" // an empty list: written back as such
+			}
+			ws = append(ws, held.Write{Path: cpuFile, Value: v})
+		}
+		return ws, nil
 	}
-	err = writeFile(t.root, "osnoise/options", "NO_OSNOISE_WORKLOAD")
-	if err == nil && len(cpus) > 0 {
-		err = writeFile(t.root, "osnoise/cpus", cpulist.Format(cpus))
+	return st
+}
+
+// startOsnoise runs the osnoise tracer without its workload in the
+// instance inst, on cpus (nil: the CPUs osnoise/cpus already names), with
+// its noise events on, holding the shared settings in store. On error
+// what it changed is already put back.
+func (t *tracefs) startOsnoise(store *held.Store, inst string, cpus []int) (*held.Hold, error) {
+	h, err := store.Acquire(t.osnoiseSetting(cpus))
+	if err != nil {
+		return nil, err
 	}
 	for _, ev := range osnoiseEvents {
 		if err == nil {
@@ -104,38 +125,13 @@ func (t *tracefs) startOsnoise(inst string, cpus []int) (*osnoiseSaved, error) {
 		err = writeFile(inst, "current_tracer", "osnoise")
 	}
 	if err != nil {
-		return nil, errors.Join(err, t.stopOsnoise(inst, sv))
+		return nil, errors.Join(err, t.stopOsnoise(inst, h))
 	}
-	return sv, nil
+	return h, nil
 }
 
-// stopOsnoise stops the tracer in inst and puts its settings back.
-func (t *tracefs) stopOsnoise(inst string, sv *osnoiseSaved) error {
-	errs := []error{writeFile(inst, "current_tracer", "nop")}
-	for _, o := range sv.options {
-		// DEFAULTS (or NO_DEFAULTS) is a command, not a state: writing it
-		// would reset the others.
-		if strings.TrimPrefix(o, "NO_") != "DEFAULTS" {
-			errs = append(errs, writeFile(t.root, "osnoise/options", o))
-		}
-	}
-	if sv.cpus != "" {
-		errs = append(errs, writeFile(t.root, "osnoise/cpus", sv.cpus))
-	}
-	return errors.Join(errs...)
-}
-
-// resetOsnoise is for a killed run's instance that still runs the osnoise
-// tracer: what it found is lost with it, and the kernel's defaults (the
-// workload on, every CPU) are put back.
-func (t *tracefs) resetOsnoise(inst string) {
-	b, err := os.ReadFile(filepath.Join(inst, "current_tracer"))
-	if err != nil || strings.TrimSpace(string(b)) != "osnoise" {
-		return
-	}
-	writeFile(inst, "current_tracer", "nop")
-	writeFile(t.root, "osnoise/options", "DEFAULTS")
-	if c, err := os.ReadFile("/sys/devices/system/cpu/possible"); err == nil {
-		writeFile(t.root, "osnoise/cpus", strings.TrimSpace(string(c)))
-	}
+// stopOsnoise stops the tracer in inst and lets go of its settings, which
+// are put back as found.
+func (t *tracefs) stopOsnoise(inst string, h *held.Hold) error {
+	return errors.Join(writeFile(inst, "current_tracer", "nop"), h.Release())
 }

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"latencytest/internal/procfile"
 	"latencytest/rundata"
 )
 
@@ -197,9 +198,9 @@ func TestVMKnownCulpritOsnoise(t *testing.T) {
 // audio thread's CPU). Its guard process does it instead: once the run
 // and its guard are gone, the settings are exactly as found and no
 // latencytest instance is left. Where the guard is killed too, the next
-// session finds the dead run's instance (removeStale), puts the kernel's
-// defaults back (resetOsnoise) and removes it: after it the settings are
-// as they were before the killed run (the kernel's defaults here) and no
+// session puts the settings back from the killed run's record in
+// /run/latencytest (internal/held) and removes its instance (removeStale):
+// after it the settings are as they were before the killed run and no
 // instance is left. On a kernel without the tracer (Debian's standard
 // one) the instance alone is checked.
 func TestVMKilledRunOsnoiseReset(t *testing.T) {
@@ -250,7 +251,11 @@ func killTracingRun(t *testing.T, fs *tracefs, haveNoise, guard bool) string {
 	if err := run.Start(); err != nil {
 		t.Fatal(err)
 	}
-	inst := filepath.Join(fs.root, "instances", instancePrefix+strconv.Itoa(run.Process.Pid))
+	owner, err := procfile.ProcOf(run.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst := fs.instanceDir(owner)
 	// The instance is set up when its last setting is written: the
 	// osnoise tracer (startOsnoise writes it after the shared settings),
 	// or without it the events (a new instance traces from the start);

@@ -40,7 +40,7 @@ func TestRawMatchesKernelText(t *testing.T) {
 	events := tracedEvents
 	_, noise := fs.osnoiseUsable() // Debian's PREEMPT_RT kernel in the VM (scripts/vmtest -rt)
 	if noise {
-		sv, err := fs.startOsnoise(inst, nil)
+		sv, err := fs.startOsnoise(testStore(t, fs.root), inst, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

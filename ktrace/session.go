@@ -24,6 +24,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"latencytest/internal/held"
 	"latencytest/internal/mono"
 	"latencytest/internal/procfile"
 	"latencytest/rundata"
@@ -67,8 +68,8 @@ type Session struct {
 	ownComm string
 
 	// noise: the osnoise tracer runs in the instance without its
-	// workload (osnoise.go), its settings to be put back; nil when not.
-	noise     *osnoiseSaved
+	// workload (osnoise.go), its shared settings held; nil when not.
+	noise     *held.Hold
 	noiseNote string // why it does not, when it does not
 	clk       clockMap
 
@@ -96,6 +97,11 @@ type Options struct {
 	// more than 5 %: the evidence to find which one is wrong.
 	Debug io.Writer
 
+	// Store records the osnoise tracer's shared settings while they are
+	// changed (nil: held.OpenKernel's, /run/latencytest); without one the
+	// tracer is not used.
+	Store *held.Store
+
 	// text reads trace_pipe's text even where the binary records can be
 	// read (the fallback, for its tests).
 	text bool
@@ -108,7 +114,11 @@ func Start(o Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	fs.removeStale()
+	store, storeErr := o.Store, error(nil)
+	if store == nil {
+		store, storeErr = held.OpenKernel()
+	}
+	fs.removeStale(store) // what it cannot remove is no reason not to trace
 	inst, err := fs.newInstance()
 	if err != nil {
 		return nil, err
@@ -118,7 +128,7 @@ func Start(o Options) (*Session, error) {
 		keep = defaultKeepNS
 	}
 	s := &Session{fs: fs, inst: inst, fd: -1, keepNS: keep, debug: o.Debug, budget: rtBudget(), cpus: map[int]*cpuLog{}, names: newProcNames(), ownComm: procComm("self"), stop: make(chan struct{}), done: make(chan struct{})}
-	if err := s.setup(o); err != nil {
+	if err := s.setup(o, store, storeErr); err != nil {
 		s.teardown()
 		return nil, err
 	}
@@ -180,8 +190,9 @@ func (s *Session) Own(tgid int, label string) {
 	s.names.owners[tgid] = label
 }
 
-// setup configures the instance and opens its pipe.
-func (s *Session) setup(o Options) error {
+// setup configures the instance and opens its pipe; the osnoise tracer's
+// settings are held in store (nil: not, for storeErr).
+func (s *Session) setup(o Options, store *held.Store, storeErr error) error {
 	if err := writeFile(s.inst, "trace_clock", "mono"); err != nil {
 		return fmt.Errorf("tracefs: the mono trace clock: %w", err)
 	}
@@ -208,10 +219,12 @@ func (s *Session) setup(o Options) error {
 	}
 	if why, ok := s.fs.osnoiseUsable(); !ok {
 		s.noiseNote = why
-	} else if sv, err := s.fs.startOsnoise(s.inst, o.CPUs); err != nil {
+	} else if store == nil {
+		s.noiseNote = "the osnoise tracer's settings cannot be recorded: " + storeErr.Error()
+	} else if h, err := s.fs.startOsnoise(store, s.inst, o.CPUs); err != nil {
 		s.noiseNote = "the osnoise tracer could not be started: " + err.Error()
 	} else {
-		s.noise = sv
+		s.noise = h
 	}
 	if !o.text {
 		events := tracedEvents

@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"latencytest/internal/culprit"
 	"latencytest/internal/mono"
+	"latencytest/internal/procfile"
+	"latencytest/internal/procfile/proctest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +28,9 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv("KTRACE_HOLD_OSNOISE"); spec != "" {
+		holdOsnoise(spec)
+	}
 	if os.Getenv("KTRACE_CULPRIT") == "1" {
 		runCulprit()
 		return
@@ -195,35 +201,49 @@ func TestKnownCulprit(t *testing.T) {
 	}
 }
 
-// An instance left by a killed run is removed by the next one; a live
-// process's is not touched.
+// An instance left by a killed run is removed by the next one, also one
+// whose pid a live process now has (another start time); a live process's
+// is not touched, nor one of another PID namespace (a container's run,
+// with pid 1 as the container's init has), nor one of the form before the
+// owner was named (a pid alone: whose namespace is not known).
+// Another PID namespace's PID 1 is made up: its instance is only a name.
 func TestStaleInstanceRemoved(t *testing.T) {
 	fs, err := findTracefs("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	dead := exec.Command("true")
-	if err := dead.Run(); err != nil {
+	gone := proctest.Gone(t)
+	self, err := procfile.Self()
+	if err != nil {
 		t.Fatal(err)
 	}
-	stale := filepath.Join(fs.root, "instances", instancePrefix+itoa(dead.Process.Pid))
-	live := filepath.Join(fs.root, "instances", instancePrefix+"1")
-	for _, d := range []string{stale, live} {
+	reused, foreign := self, self
+	reused.Start++
+	foreign.NS, foreign.PID = self.NS+1, 1
+	live := proctest.Running(t)
+	dir := func(n string) string { return filepath.Join(fs.root, "instances", n) }
+	stale := []string{dir(InstanceName(gone)), dir(InstanceName(reused))}
+	kept := []string{dir(InstanceName(live)), dir(InstanceName(foreign)), dir(instancePrefix + itoa(gone.PID))}
+	for _, d := range append(slices.Clone(stale), kept...) {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			t.Fatal(err)
 		}
+		defer os.Remove(d)
 	}
-	defer os.Remove(live)
 	s, err := Start(Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.Stop()
-	if _, err := os.Stat(stale); !os.IsNotExist(err) {
-		t.Errorf("stale instance kept: %v", err)
+	for _, d := range stale {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("stale instance %s kept: %v", d, err)
+		}
 	}
-	if _, err := os.Stat(live); err != nil {
-		t.Errorf("pid 1's instance removed: %v", err)
+	for _, d := range kept {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("instance %s removed: %v", d, err)
+		}
 	}
 }
 

@@ -1,9 +1,24 @@
 package ktrace
 
 import (
+	"path/filepath"
 	"strconv"
+	"testing"
 	"unsafe"
+
+	"latencytest/internal/held"
 )
+
+// testStore is a store of held settings in a directory of the test's,
+// whose records may write under root.
+func testStore(t *testing.T, root string) *held.Store {
+	t.Helper()
+	s, err := held.Open(filepath.Join(t.TempDir(), "run"), []string{root + "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
 
 func itoa(n int) string { return strconv.Itoa(n) }
 

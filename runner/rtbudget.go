@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"latencytest/internal/child"
+	"latencytest/internal/held"
 	"latencytest/internal/rtbudget"
 	"latencytest/rundata"
 )
@@ -34,6 +35,9 @@ func (s *session) liftBudget(ctx context.Context) (stop func()) {
 	var r rtbudget.Ready
 	json.Unmarshal(m.Data, &r)
 	s.run.RTBudget = &rundata.RTBudget{Lifted: true, Was: r.Was}
+	if r.Recovered != "" {
+		s.pr.linef("real-time budget: put back to %s first: a killed run had left it lifted (its record in %s)", r.Recovered, held.Dir)
+	}
 	s.pr.linef("real-time budget: sched_rt_runtime_us %s → -1 for the run; put back when it ends, also if it is killed", r.Was)
 	return func() {
 		if _, err := p.Stop(2 * time.Second); err != nil {

@@ -1,9 +1,7 @@
 package runner
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -132,22 +130,18 @@ func (t *spikeTrace) stop() *rundata.Trace {
 
 // startGuard starts the process that leaves the tracer as the run found it if
 // the run dies before it can (SIGKILL, a crash: none of the run's own
-// clean-up runs). It is told what the trace changed outside its instance
-// and waits; at this process's death (PR_SET_PDEATHSIG) it puts that back
-// and removes the instance (ktrace.Restore). Like the budget's guard it is
-// not in Config.Children, which a second Ctrl-C kills at once. Without it
-// a killed run's instance is left to the next run that traces, which
-// removes it and resets the osnoise tracer to the kernel's defaults.
+// clean-up runs). At this process's death (PR_SET_PDEATHSIG) it puts back
+// what the run held of the tracer's shared settings, from their record
+// (internal/held), and removes the instance (ktrace.Restore). Like the
+// budget's guard it is not in Config.Children, which a second Ctrl-C kills
+// at once. Without it a killed run's instance and record are left to the
+// next run that traces, or to latencytest check --restore.
 func (t *spikeTrace) startGuard(ctx context.Context, exe string) error {
 	if t.sess == nil || exe == "" {
 		return nil
 	}
-	b, err := json.Marshal(t.sess.Saved())
-	if err != nil {
-		return err
-	}
 	p, _, err := child.Start(ctx, child.Spec{
-		Name: "tracer guard", Exe: exe, Args: []string{TraceGuardCommand, strconv.Itoa(os.Getpid())}, Stdin: bytes.NewReader(b),
+		Name: "tracer guard", Exe: exe, Args: []string{TraceGuardCommand, strconv.Itoa(os.Getpid())},
 		Pdeathsig: syscall.SIGTERM, StartLimit: 5 * time.Second,
 	})
 	if err != nil {

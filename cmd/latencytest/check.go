@@ -8,10 +8,13 @@ import (
 	"strings"
 
 	"latencytest/check"
+	"latencytest/internal/held"
+	"latencytest/ktrace"
 	"latencytest/rundata"
 )
 
 const checkUsage = `Usage: latencytest check [-v] [--prio N] [--affinity LIST]
+       latencytest check --restore
 
 Checks this machine's real-time configuration and lists its real-time
 threads, flagging ('!') those that can run before an audio thread at
@@ -19,7 +22,10 @@ threads, flagging ('!') those that can run before an audio thread at
 
   -v               also explain the findings that are OK
   --prio N         the audio thread's SCHED_FIFO priority (1-99; 0: SCHED_OTHER; default 80)
-  --affinity LIST  the CPUs it runs on, e.g. 1 or 0,2-3 (default: all)`
+  --affinity LIST  the CPUs it runs on, e.g. 1 or 0,2-3 (default: all)
+  --restore        only put back what runs killed while they held it left changed (as root): the
+                   kernel settings recorded in ` + held.Dir + ` whose holders are all gone, the trace
+                   instances of runs that are gone`
 
 // checkMain prints this machine's real-time configuration, one finding a
 // line; a warning is followed by why it matters and its fix; then the
@@ -31,7 +37,8 @@ func checkMain(args []string, stdout, stderr io.Writer) int {
 	verbose := fset.Bool("v", false, "")
 	prio := fset.Int("prio", 80, "")
 	affinity := fset.String("affinity", "", "")
-	const allowed = "allowed: -v, --prio N, --affinity LIST"
+	restore := fset.Bool("restore", false, "")
+	const allowed = "allowed: -v, --prio N, --affinity LIST, --restore"
 	if err := fset.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(stdout, checkUsage)
@@ -48,6 +55,9 @@ func checkMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "latencytest check: --prio %d: allowed 0 (SCHED_OTHER) or 1 to 99 (SCHED_FIFO)\n", *prio)
 		return 2
 	}
+	if *restore {
+		return restoreMain(stdout, stderr)
+	}
 	cpus, err := parseCPUList(*affinity)
 	if err != nil {
 		fmt.Fprintf(stderr, "latencytest check: %v\n", err)
@@ -57,6 +67,44 @@ func checkMain(args []string, stdout, stderr io.Writer) int {
 	fs, ts := check.Audit(o) // one walk of /proc for both
 	writeFindings(stdout, fs, *verbose)
 	writeRTTasks(stdout, ts)
+	return 0
+}
+
+// restoreMain is check --restore: it puts back the settings whose
+// holders are all gone and removes the trace instances of runs that are
+// gone, one line each, and says which settings are still held.
+func restoreMain(stdout, stderr io.Writer) int {
+	store, err := held.OpenKernel()
+	var rs []held.Recovered
+	if err == nil {
+		rs, err = store.Recover()
+	}
+	for _, r := range rs {
+		if r.Put == nil {
+			fmt.Fprintf(stdout, "%s: held by a running latencytest (pid %d): left to it\n", r.Name, r.By)
+			continue
+		}
+		var ws []string
+		for _, w := range r.Put {
+			ws = append(ws, w.Path+" "+strings.TrimSpace(w.Value))
+		}
+		fmt.Fprintf(stdout, "%s: put back (%s)\n", r.Name, strings.Join(ws, ", "))
+	}
+	var insts []string
+	var ierr error
+	if store != nil {
+		insts, ierr = ktrace.RemoveStale(store)
+	}
+	for _, n := range insts {
+		fmt.Fprintf(stdout, "trace instance %s: removed (its run is gone)\n", n)
+	}
+	if err = errors.Join(err, ierr); err != nil {
+		fmt.Fprintf(stderr, "latencytest check --restore: %v\n", err)
+		return 1
+	}
+	if len(rs)+len(insts) == 0 {
+		fmt.Fprintln(stdout, "nothing to put back")
+	}
 	return 0
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"latencytest/internal/culprit"
 	"latencytest/internal/procfile"
+	"latencytest/ktrace"
 	"latencytest/rundata"
 )
 
@@ -342,7 +343,11 @@ func TestRunTraceKilledLeavesTracerAsFound(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	inst := filepath.Join("/sys/kernel/tracing/instances", "latencytest-"+strconv.Itoa(cmd.Process.Pid))
+	owner, err := procfile.ProcOf(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst := filepath.Join("/sys/kernel/tracing/instances", ktrace.InstanceName(owner))
 	// Killed once the phase measures: the guard, started before it, is
 	// ready then (killed sooner, while it starts, it cannot clean up, and
 	// the next run that traces removes the instance: docs/spikes.md).
@@ -380,5 +385,71 @@ func TestRunTraceKilledLeavesTracerAsFound(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the tracer guard %d still runs 2 s after it removed the instance", guards[0])
 		}
+	}
+}
+
+// Two runs --trace, each as PID 1 of a PID namespace of its own (two
+// containers), the second started while the first traces: each gets an
+// instance of its own and its guard, the second's end leaves the first's
+// instance tracing, and neither leaves one behind.
+func TestRunTraceTwoPIDNamespaces(t *testing.T) {
+	needRoot(t)
+	self, err := procfile.Self()
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := func(d string) (*exec.Cmd, *strings.Builder, string) {
+		out := filepath.Join(t.TempDir(), "out")
+		cmd := exec.Command("unshare", "--pid", "--fork", "--mount-proc", binary, "run", "--driver", "timer", "--tests", "idle",
+			"--duration", d, "--cpu-load", "0", "--trace", "--out", out, "--no-report", "--quiet")
+		var se strings.Builder
+		cmd.Stderr = &se
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd, &se, out
+	}
+	ours := func() []string {
+		var names []string
+		for _, m := range tracerInstances(t) {
+			// latencytest-NS-PID-START, of a PID 1 of another namespace
+			if f := strings.Split(filepath.Base(m), "-"); len(f) == 4 && f[2] == "1" && f[1] != strconv.Itoa(int(self.NS)) {
+				names = append(names, filepath.Base(m))
+			}
+		}
+		return names
+	}
+	waitFor := func(n int, when string) []string {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if got := ours(); len(got) == n {
+				return got
+			}
+		}
+		t.Fatalf("%s: PID 1 trace instances %v, want %d", when, ours(), n)
+		return nil
+	}
+	first, se1, out1 := start("4s")
+	one := waitFor(1, "the first traces")
+	second, se2, _ := start("1s")
+	waitFor(2, "both trace")
+	if err := second.Wait(); err != nil {
+		t.Fatalf("second run: %v\n%s", err, se2.String())
+	}
+	if got := ours(); len(got) != 1 || got[0] != one[0] {
+		t.Errorf("the second ended: instances %v, want the first's %v still", got, one)
+	}
+	if err := first.Wait(); err != nil {
+		t.Fatalf("first run: %v\n%s", err, se1.String())
+	}
+	waitFor(0, "both ended")
+	for _, se := range []string{se1.String(), se2.String()} {
+		if strings.Contains(se, "no guard") {
+			t.Errorf("a run as PID 1 had no tracer guard:\n%s", se)
+		}
+	}
+	if tr := readRun(t, out1).Trace; tr == nil || !tr.Enabled {
+		t.Errorf("the first run's trace: %+v", tr)
 	}
 }

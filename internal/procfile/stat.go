@@ -12,9 +12,10 @@ type Stat struct {
 	State      string // field 3
 	PPid, Pgrp int    // fields 4 and 5
 	// Sched says the line had fields 9 to 41 (every kernel since 2.6
-	// writes them); Flags, RTPriority and Policy are 0 without.
+	// writes them); Flags, Start, RTPriority and Policy are 0 without.
 	Sched      bool
 	Flags      uint64 // field 9, the PF_* flags
+	Start      uint64 // field 22, the start in clock ticks since boot
 	RTPriority int    // field 40
 	Policy     int    // field 41, SCHED_*
 }
@@ -44,8 +45,9 @@ func ParseStat(b []byte) (st Stat, ok bool) {
 	flags, err1 := strconv.ParseUint(string(f[9-3]), 10, 64)
 	prio, err2 := strconv.Atoi(string(f[40-3]))
 	policy, err3 := strconv.Atoi(string(f[41-3]))
-	if err1 == nil && err2 == nil && err3 == nil {
-		st.Sched, st.Flags, st.RTPriority, st.Policy = true, flags, prio, policy
+	start, err4 := strconv.ParseUint(string(f[22-3]), 10, 64)
+	if err1 == nil && err2 == nil && err3 == nil && err4 == nil {
+		st.Sched, st.Flags, st.RTPriority, st.Policy, st.Start = true, flags, prio, policy, start
 	}
 	return st, true
 }

@@ -17,7 +17,7 @@ func statLine(comm string, flags uint64, prio, policy int) string {
 // without fields 2 to 5 is refused.
 func TestParseStat(t *testing.T) {
 	st, ok := ParseStat([]byte(statLine("irq/16-a) b (c", 0x208040, 93, 2)))
-	want := Stat{Comm: "irq/16-a) b (c", State: "S", PPid: 2, Pgrp: 0, Sched: true, Flags: 0x208040, RTPriority: 93, Policy: 2}
+	want := Stat{Comm: "irq/16-a) b (c", State: "S", PPid: 2, Pgrp: 0, Sched: true, Flags: 0x208040, Start: 345, RTPriority: 93, Policy: 2}
 	if !ok || st != want {
 		t.Errorf("ParseStat = %+v, %v; want %+v", st, ok, want)
 	}

@@ -4,18 +4,23 @@
 // up its share is stopped by the kernel for the rest of the period, and
 // that stop reads as latency; run --lift-rt-budget measures without it.
 //
-// The old value is kept by a guard process of its own, not by the run:
-// the guard writes it back when it is told to stop, and when the run dies
-// however it dies (the guard gets SIGTERM from PR_SET_PDEATHSIG), so a
-// killed run does not leave a machine without its safety net.
+// The budget is held by a guard process of its own, not by the run, and
+// recorded in the settings' store (internal/held) that every latencytest
+// process shares: overlapping runs share the lift, the first records the
+// budget it found, and the last to end puts that back. The guard lets go
+// when it is told to stop and when the run dies however it dies (it gets
+// SIGTERM from PR_SET_PDEATHSIG); a guard killed itself leaves its record,
+// and the next run or `latencytest check --restore` puts the budget back
+// from it.
 package rtbudget
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"strings"
+
+	"latencytest/internal/held"
 )
 
 // Path is the budget's sysctl; the guard never writes anywhere else.
@@ -27,47 +32,38 @@ const unlimited = "-1"
 // Ready is the guard's first message: the value it replaced.
 type Ready struct {
 	Was string `json:"was"`
+	// Recovered is the budget put back, before the lift, from the record
+	// of a run that was killed holding it; "" when there was none.
+	Recovered string `json:"recovered,omitempty"`
 }
 
-// Lift replaces the budget at path with no limit and returns the value it
-// had. Where it is already unlimited it changes nothing.
-func Lift(path string) (was string, err error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("read %s: %w", path, err)
+// Setting is the budget at path lifted: no limit.
+func Setting(path string) held.Setting {
+	return held.Setting{
+		Name: "rt-budget",
+		Found: func() ([]held.Write, error) {
+			b, err := os.ReadFile(path)
+			return []held.Write{{Path: path, Value: strings.TrimSpace(string(b))}}, err
+		},
+		Set: []held.Write{{Path: path, Value: unlimited}},
 	}
-	was = strings.TrimSpace(string(b))
-	if was == unlimited {
-		return was, nil
-	}
-	if err := os.WriteFile(path, []byte(unlimited), 0); err != nil {
-		if errors.Is(err, os.ErrPermission) {
-			return "", fmt.Errorf("write %s: %w (run as root)", path, err)
-		}
-		return "", fmt.Errorf("write %s: %w", path, err)
-	}
-	return was, nil
 }
 
-// Restore writes was back to path.
-func Restore(path, was string) error {
-	if err := os.WriteFile(path, []byte(was), 0); err != nil {
-		return fmt.Errorf("restore %s to %s: %w", path, was, err)
-	}
-	return nil
-}
-
-// Guard lifts the budget at path, says so with ready (the value it
-// replaced), holds it until ctx ends, and restores it.
-func Guard(ctx context.Context, path string, ready func(Ready) error) error {
-	was, err := Lift(path)
+// Guard lifts the budget at path as a holder in store, says so with ready
+// (the value the first holder found), holds it until ctx ends, and lets
+// go: the last holder puts the budget back.
+func Guard(ctx context.Context, store *held.Store, path string, ready func(Ready) error) error {
+	h, err := store.Acquire(Setting(path))
 	if err != nil {
 		return err
 	}
-	if err := ready(Ready{Was: was}); err != nil {
-		Restore(path, was)
-		return err
+	r := Ready{Was: h.Found[0].Value}
+	if len(h.Recovered) > 0 {
+		r.Recovered = h.Recovered[0].Value
+	}
+	if err := ready(r); err != nil {
+		return errors.Join(err, h.Release())
 	}
 	<-ctx.Done()
-	return Restore(path, was)
+	return h.Release()
 }

@@ -126,6 +126,7 @@ vmtest:
 	scripts/vmtest
 	scripts/vmtest -cards all -run 'TestVMCards|TestVMCardStop'
 	scripts/vmtest -cards usb -append snd_usb_audio.lowlatency=0 -run 'TestVMCardStop'
+	scripts/vmtest -cards es1370slow -run 'TestVMCardClock'
 	scripts/vmtest -rt -run 'TestVMKnownCulpritOsnoise|TestRawMatchesKernelText|TestVMKilledRunOsnoiseReset'
 
 # Every card at every buffer size of the comparison with aplay (docs/truth.md,

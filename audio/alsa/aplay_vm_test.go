@@ -239,6 +239,7 @@ type ltRun struct {
 	run    rundata.Run
 	stopAt stopped        // when the engine was stopped
 	worst  rundata.Sample // the latest wakeup
+	out    string         // its terminal
 }
 
 func runLatencytest(t testing.TB, period, periods int, d time.Duration, st *stop, extra ...string) ltRun {
@@ -259,6 +260,7 @@ func runLatencytest(t testing.TB, period, periods int, d time.Duration, st *stop
 	}
 	err := cmd.Wait()
 	t.Logf("latencytest %s\n%s", strings.Join(cmd.Args[1:], " "), out.String())
+	lt.out = out.String()
 	if err != nil {
 		t.Fatalf("latencytest: %v", err)
 	}

@@ -4,6 +4,7 @@ package alsa
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"regexp"
@@ -24,6 +25,22 @@ var cardDrivers = map[string]string{
 	"usb":    "USB-Audio",
 	"ac97":   "ICH",
 	"es1370": "ENS1370",
+	// ES1370 at qemu's default 10 ms audio timer, whose clock runs slow:
+	// only TestVMCardClock plays it.
+	"es1370slow": "ENS1370",
+}
+
+// comparedCards are the cards of VMTEST_CARDS whose xruns and stops are
+// compared with aplay's (all but es1370slow, whose clock is the subject
+// of TestVMCardClock).
+func comparedCards() []string {
+	var names []string
+	for _, n := range strings.Split(os.Getenv("VMTEST_CARDS"), ",") {
+		if n != "es1370slow" {
+			names = append(names, n)
+		}
+	}
+	return names
 }
 
 var cardLineRE = regexp.MustCompile(`(?m)^\s*(\d+) \[(\S+)\s*\]: (\S+) - (.*)$`)
@@ -156,7 +173,7 @@ func checkCardRecord(t *testing.T, name string, c vmCard, r rundata.Run) {
 // machine explains.
 func TestVMCards(t *testing.T) {
 	cards := needCards(t)
-	for _, name := range strings.Split(os.Getenv("VMTEST_CARDS"), ",") {
+	for _, name := range comparedCards() {
 		c := cards[name]
 		t.Run(name, func(t *testing.T) {
 			t.Logf("card %d [%s]: %s - %s", c.index, c.id, c.driver, c.name)
@@ -184,6 +201,54 @@ func TestVMCards(t *testing.T) {
 	}
 }
 
+// TestVMCardClock: a card whose clock runs slow (ES1370 at qemu's
+// default 10 ms audio timer) is measured at its rate, the one aplay -M
+// plays at, and never read as pointer jumps (before: 983 in 984
+// periods). aplay's rate is the audio it played over the time it took,
+// from two runs of 1 and 3 s of audio, so that what it spends besides
+// playing (starting, opening) cancels; measured before and after
+// latencytest, since the emulated clock, paced by the host's timer and
+// reset by qemu when it falls behind ("Resetting rate control"), is not
+// steady from one minute to the next: latencytest's rate must lie within
+// the two, widened by their spread or by 1 %, what each of aplay's
+// figures can be off by (its two ends known to a period each, ~20 ms at
+// the slow clock, over the ~4 s between them).
+func TestVMCardClock(t *testing.T) {
+	if !slices.Contains(strings.Split(os.Getenv("VMTEST_CARDS"), ","), "es1370slow") {
+		t.Skip("no slow card: scripts/vmtest -cards es1370slow -run TestVMCardClock")
+	}
+	c := needCards(t)["es1370slow"]
+	play := func(d time.Duration) time.Duration {
+		t0 := time.Now()
+		a := startAplayOn(t, c.hw(), 256, 2, d, true, -1)
+		a.wait(t)
+		return time.Since(t0)
+	}
+	aplayHz := func() float64 {
+		w1, w3 := play(time.Second), play(3*time.Second)
+		hz := 2 * 48000 / (w3 - w1).Seconds()
+		t.Logf("aplay -M: 1 s of audio in %v, 3 s in %v: %.0f Hz", w1, w3, hz)
+		return hz
+	}
+	a := aplayHz()
+	lt := runLatencytest(t, 256, 2, 10*time.Second, nil, "--device", c.hw())
+	b := aplayHz()
+	ph := lt.ph
+	w := max(math.Abs(a-b), 0.01*max(a, b))
+	lo, hi := min(a, b)-w, max(a, b)+w
+	t.Logf("latencytest: %.1f Hz over %d periods, %d pointer jumps, %d xruns; aplay %.0f and %.0f Hz: want %.0f to %.0f",
+		ph.ClockHz, ph.Periods, ph.PointerJumps, ph.Xruns, a, b, lo, hi)
+	if ph.PointerJumps != 0 {
+		t.Errorf("%d pointer jumps in %d periods: a slow clock read as lost buffers", ph.PointerJumps, ph.Periods)
+	}
+	if ph.ClockHz < lo || ph.ClockHz > hi {
+		t.Errorf("clock_hz %.1f, aplay played at %.0f and %.0f Hz: want %.0f to %.0f", ph.ClockHz, a, b, lo, hi)
+	}
+	if _, off := ph.ClockOff(lt.run.Rate); !off || !strings.Contains(lt.out, "card clock: ") {
+		t.Errorf("the card's clock, %.1f Hz against %d, is not said to be off on the terminal", ph.ClockHz, lt.run.Rate)
+	}
+}
+
 // TestVMCardStop: a SIGSTOP of 300 ms of aplay -M and of latencytest's
 // engine on each emulated card is one xrun of the same length, and both
 // recover and play on (restart after an xrun). snd-usb-audio at 2, 3 and
@@ -194,7 +259,7 @@ func TestVMCardStop(t *testing.T) {
 	cards := needCards(t)
 	st := stop{after: 1500 * time.Millisecond, length: 300 * time.Millisecond}
 	const d = 4 * time.Second
-	for _, name := range strings.Split(os.Getenv("VMTEST_CARDS"), ",") {
+	for _, name := range comparedCards() {
 		c := cards[name]
 		shapes := []buffer{{256, 2}}
 		lowlatency := ""

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"latencytest/audio"
+	"latencytest/internal/procfile"
 	"latencytest/rundata"
 )
 
@@ -106,14 +107,14 @@ func stopProcess(t testing.TB, pidOf func() int, s stop) stopped {
 }
 
 // isStopped says whether pid is in the stopped state (T in
-// /proc/PID/stat, the field after the command's closing parenthesis).
+// /proc/PID/stat).
 func isStopped(pid int) bool {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return false
 	}
-	i := bytes.LastIndexByte(b, ')')
-	return i >= 0 && i+2 < len(b) && b[i+2] == 'T'
+	st, ok := procfile.ParseStat(b)
+	return ok && st.State == "T"
 }
 
 // aplayRun is aplay playing silence on one dummy substream.

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"latencytest/audio"
+	"latencytest/internal/bintest"
 	"latencytest/internal/procfile"
 	"latencytest/rundata"
 )
@@ -263,13 +264,10 @@ func runLatencytest(t testing.TB, period, periods int, d time.Duration, st *stop
 	if err != nil {
 		t.Fatalf("latencytest: %v", err)
 	}
-	r, err := rundata.ReadRun(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := bintest.ReadRun(t, dir)
 	ph := r.Phases[0]
 	var ms []float64
-	ss := readSamples(t, dir, ph)
+	ss := bintest.ReadSamples(t, dir, ph)
 	for i, s := range ss {
 		if s.Latency() > lt.worst.Latency() {
 			lt.worst = s

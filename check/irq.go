@@ -127,23 +127,59 @@ func hasUSBAudio(cards string) bool {
 	return strings.Contains(cards, "USB-Audio")
 }
 
+// The soundcard's IRQ findings, their reasons and fixes.
+const (
+	nameIRQThreads = "soundcard IRQ threads"
+	nameIRQShared  = "soundcard IRQ line shared"
+	whyIRQThreads  = "the soundcard's interrupt thread must run before other IRQ threads, or a busy disk or network delays every period"
+	fixIRQThreads  = "raise it: chrt -f -p 90 PID, or install rtirq (Debian: rtirq-init) to do it at boot"
+	whyIRQShared   = "another device on the soundcard's interrupt line runs its handler on every soundcard interrupt and vice versa, adding its latency to every period"
+	fixIRQShared   = "move the card to another slot or port, use MSI (the kernel's default where the device supports it), or disable the other device in the firmware"
+)
+
+// checkSoundIRQ finds the soundcard's interrupt lines and judges their
+// threads' priority and whether another device shares them.
 func checkSoundIRQ(e *env) []rundata.Finding {
-	const nameThreads = "soundcard IRQ threads"
-	const nameShared = "soundcard IRQ line shared"
-	const whyThreads = "the soundcard's interrupt thread must run before other IRQ threads, or a busy disk or network delays every period"
-	const fixThreads = "raise it: chrt -f -p 90 PID, or install rtirq (Debian: rtirq-init) to do it at boot"
-	const whyShared = "another device on the soundcard's interrupt line runs its handler on every soundcard interrupt and vice versa, adding its latency to every period"
-	const fixShared = "move the card to another slot or port, use MSI (the kernel's default where the device supports it), or disable the other device in the firmware"
 	s, err := e.read("/proc/interrupts")
 	if err != nil {
-		return []rundata.Finding{finding(nameThreads, INFO, "cannot read /proc/interrupts", whyThreads, "")}
+		return []rundata.Finding{finding(nameIRQThreads, INFO, "cannot read /proc/interrupts", whyIRQThreads, "")}
 	}
 	cards, _ := e.read("/proc/asound/cards")
 	usbAudio := hasUSBAudio(cards)
-	// The soundcard's lines: a PCI card's own, and for a USB card its
-	// host controllers' (which one is not told apart here).
-	var pci, usb []irqLine
-	for _, l := range parseInterrupts(s) {
+	pci, usb := soundLines(parseInterrupts(s), usbAudio)
+	sound := append(append([]irqLine(nil), pci...), usb...)
+	if len(sound) == 0 {
+		v := "no soundcard interrupt in /proc/interrupts (no PCI soundcard; a USB card uses its controller's interrupt)"
+		if c := strings.TrimSpace(cards); c != "" && !strings.Contains(c, "no soundcards") {
+			v = "the soundcards of /proc/asound/cards have no line in /proc/interrupts (virtual cards raise no interrupt)"
+		}
+		if usbAudio {
+			v = "a USB soundcard, but no USB host controller interrupt found in /proc/interrupts"
+		}
+		return []rundata.Finding{finding(nameIRQThreads, INFO, v, whyIRQThreads, "")}
+	}
+	irqs := map[string]bool{}
+	for _, l := range sound {
+		irqs[l.irq] = true
+	}
+	what := "IRQ " + irqList(sound)
+	if len(usb) > 0 {
+		what += " (the USB soundcard's host controller)"
+	}
+	out := []rundata.Finding{irqThreadsFinding(e.irqThreads(irqs), what)}
+	if shared := sharedLines(sound); len(shared) > 0 {
+		out = append(out, finding(nameIRQShared, WARN, strings.Join(shared, "; "), whyIRQShared, fixIRQShared))
+	} else {
+		out = append(out, finding(nameIRQShared, OK, what+" not shared", whyIRQShared, ""))
+	}
+	return out
+}
+
+// soundLines picks the soundcard's lines out of /proc/interrupts': a PCI
+// card's own, and with a USB card (usbAudio) its host controllers' (which
+// one is not told apart here).
+func soundLines(lines []irqLine, usbAudio bool) (pci, usb []irqLine) {
+	for _, l := range lines {
 		for _, a := range l.actions {
 			if isSound(a) {
 				pci = append(pci, l)
@@ -155,62 +191,45 @@ func checkSoundIRQ(e *env) []rundata.Finding {
 			}
 		}
 	}
-	sound := append(append([]irqLine(nil), pci...), usb...)
-	if len(sound) == 0 {
-		v := "no soundcard interrupt in /proc/interrupts (no PCI soundcard; a USB card uses its controller's interrupt)"
-		if c := strings.TrimSpace(cards); c != "" && !strings.Contains(c, "no soundcards") {
-			v = "the soundcards of /proc/asound/cards have no line in /proc/interrupts (virtual cards raise no interrupt)"
-		}
-		if usbAudio {
-			v = "a USB soundcard, but no USB host controller interrupt found in /proc/interrupts"
-		}
-		return []rundata.Finding{finding(nameThreads, INFO, v, whyThreads, "")}
-	}
-	irqs := map[string]bool{}
+	return pci, usb
+}
+
+// sharedLines describes the soundcard's lines another device shares: a
+// PCI card's line shared with a USB controller, or a USB card's
+// controller line shared with anything else.
+func sharedLines(sound []irqLine) []string {
 	var shared []string
 	for _, l := range sound {
-		irqs[l.irq] = true
 		fromUSB := !isSoundLine(l)
 		for _, a := range l.actions {
-			// A PCI card's line shared with a USB controller, or a USB
-			// card's controller line shared with anything else.
 			if (!fromUSB && isUSBHost(a)) || (fromUSB && !isUSBHost(a)) {
 				shared = append(shared, fmt.Sprintf("IRQ %s: %s", l.irq, strings.Join(l.actions, ", ")))
 				break
 			}
 		}
 	}
-	var out []rundata.Finding
-	threads := e.irqThreads(irqs)
-	what := "IRQ " + irqList(sound)
-	if len(usb) > 0 {
-		what += " (the USB soundcard's host controller)"
+	return shared
+}
+
+// irqThreadsFinding judges the threads of the soundcard's lines, what:
+// each must be above the priority every IRQ thread gets by default.
+func irqThreadsFinding(threads []irqThread, what string) rundata.Finding {
+	if len(threads) == 0 {
+		return finding(nameIRQThreads, WARN, what+" not threaded", whyIRQThreads,
+			"add threadirqs to the kernel command line, then raise the thread: chrt -f -p 90 PID")
 	}
-	switch {
-	case len(threads) == 0:
-		out = append(out, finding(nameThreads, WARN, what+" not threaded", whyThreads,
-			"add threadirqs to the kernel command line, then raise the thread: chrt -f -p 90 PID"))
-	default:
-		var low, parts []string
-		for _, t := range threads {
-			p := fmt.Sprintf("%s (pid %s) %s %d", t.comm, t.pid, policyNames[t.policy], t.prio)
-			parts = append(parts, p)
-			if t.prio <= defaultIRQPrio {
-				low = append(low, p)
-			}
-		}
-		if len(low) > 0 {
-			out = append(out, finding(nameThreads, WARN, strings.Join(low, "; ")+fmt.Sprintf(": not above the default IRQ priority %d", defaultIRQPrio), whyThreads, fixThreads))
-		} else {
-			out = append(out, finding(nameThreads, OK, strings.Join(parts, "; "), whyThreads, ""))
+	var low, parts []string
+	for _, t := range threads {
+		p := fmt.Sprintf("%s (pid %s) %s %d", t.comm, t.pid, policyNames[t.policy], t.prio)
+		parts = append(parts, p)
+		if t.prio <= defaultIRQPrio {
+			low = append(low, p)
 		}
 	}
-	if len(shared) > 0 {
-		out = append(out, finding(nameShared, WARN, strings.Join(shared, "; "), whyShared, fixShared))
-	} else {
-		out = append(out, finding(nameShared, OK, what+" not shared", whyShared, ""))
+	if len(low) > 0 {
+		return finding(nameIRQThreads, WARN, strings.Join(low, "; ")+fmt.Sprintf(": not above the default IRQ priority %d", defaultIRQPrio), whyIRQThreads, fixIRQThreads)
 	}
-	return out
+	return finding(nameIRQThreads, OK, strings.Join(parts, "; "), whyIRQThreads, "")
 }
 
 func isSoundLine(l irqLine) bool {

@@ -5,6 +5,7 @@ package ktrace
 import (
 	"fmt"
 	"latencytest/internal/culprit"
+	"latencytest/internal/procfile"
 	"math"
 	"os"
 	"os/exec"
@@ -300,7 +301,7 @@ func killTracingRun(t *testing.T, fs *tracefs, haveNoise, guard bool) string {
 func childrenRunning(ppid int, word string) []int {
 	var pids []int
 	for _, p := range procStats() {
-		if p.ppid != ppid {
+		if p.PPid != ppid {
 			continue
 		}
 		if cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.pid)); strings.Contains(string(cmd), word) {
@@ -312,8 +313,8 @@ func childrenRunning(ppid int, word string) []int {
 
 // procStat is a process as its /proc/PID/stat shows it.
 type procStat struct {
-	pid, ppid   int
-	comm, state string
+	pid int
+	procfile.Stat
 }
 
 // procStats reads every process's stat.
@@ -322,20 +323,15 @@ func procStats() []procStat {
 	ps, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, p := range ps {
 		b, err := os.ReadFile(p)
-		open, end := strings.IndexByte(string(b), '('), strings.LastIndexByte(string(b), ')')
-		if err != nil || open < 0 || end < open {
+		if err != nil {
 			continue
 		}
-		f := strings.Fields(string(b[end+1:]))
-		if len(f) < 2 {
+		st, ok := procfile.ParseStat(b)
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		if !ok || err != nil {
 			continue
 		}
-		pid, err1 := strconv.Atoi(filepath.Base(filepath.Dir(p)))
-		ppid, err2 := strconv.Atoi(f[1])
-		if err1 != nil || err2 != nil {
-			continue
-		}
-		out = append(out, procStat{pid: pid, ppid: ppid, comm: string(b[open+1 : end]), state: f[0]})
+		out = append(out, procStat{pid: pid, Stat: st})
 	}
 	return out
 }
@@ -351,8 +347,8 @@ func waitNoLatencytest(t *testing.T) {
 	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
 		var left []string
 		for _, p := range procStats() {
-			if p.comm == "latencytest" && p.state != "Z" {
-				left = append(left, fmt.Sprintf("/proc/%d (%s)", p.pid, p.state))
+			if p.Comm == "latencytest" && p.State != "Z" {
+				left = append(left, fmt.Sprintf("/proc/%d (%s)", p.pid, p.State))
 			}
 		}
 		if len(left) == 0 {

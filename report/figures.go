@@ -231,70 +231,8 @@ type histSeries struct {
 // legend, on a log count axis with the period and buffer marked when they
 // fall in range. Overflowed values get a bar of their own past the last bin.
 func histFigure(title string, ss []histSeries, periodUS, bufferUS float64, single color.NRGBA) (template.HTML, error) {
-	xmax := 10.0
-	xmin := 0.0 // below 0 when a histogram holds negative values
-	var cmax uint64 = 1
-	var overflow bool
-	var negatives uint64
-	binsEnd := 0.0
-	var ofFrom []string // where each overflowing histogram ends, for the label
-	for _, s := range ss {
-		last := -1.0
-		s.h.Each(func(us int64, c uint64) {
-			cmax = max(cmax, c)
-			last = float64(us)
-			if us < 0 {
-				xmin = min(xmin, float64(us))
-				negatives += c
-			}
-		})
-		negatives += s.h.Underflow
-		xmax = max(xmax, float64(last+1))
-		cmax = max(cmax, s.h.Overflow)
-		if s.h.Overflow > 0 {
-			overflow = true
-			binsEnd = max(binsEnd, float64(s.h.RangeUS))
-			if f := "≥ " + fmtNum(float64(s.h.RangeUS)); !slices.Contains(ofFrom, f) {
-				ofFrom = append(ofFrom, f)
-			}
-		}
-	}
-	// Past a millisecond a linear axis squeezes the body of the
-	// distribution, where most periods are, into a few columns.
-	logX := xmax > 1000
-	if overflow {
-		xmax = max(xmax, binsEnd)
-	}
-	xlabel := "latency (µs, 1 µs bins)"
-	ofX := 0.0
-	if logX {
-		xmax *= 1.15
-		ofX = xmax * 1.25
-		if overflow {
-			xmax *= 1.5
-		}
-		xlabel = "latency (µs, log scale, 1 µs bins)"
-	} else {
-		xmax *= 1.05
-		ofX = xmax * 1.04
-		if overflow {
-			xmax *= 1.08
-		}
-	}
-	if logX && negatives > 0 {
-		// A log axis has no room below 0: say what it leaves out.
-		title += fmt.Sprintf(" (%d values below 0 µs not drawn)", negatives)
-	}
-	p := newPlot(title, xlabel, "periods per bin")
-	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-	p.Y.Min, p.Y.Max = 0.7, math.Pow(10, math.Ceil(math.Log10(float64(cmax))+0.15))
-	p.X.Min, p.X.Max = xmin*1.05, xmax
-	if logX {
-		p.X.Scale = plot.LogScale{}
-		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
-		p.X.Min = 1
-	}
+	e := extentOf(ss)
+	p, ofX := histPlot(title, e)
 	outline := len(ss) > 1
 	for i, s := range ss {
 		c := single
@@ -316,8 +254,8 @@ func histFigure(title string, ss []histSeries, periodUS, bufferUS float64, singl
 	if bufferUS > 0 {
 		p.Add(refV(bufferUS, "buffer", colBuffer))
 	}
-	if overflow {
-		v := refV(binsEnd, "overflow "+strings.Join(ofFrom, ", ")+" µs", colFG)
+	if e.overflow {
+		v := refV(e.binsEnd, "overflow "+strings.Join(e.ofFrom, ", ")+" µs", colFG)
 		v.LabelY = 0.6 // below the legend
 		v.LabelLeft = true
 		p.Add(v)
@@ -327,6 +265,87 @@ func histFigure(title string, ss []histSeries, periodUS, bufferUS float64, singl
 		h = figHHistO // room for the legend
 	}
 	return svgOf(p, figW, h)
+}
+
+// histExtent is what the axes of a histogram figure must hold.
+type histExtent struct {
+	xmin, xmax float64  // µs: the lowest value (0 or below), one past the highest bin (10 at least)
+	cmax       uint64   // the highest count, of a bin or of an overflow
+	negatives  uint64   // values below 0 µs, underflow included
+	overflow   bool     // some histogram has values past its range
+	binsEnd    float64  // µs: the end of the widest overflowing histogram's bins
+	ofFrom     []string // where each overflowing histogram ends, for the label
+}
+
+// extentOf measures the histograms of a figure, once, before any axis is
+// laid out.
+func extentOf(ss []histSeries) histExtent {
+	e := histExtent{xmax: 10, cmax: 1}
+	for _, s := range ss {
+		last := -1.0
+		s.h.Each(func(us int64, c uint64) {
+			e.cmax = max(e.cmax, c)
+			last = float64(us)
+			if us < 0 {
+				e.xmin = min(e.xmin, float64(us))
+				e.negatives += c
+			}
+		})
+		e.negatives += s.h.Underflow
+		e.xmax = max(e.xmax, float64(last+1))
+		e.cmax = max(e.cmax, s.h.Overflow)
+		if s.h.Overflow > 0 {
+			e.overflow = true
+			e.binsEnd = max(e.binsEnd, float64(s.h.RangeUS))
+			if f := "≥ " + fmtNum(float64(s.h.RangeUS)); !slices.Contains(e.ofFrom, f) {
+				e.ofFrom = append(e.ofFrom, f)
+			}
+		}
+	}
+	return e
+}
+
+// histPlot lays out the axes for histograms of extent e: counts on a log
+// axis, latency on a linear one or, past a millisecond, a log one, with
+// room on the right for the overflow bars, drawn at ofX.
+func histPlot(title string, e histExtent) (p *plot.Plot, ofX float64) {
+	// Past a millisecond a linear axis squeezes the body of the
+	// distribution, where most periods are, into a few columns.
+	logX := e.xmax > 1000
+	xmax := e.xmax
+	if e.overflow {
+		xmax = max(xmax, e.binsEnd)
+	}
+	xlabel := "latency (µs, 1 µs bins)"
+	if logX {
+		xmax *= 1.15
+		ofX = xmax * 1.25
+		if e.overflow {
+			xmax *= 1.5
+		}
+		xlabel = "latency (µs, log scale, 1 µs bins)"
+	} else {
+		xmax *= 1.05
+		ofX = xmax * 1.04
+		if e.overflow {
+			xmax *= 1.08
+		}
+	}
+	if logX && e.negatives > 0 {
+		// A log axis has no room below 0: say what it leaves out.
+		title += fmt.Sprintf(" (%d values below 0 µs not drawn)", e.negatives)
+	}
+	p = newPlot(title, xlabel, "periods per bin")
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Y.Min, p.Y.Max = 0.7, math.Pow(10, math.Ceil(math.Log10(float64(e.cmax))+0.15))
+	p.X.Min, p.X.Max = e.xmin*1.05, xmax
+	if logX {
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.X.Min = 1
+	}
+	return p, ofX
 }
 
 // fmtNum prints a figure with the precision its size deserves.

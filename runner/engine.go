@@ -15,6 +15,7 @@ import (
 	"latencytest/audio"
 	"latencytest/internal/badinput"
 	"latencytest/internal/child"
+	"latencytest/rundata"
 )
 
 // EngineMain is the engine process, a child of `latencytest run`
@@ -60,7 +61,16 @@ func EngineMain(stdin io.Reader, stderr io.Writer, open func(name string) (audio
 		return fail(err)
 	}
 	defer drv.Close()
+	return measure(conn, drv, granted, rt, req, fail)
+}
 
+// measure runs the period loop on drv, opened as granted with the
+// real-time set-up rt, until the request's duration passes or SIGTERM
+// arrives: the loop puts the samples into a ring a drainer goroutine
+// empties into the data pipe, so that the loop never waits on the parent.
+// It says hello before the first period and bye after the last, and
+// returns the process exit code; fail reports why it could not run.
+func measure(conn *child.Conn, drv audio.Driver, granted audio.Granted, rt rundata.RTSetup, req engineRequest, fail func(error) int) int {
 	cfg := audio.Config{Rate: granted.Rate, PeriodFrames: granted.PeriodFrames}
 	// The ring holds at least 4 s of periods: 40 drain intervals.
 	ring := audio.NewRing(max(1<<16, int(4e9/cfg.PeriodNS())))

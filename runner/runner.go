@@ -20,6 +20,7 @@ import (
 	"latencytest/internal/cpulist"
 	"latencytest/internal/mono"
 	"latencytest/internal/nice"
+	"latencytest/internal/testhook"
 	"latencytest/ktrace"
 	"latencytest/rundata"
 	"latencytest/sysinfo"
@@ -68,11 +69,6 @@ type Config struct {
 	// NoSamples skips writing the per-period samples files (for the
 	// benchmark that checks writing them costs nothing).
 	NoSamples bool
-
-	// StallAt/StallFor inject a stall into the loop at that period of
-	// every phase (a test hook; StallFor 0 disables it).
-	StallAt  int64
-	StallFor time.Duration
 
 	// StartLoad starts the named stressor on cpus (empty: anywhere the
 	// parent may run); its error is the reason the phase is skipped.
@@ -401,7 +397,7 @@ func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, s *sess
 	}
 	ctx, r.cancel = context.WithCancel(ctx)
 	defer r.cancel()
-	res, err := runEngine(ctx, cfg, engineRequestOf(cfg), r.sample, r.hello)
+	res, err := runEngine(ctx, cfg, engineRequestOf(ctx, cfg), r.sample, r.hello)
 	if err == nil {
 		err = r.rot.err
 	}
@@ -427,8 +423,9 @@ func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, s *sess
 	return r.acc, r.finish(err, syncErr)
 }
 
-// engineRequestOf is what the engine is asked to do in every phase.
-func engineRequestOf(cfg Config) engineRequest {
+// engineRequestOf is what the engine is asked to do in every phase: with
+// the stall a test put on ctx (internal/testhook), if any.
+func engineRequestOf(ctx context.Context, cfg Config) engineRequest {
 	req := engineRequest{
 		Driver:     cfg.Driver,
 		Config:     cfg.Audio,
@@ -437,8 +434,8 @@ func engineRequestOf(cfg Config) engineRequest {
 		StallAt:    -1,
 		RT:         cfg.RT,
 	}
-	if cfg.StallFor > 0 {
-		req.StallAt, req.StallForNS = cfg.StallAt, int64(cfg.StallFor)
+	if st, ok := testhook.StallOf(ctx); ok {
+		req.StallAt, req.StallForNS = st.At, int64(st.For)
 	}
 	return req
 }

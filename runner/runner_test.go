@@ -1,12 +1,14 @@
 package runner
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"latencytest/audio"
 	"latencytest/internal/badinput"
+	"latencytest/internal/testhook"
 	"latencytest/rundata"
 )
 
@@ -132,5 +134,22 @@ func TestConfigValidate(t *testing.T) {
 		if err := c.Validate(); !badinput.Is(err) || !strings.HasPrefix(err.Error(), flag) {
 			t.Errorf("%s broken: %v, want bad input naming it", flag, err)
 		}
+	}
+}
+
+// The engine is asked to stall only when a test put a stall on the run's
+// context (internal/testhook); otherwise StallAt is -1, none.
+func TestEngineRequestStall(t *testing.T) {
+	cfg := Config{Driver: "timer", CPULoad: 20, Duration: time.Second}
+	if req := engineRequestOf(context.Background(), cfg); req.StallAt != -1 || req.StallForNS != 0 {
+		t.Errorf("no stall asked: StallAt %d, StallForNS %d; want -1, 0", req.StallAt, req.StallForNS)
+	}
+	ctx := testhook.WithStall(context.Background(), testhook.Stall{At: 100, For: 300 * time.Millisecond})
+	req := engineRequestOf(ctx, cfg)
+	if req.StallAt != 100 || req.StallForNS != int64(300*time.Millisecond) {
+		t.Errorf("stall 100:300ms: StallAt %d, StallForNS %d", req.StallAt, req.StallForNS)
+	}
+	if req.Driver != "timer" || req.CPULoad != 20 || req.DurationNS != int64(time.Second) {
+		t.Errorf("request %+v: not the config's", req)
 	}
 }

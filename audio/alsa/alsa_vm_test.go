@@ -24,6 +24,7 @@ import (
 
 	"latencytest/audio"
 	"latencytest/internal/badinput"
+	"latencytest/internal/bintest"
 	"latencytest/rundata"
 )
 
@@ -50,10 +51,7 @@ func runPhaseDir(t *testing.T, args ...string) (*rundata.Run, string) {
 	if _, err := latencytest(t, args...); err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	r, err := rundata.ReadRun(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := bintest.ReadRun(t, out)
 	if len(r.Phases) != 1 {
 		t.Fatalf("%d phases", len(r.Phases))
 	}
@@ -84,7 +82,7 @@ func TestVMDummyPlayback(t *testing.T) {
 				t.Fatalf("latencies not recorded: %+v", ph.Latency)
 			}
 			t.Logf("%s: %d periods, %d xruns, %d pointer jumps, latency µs %+v", r.Device, ph.Periods, ph.Xruns, ph.PointerJumps, ph.Latency)
-			ss := readSamples(t, out, ph)
+			ss := bintest.ReadSamples(t, out, ph)
 			if int64(len(ss)) != ph.Periods {
 				t.Errorf("%d samples in the file, %d periods in run.json", len(ss), ph.Periods)
 			}
@@ -122,16 +120,6 @@ func checkPeriods(t *testing.T, periods int64, durationNS float64, lost int64, r
 	if float64(periods) < want*0.98 || float64(periods) > want*1.02 {
 		t.Errorf("%d periods in %.0f s less %.1f ms lost to xruns (%d restarts) and pointer jumps, want %.0f ± 2 %%", periods, durationNS/1e9, float64(lost)/1e6, restarts, want)
 	}
-}
-
-// readSamples reads a phase's samples file.
-func readSamples(t testing.TB, out string, ph rundata.Phase) []rundata.Sample {
-	t.Helper()
-	ss, err := rundata.ReadSamples(filepath.Join(out, ph.SamplesFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ss
 }
 
 // engineProcess finds the `latencytest __engine` child.
@@ -629,7 +617,7 @@ func TestVMCaptureRun(t *testing.T) {
 		}
 		// As in TestVMDummyPlayback: the periods match the stream time
 		// less what xruns and pointer jumps lost.
-		ss := readSamples(t, out, ph)
+		ss := bintest.ReadSamples(t, out, ph)
 		lost, restarts := rundata.StreamLost(ss, int64(r.PeriodFrames)*1e9/int64(r.Rate))
 		checkPeriods(t, ph.Periods, 3e9, lost, restarts, r.Rate, r.PeriodFrames)
 		checkSides(t, ph, ss, args[1] == "duplex")

@@ -22,6 +22,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"latencytest/audio"
+	"latencytest/internal/bintest"
+	"latencytest/internal/procfile"
 	"latencytest/rundata"
 )
 
@@ -106,14 +108,14 @@ func stopProcess(t testing.TB, pidOf func() int, s stop) stopped {
 }
 
 // isStopped says whether pid is in the stopped state (T in
-// /proc/PID/stat, the field after the command's closing parenthesis).
+// /proc/PID/stat).
 func isStopped(pid int) bool {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return false
 	}
-	i := bytes.LastIndexByte(b, ')')
-	return i >= 0 && i+2 < len(b) && b[i+2] == 'T'
+	st, ok := procfile.ParseStat(b)
+	return ok && st.State == "T"
 }
 
 // aplayRun is aplay playing silence on one dummy substream.
@@ -264,13 +266,10 @@ func runLatencytest(t testing.TB, period, periods int, d time.Duration, st *stop
 	if err != nil {
 		t.Fatalf("latencytest: %v", err)
 	}
-	r, err := rundata.ReadRun(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := bintest.ReadRun(t, dir)
 	ph := r.Phases[0]
 	var ms []float64
-	ss := readSamples(t, dir, ph)
+	ss := bintest.ReadSamples(t, dir, ph)
 	for i, s := range ss {
 		if s.Latency() > lt.worst.Latency() {
 			lt.worst = s

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"latencytest/rundata"
+	"latencytest/internal/bintest"
 )
 
 // aplayGrants runs aplay -v with flags on hw:0,0,0 for a second and reads
@@ -53,10 +53,7 @@ func TestVMAplayFlags(t *testing.T) {
 		if b, err := exec.Command(vmBinary, args...).CombinedOutput(); err != nil {
 			t.Fatalf("latencytest %s: %v\n%s", strings.Join(args, " "), err, b)
 		}
-		r, err := rundata.ReadRun(out)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := bintest.ReadRun(t, out)
 		if r.PeriodFrames != ap || r.PeriodFrames*r.Periods != ab {
 			t.Errorf("%v: latencytest granted %d × %d = %d frames, aplay %d frames of %d", flags, r.PeriodFrames, r.Periods, r.PeriodFrames*r.Periods, ap, ab)
 		} else {

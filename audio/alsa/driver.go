@@ -101,20 +101,8 @@ func (d *Driver) Open(cfg audio.Config) (g audio.Granted, err error) {
 	if cfg.Stream == "" {
 		cfg.Stream = "playback"
 	}
-	if cfg.Stream != "playback" && cfg.Stream != "capture" && cfg.Stream != "duplex" {
-		return g, badinput.Errorf("--stream %q: want playback, capture or duplex", cfg.Stream)
-	}
-	if cfg.Rate <= 0 || cfg.Channels <= 0 || cfg.PeriodFrames <= 0 || cfg.Periods < 2 {
-		return g, badinput.Errorf("--rate %d, --channels %d, --period %d, --periods %d: need all > 0 and periods ≥ 2", cfg.Rate, cfg.Channels, cfg.PeriodFrames, cfg.Periods)
-	}
-	if cfg.Access != "" && cfg.Access != "mmap" && cfg.Access != "rw" {
-		return g, badinput.Errorf("--access %q: want mmap or rw", cfg.Access)
-	}
-	if cfg.ToneHz != 0 && cfg.File != "" {
-		return g, badinput.New("--tone and --file: choose one")
-	}
-	if cfg.ToneHz < 0 || cfg.ToneHz >= float64(cfg.Rate)/2 {
-		return g, badinput.Errorf("--tone %g: want a frequency between 0 and %d Hz (half the rate)", cfg.ToneHz, cfg.Rate/2)
+	if err := checkConfig(cfg); err != nil {
+		return g, err
 	}
 	d.cfg = cfg
 	defer func() {
@@ -126,33 +114,9 @@ func (d *Driver) Open(cfg audio.Config) (g audio.Granted, err error) {
 	if d.forceRW || cfg.Access == "rw" {
 		want.access = accessRWInterleaved
 	}
-	var notes []string
-	if cfg.Stream != "capture" {
-		if d.play, notes, err = d.openSide(cfg.Device, streamPlayback, &want, false); err != nil {
-			return g, err
-		}
-		d.sides = append(d.sides, d.play)
-	}
-	if cfg.Stream != "playback" {
-		name := cfg.Device
-		if cfg.Stream == "duplex" && cfg.CaptureDevice != "" {
-			name = cfg.CaptureDevice
-		}
-		var n []string
-		if d.capt, n, err = d.openSide(name, streamCapture, &want, d.play != nil); err != nil {
-			return g, err
-		}
-		d.sides = append(d.sides, d.capt)
-		notes = append(notes, n...)
-	}
-	if cfg.Access == "rw" && !d.forceRW {
-		if d.capt != nil {
-			notes = append(notes, "--access rw with capture: the transfers wait in poll; only playback alone sleeps in a blocking write as plain aplay")
-		} else if err := d.play.pcm.setBlocking(); err != nil {
-			return g, err
-		} else {
-			d.blocking = true
-		}
+	notes, err := d.openSides(cfg, &want)
+	if err != nil {
+		return g, err
 	}
 	d.format, d.rate, d.periodFrames = want.format, want.rate, want.periodFrames
 	d.periodNS = int64(d.periodFrames) * 1e9 / int64(d.rate)
@@ -163,13 +127,7 @@ func (d *Driver) Open(cfg audio.Config) (g audio.Granted, err error) {
 	// prepare, and aplay -M waits that out (docs/truth.md, "Real cards").
 	d.timeoutNS = max(int64(want.periods)*d.periodNS*20, 10e9)
 	if d.play != nil && d.capt != nil {
-		// LINK takes the other stream's descriptor by value, not through
-		// a pointer.
-		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(d.play.pcm.fd), ioctlLink, uintptr(d.capt.pcm.fd))
-		d.linked = e == 0
-		if !d.linked {
-			notes = append(notes, fmt.Sprintf("the two sides could not be linked (%v): they start one after the other", e))
-		}
+		notes = append(notes, d.link()...)
 	}
 	for _, s := range d.sides {
 		if s.pcm.status == nil {
@@ -202,6 +160,75 @@ func (d *Driver) Open(cfg audio.Config) (g audio.Granted, err error) {
 		Notes:        notes,
 	}
 	return g, nil
+}
+
+// checkConfig refuses, as bad input, what no device could fix: the
+// stream's direction (cfg.Stream given), shape, access, tone and file.
+func checkConfig(cfg audio.Config) error {
+	if cfg.Stream != "playback" && cfg.Stream != "capture" && cfg.Stream != "duplex" {
+		return badinput.Errorf("--stream %q: want playback, capture or duplex", cfg.Stream)
+	}
+	if cfg.Rate <= 0 || cfg.Channels <= 0 || cfg.PeriodFrames <= 0 || cfg.Periods < 2 {
+		return badinput.Errorf("--rate %d, --channels %d, --period %d, --periods %d: need all > 0 and periods ≥ 2", cfg.Rate, cfg.Channels, cfg.PeriodFrames, cfg.Periods)
+	}
+	if cfg.Access != "" && cfg.Access != "mmap" && cfg.Access != "rw" {
+		return badinput.Errorf("--access %q: want mmap or rw", cfg.Access)
+	}
+	if cfg.ToneHz != 0 && cfg.File != "" {
+		return badinput.New("--tone and --file: choose one")
+	}
+	if cfg.ToneHz < 0 || cfg.ToneHz >= float64(cfg.Rate)/2 {
+		return badinput.Errorf("--tone %g: want a frequency between 0 and %d Hz (half the rate)", cfg.ToneHz, cfg.Rate/2)
+	}
+	return nil
+}
+
+// openSides opens the stream's sides, playback then capture, negotiating
+// *want on the first and holding the second to it, and with --access rw
+// lets playback alone sleep in a blocking write as plain aplay does. The
+// notes are the sides' and what --access rw could not do.
+func (d *Driver) openSides(cfg audio.Config, want *shape) (notes []string, err error) {
+	if cfg.Stream != "capture" {
+		if d.play, notes, err = d.openSide(cfg.Device, streamPlayback, want, false); err != nil {
+			return nil, err
+		}
+		d.sides = append(d.sides, d.play)
+	}
+	if cfg.Stream != "playback" {
+		name := cfg.Device
+		if cfg.Stream == "duplex" && cfg.CaptureDevice != "" {
+			name = cfg.CaptureDevice
+		}
+		var n []string
+		if d.capt, n, err = d.openSide(name, streamCapture, want, d.play != nil); err != nil {
+			return nil, err
+		}
+		d.sides = append(d.sides, d.capt)
+		notes = append(notes, n...)
+	}
+	if cfg.Access == "rw" && !d.forceRW {
+		if d.capt != nil {
+			notes = append(notes, "--access rw with capture: the transfers wait in poll; only playback alone sleeps in a blocking write as plain aplay")
+		} else if err := d.play.pcm.setBlocking(); err != nil {
+			return nil, err
+		} else {
+			d.blocking = true
+		}
+	}
+	return notes, nil
+}
+
+// link links a duplex's two sides so that they start and stop together;
+// where the kernel cannot, the note says they start one after the other.
+func (d *Driver) link() []string {
+	// LINK takes the other stream's descriptor by value, not through
+	// a pointer.
+	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(d.play.pcm.fd), ioctlLink, uintptr(d.capt.pcm.fd))
+	d.linked = e == 0
+	if !d.linked {
+		return []string{fmt.Sprintf("the two sides could not be linked (%v): they start one after the other", e)}
+	}
+	return nil
 }
 
 // openSide opens one direction of name and negotiates *want on it, which

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"latencytest/internal/bintest"
 	"latencytest/rundata"
 )
 
@@ -25,15 +26,8 @@ func run(t *testing.T, args ...string) (*rundata.Run, []rundata.Sample) {
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	r, err := rundata.ReadRun(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ss, err := rundata.ReadSamples(filepath.Join(out, r.Phases[0].SamplesFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r, ss
+	r := bintest.ReadRun(t, out)
+	return r, bintest.ReadSamples(t, out, r.Phases[0])
 }
 
 // 2048 Hz for 5 s is 10240 periods (± 2 %), every one on the grid.

@@ -22,6 +22,7 @@ import (
 	"latencytest/internal/badinput"
 	"latencytest/internal/child"
 	"latencytest/internal/cpulist"
+	"latencytest/internal/testhook"
 	"latencytest/rundata"
 	"latencytest/runner"
 	"latencytest/sysinfo"
@@ -51,6 +52,7 @@ type runFlags struct {
 	file                                  string
 	verbose, quiet, noSamples, noReport   bool
 	testStall                             string
+	stall                                 testhook.Stall // --test-stall's, parsed by config
 	trace                                 bool
 	traceAbove                            time.Duration
 }
@@ -116,6 +118,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := interruptible(cfg.Children, stderr)
 	defer stop()
+	ctx = testhook.WithStall(ctx, f.stall)
 	if sizes := f.sizes.sizes; len(sizes) > 1 {
 		err = runner.RunSizes(ctx, cfg, sizes, func(n int) int64 {
 			above, _ := f.traceThreshold(int64(n) * 1e9 / int64(cfg.Audio.Rate))
@@ -260,7 +263,7 @@ func (f *runFlags) config(loads *loadSet) (runner.Config, error) {
 	if cfg.TraceAbove, err = f.traceThreshold(int64(cfg.Audio.PeriodFrames) * 1e9 / int64(cfg.Audio.Rate)); err != nil {
 		return cfg, err
 	}
-	if cfg.StallAt, cfg.StallFor, err = parseStall(f.testStall); err != nil {
+	if f.stall, err = parseStall(f.testStall); err != nil {
 		return cfg, err
 	}
 	if cfg.Out, err = f.checkOut(cfg.Driver); err != nil {
@@ -389,17 +392,18 @@ func parseCPUList(s string) ([]int, error) {
 	return cpus, nil
 }
 
-func parseStall(s string) (int64, time.Duration, error) {
+// parseStall is --test-stall's PERIOD:DURATION; "" is no stall.
+func parseStall(s string) (testhook.Stall, error) {
 	if s == "" {
-		return -1, 0, nil
+		return testhook.Stall{}, nil
 	}
 	at, dur, ok := strings.Cut(s, ":")
 	i, err1 := strconv.ParseInt(at, 10, 64)
 	d, err2 := time.ParseDuration(dur)
 	if !ok || err1 != nil || err2 != nil || i < 0 || d <= 0 {
-		return 0, 0, badFlag("--test-stall %q: allowed PERIOD:DURATION, e.g. 100:300ms", s)
+		return testhook.Stall{}, badFlag("--test-stall %q: allowed PERIOD:DURATION, e.g. 100:300ms", s)
 	}
-	return i, d, nil
+	return testhook.Stall{At: i, For: d}, nil
 }
 
 // checkWritable reports whether dir (or, when it does not exist yet, its

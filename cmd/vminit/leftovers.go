@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"latencytest/internal/procfile"
 )
 
 // A process that a test binary left running.
@@ -35,22 +37,12 @@ func leftovers(procDir string, self int) ([]leftover, error) {
 		if err != nil {
 			continue // it exited meanwhile
 		}
-		// "PID (COMM) STATE PPID ...", and COMM may contain spaces or ')'.
-		s := string(b)
-		open, close := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || close < open {
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(f)))
+		st, ok := procfile.ParseStat(b)
+		if err != nil || !ok || pid == self || pid == 2 || st.PPid == 2 || st.State == "Z" {
 			continue
 		}
-		pid, err1 := strconv.Atoi(strings.TrimSpace(s[:open]))
-		rest := strings.Fields(s[close+1:])
-		if err1 != nil || len(rest) < 2 {
-			continue
-		}
-		ppid, err := strconv.Atoi(rest[1])
-		if err != nil || pid == self || pid == 2 || ppid == 2 || rest[0] == "Z" {
-			continue
-		}
-		out = append(out, leftover{pid: pid, name: s[open+1 : close]})
+		out = append(out, leftover{pid: pid, name: st.Comm})
 	}
 	return out, nil
 }

@@ -4,8 +4,6 @@ package ktrace
 
 import (
 	"fmt"
-	"latencytest/internal/culprit"
-	"latencytest/internal/procfile"
 	"math"
 	"os"
 	"os/exec"
@@ -17,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"latencytest/internal/culprit"
 	"latencytest/internal/procfile"
 	"latencytest/rundata"
 )

@@ -455,6 +455,7 @@ type phaseRun struct {
 	stopSync     func() error // ends the samples file's periodic flush and sync
 	cancel       func()       // stops the engine
 	rot          rotation     // with cfg.Rotate
+	lines        *xrunLines   // the xruns' lines on the terminal
 }
 
 // hello sets the phase up once the engine has opened its stream: what
@@ -485,7 +486,8 @@ func (r *phaseRun) open(start int64) error {
 	if r.file != nil {
 		w = rundata.NewSampleWriter(r.file, r.shape)
 	}
-	r.acc = newAccumulator(w, r.shape, r.opened.NominalDSP, r.xrunLine)
+	r.lines = newXrunLines(r.ph.Name, r.s.pr.linef)
+	r.acc = newAccumulator(w, r.shape, r.opened.NominalDSP, r.lines.add)
 	stop, err := r.s.res.phaseOpened(r.s.run, r.ph, start, r.opened.NominalDSP, r.acc, r.file)
 	if err != nil {
 		return err
@@ -558,24 +560,6 @@ func streamLine(run *rundata.Run, auto bool) string {
 	return line
 }
 
-// xrunLine prints an xrun as aplay does, or says what a pointer jump is.
-func (r *phaseRun) xrunLine(s *rundata.Sample) {
-	if s.Xrun == 0 {
-		r.s.pr.linef("[%s] pointer jump at period %d: the hardware pointer fell a buffer or more behind the card's clock (a period interrupt more than a buffer late; the kernel reported no xrun, and it is not counted as one)", r.ph.Name, s.Index)
-		return
-	}
-	kind := "underrun"
-	if s.Flags&rundata.FlagCapture != 0 {
-		kind = "overrun"
-	}
-	sim := ""
-	switch {
-	case s.Flags&rundata.FlagSimulated != 0:
-		sim = " (simulated)"
-	}
-	r.s.pr.linef("[%s] %s!!! (at least %.3f ms long)%s", r.ph.Name, kind, float64(s.Xrun)/1e6, sim)
-}
-
 // finish flushes the samples file and fills the phase's statistics; err
 // is the engine's, which it returns unless the file failed first, and
 // syncErr the periodic sync's.
@@ -594,6 +578,9 @@ func (r *phaseRun) finish(err, syncErr error) error {
 		}
 	}
 	acc.mu.Unlock()
+	if r.lines != nil {
+		r.lines.flush() // the samples are all read: no xrun comes after
+	}
 	acc.fill(r.ph) // without a start from the engine's bye (killed before it), the first period's due
 	if err == nil && r.file != nil {
 		err = closeSamples(r.file)

@@ -55,6 +55,8 @@ type runFlags struct {
 	stall                                 testhook.Stall // --test-stall's, parsed by config
 	trace                                 bool
 	traceAbove                            time.Duration
+	failAbove                             time.Duration // 0: off
+	maxXruns                              int           // -1: off
 }
 
 // badFlag is bad input (internal/badinput): printed as one line, exit 2.
@@ -74,6 +76,8 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress display")
 	fs.BoolVar(&f.noReport, "no-report", false, "do not render index.html at the end")
 	fs.StringVar(&f.testStall, "test-stall", "", "testing hook: PERIOD:DURATION stalls the loop at that period of each phase")
+	fs.DurationVar(&f.failAbove, "fail-above", 0, "exit 1 when a phase's worst wakeup was later than this (e.g. 1ms), for scripts and CI")
+	fs.IntVar(&f.maxXruns, "max-xruns", -1, "exit 1 when a phase had more xruns than this, for scripts and CI")
 	loads := newLoads(fs)
 	mf := newMetricsFlags(fs)
 	if code, ok := parseFlags(fs, args, stdout, stderr, "Usage: latencytest run [flags]\n\nMeasures the wakeup latency of an audio thread, phase by phase under the --tests loads,\nwrites a results directory and renders its report.\n"); !ok {
@@ -107,6 +111,20 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if !f.noReport {
 		cfg.Render = render()
 	}
+	gate := rundata.Gate{MaxLatencyNS: -1, MaxXruns: f.maxXruns}
+	switch {
+	case f.failAbove < 0:
+		fmt.Fprintf(stderr, "latencytest run: --fail-above %v: allowed a positive duration (0: off)\n", f.failAbove)
+		return 2
+	case f.maxXruns < -1:
+		fmt.Fprintf(stderr, "latencytest run: --max-xruns %d: allowed 0 or more (-1: off)\n", f.maxXruns)
+		return 2
+	case (f.failAbove > 0 || f.maxXruns >= 0) && len(f.sizes.sizes) > 1:
+		fmt.Fprintf(stderr, "latencytest run: --fail-above and --max-xruns with a --period list: the floor answers for every size; give one size\n")
+		return 2
+	case f.failAbove > 0:
+		gate.MaxLatencyNS = int64(f.failAbove)
+	}
 	if mf.on() && len(f.sizes.sizes) > 1 {
 		fmt.Fprintf(stderr, "latencytest run: --listen and --metrics-file with a --period list: the metrics are of one period size; give one\n")
 		return 2
@@ -119,18 +137,26 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := interruptible(cfg.Children, stderr)
 	defer stop()
 	ctx = testhook.WithStall(ctx, f.stall)
+	var run *rundata.Run
 	if sizes := f.sizes.sizes; len(sizes) > 1 {
 		err = runner.RunSizes(ctx, cfg, sizes, func(n int) int64 {
 			above, _ := f.traceThreshold(int64(n) * 1e9 / int64(cfg.Audio.Rate))
 			return above
 		}, stdout)
 	} else {
-		_, err = runner.Run(ctx, cfg)
+		run, err = runner.Run(ctx, cfg)
 	}
 	if merr := stopMetrics(!badinput.Is(err)); merr != nil && err == nil {
 		err = merr
 	}
-	return measureExit("run", ctx, err, stderr)
+	code := measureExit("run", ctx, err, stderr)
+	if code == 0 && run != nil {
+		for _, l := range gate.Failures(run) {
+			fmt.Fprintf(stderr, "latencytest run: failed: %s\n", l)
+			code = 1
+		}
+	}
+	return code
 }
 
 // attach gives a measurement what it needs besides its flags: this binary

@@ -70,3 +70,28 @@ func TestRunFirstLine(t *testing.T) {
 		}
 	}
 }
+
+// --fail-above and --max-xruns: a 30 ms stall at 8 × 256 frames is above
+// --fail-above 20ms, exit 1 with a line naming the phase; the same run
+// passes --fail-above 1s --max-xruns 5 with exit 0 (the 42.7 ms buffer
+// holds a 30 ms stall: no xrun); a stall past the buffer is an xrun, more
+// than --max-xruns 0. Bad values are bad input.
+func TestRunGate(t *testing.T) {
+	run := func(gate ...string) result {
+		args := append([]string{"run", "--driver", "timer", "--tests", "idle", "--duration", "1s", "--cpu-load", "0",
+			"--period", "256", "--periods", "8", "--out", filepath.Join(t.TempDir(), "r"), "--no-report", "--quiet"}, gate...)
+		return latencytest(t, args...)
+	}
+	if r := run("--test-stall", "50:30ms", "--fail-above", "20ms"); r.code != 1 || !strings.Contains(r.stderr, "latencytest run: failed: idle: max latency") {
+		t.Errorf("30 ms stall, --fail-above 20ms: exit %d, %q; want 1 naming idle", r.code, r.stderr)
+	}
+	if r := run("--test-stall", "50:30ms", "--fail-above", "1s", "--max-xruns", "5"); r.code != 0 || strings.Contains(r.stderr, "failed") {
+		t.Errorf("30 ms stall, --fail-above 1s --max-xruns 5: exit %d, %q; want 0", r.code, r.stderr)
+	}
+	if r := run("--test-stall", "50:100ms", "--max-xruns", "0"); r.code != 1 || !strings.Contains(r.stderr, "xruns, more than --max-xruns 0") {
+		t.Errorf("100 ms stall, --max-xruns 0: exit %d, %q; want 1", r.code, r.stderr)
+	}
+	for _, bad := range [][]string{{"--fail-above", "-1ms"}, {"--max-xruns", "-2"}, {"--max-xruns", "0", "--period", "64,128"}} {
+		oneLine(t, run(bad...), strings.Join(bad, " "))
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"latencytest/internal/badinput"
 	"runtime"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -36,6 +37,21 @@ type hackbench struct {
 	// dropped memory it needed on this system; the round is then run
 	// again this way.
 	keepMemory bool
+	bare       bool // the number of groups was given bare (Positional)
+}
+
+// Positional takes a bare number as the number of groups, as
+// `hackbench 6` does.
+func (h *hackbench) Positional(arg string) error {
+	n, err := strconv.Atoi(arg)
+	switch {
+	case h.bare:
+		return fmt.Errorf("unexpected argument %q: the number of groups is given once", arg)
+	case err != nil:
+		return fmt.Errorf("unexpected argument %q: a bare argument is the number of groups, as in 'hackbench 6'", arg)
+	}
+	h.groups, h.bare = n, true
+	return nil
 }
 
 // errEarlyDeath is a worker that ended before the round started.

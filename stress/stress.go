@@ -46,6 +46,13 @@ type Load interface {
 	Run(ctx context.Context, m *Meter) error
 }
 
+// A positional load takes a bare argument as its tool does (hackbench's
+// number of groups: `hackbench 6`); an error names it and what is
+// allowed.
+type positional interface {
+	Positional(arg string) error
+}
+
 // A oneShot load does one measured unit of work when no --duration is
 // given, as hackbench runs one round and prints its time.
 type oneShot interface {
@@ -137,8 +144,17 @@ func (r *Registry) parse(name string, args []string, usage io.Writer) (*config, 
 		}
 		return nil, badinput.Errorf("stress %s: %s", name, flagError(err))
 	}
-	if fs.NArg() > 0 {
-		return nil, badinput.Errorf("stress %s: unexpected argument %q (flags only; see 'latencytest stress %s -h')", name, fs.Arg(0), name)
+	for fs.NArg() > 0 {
+		p, ok := c.load.(positional)
+		if !ok {
+			return nil, badinput.Errorf("stress %s: unexpected argument %q (flags only; see 'latencytest stress %s -h')", name, fs.Arg(0), name)
+		}
+		if err := p.Positional(fs.Arg(0)); err != nil {
+			return nil, badinput.Errorf("stress %s: %v", name, err)
+		}
+		if err := fs.Parse(fs.Args()[1:]); err != nil { // the flags after it
+			return nil, badinput.Errorf("stress %s: %s", name, flagError(err))
+		}
 	}
 	fs.Visit(func(f *flag.Flag) {
 		if f.Name == "duration" {

@@ -3,14 +3,17 @@ package stress
 import (
 	"bytes"
 	"flag"
-	"latencytest/internal/badinput"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
+
+	"latencytest/internal/badinput"
 )
 
 // fsImmutableFL is FS_IMMUTABLE_FL of <linux/fs.h> (chattr +i).
@@ -77,6 +80,9 @@ func TestValidate(t *testing.T) {
 		{"hackbench", []string{"-T", "-P"}, "", "exclude each other"},
 		{"hackbench", []string{"-g", "1000", "-f", "1000"}, "", "tasks; at most"},
 		{"hackbench", []string{"--bogus"}, "", "unknown flag --bogus"},
+		{"hackbench", []string{"6", "6"}, "", `unexpected argument "6": the number of groups is given once`},
+		{"hackbench", []string{"six"}, "", "a bare argument is the number of groups"},
+		{"hackbench", []string{"0"}, "", "--groups 0: want 1 or more"},
 		{"cpu", []string{"--threads", "0"}, "", "--threads 0"},
 		{"exec", nil, "", "--cmd is required"},
 		{"fork", []string{"extra"}, "", `unexpected argument "extra"`},
@@ -229,5 +235,17 @@ func TestParseSize(t *testing.T) {
 		if got, err := parseSize(formatSize(n)); err != nil || got != n {
 			t.Errorf("parseSize(formatSize(%d)=%q) = %d, %v", n, formatSize(n), got, err)
 		}
+	}
+}
+
+// `latencytest stress hackbench 6 -l 20`: a bare number is the number of
+// groups, as rt-tests' hackbench takes it, and the flags after it count.
+func TestHackbenchGroupsBare(t *testing.T) {
+	c, err := NewRegistry().parse("hackbench", []string{"6", "-l", "20", "--duration", "2s"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := c.load.(*hackbench); h.groups != 6 || h.loops != 20 || c.duration != 2*time.Second {
+		t.Errorf("groups %d, loops %d, duration %v; want 6, 20, 2s", h.groups, h.loops, c.duration)
 	}
 }

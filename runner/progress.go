@@ -39,8 +39,17 @@ func (p *printer) linef(format string, a ...any) {
 	fmt.Fprintf(p.w, format+"\n", a...)
 }
 
-// progress shows the phase's progress until the returned stop is called.
-func (p *printer) progress(phase string, total time.Duration, acc *accumulator) (stop func()) {
+// runLeft is what remains of the run after the phase being shown: the
+// phases after it, each of a phase's duration (0: the run has no end, or
+// this is its last phase).
+type runLeft struct {
+	phase, phases int // the phase shown, from 1, of that many
+	after         time.Duration
+}
+
+// progress shows the phase's progress, and the whole run's, until the
+// returned stop is called.
+func (p *printer) progress(phase string, total time.Duration, left runLeft, acc *accumulator) (stop func()) {
 	if p.mode == ProgressNone {
 		return func() {}
 	}
@@ -52,7 +61,7 @@ func (p *printer) progress(phase string, total time.Duration, acc *accumulator) 
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		tick(every, done, func() { p.show(phase, total, acc.snapshot()) })
+		tick(every, done, func() { p.show(phase, total, left, acc.snapshot()) })
 	}()
 	return func() {
 		close(done)
@@ -94,15 +103,20 @@ func status(s snapshot) string {
 	return fmt.Sprintf("periods %d  min %.0f  avg %.0f  max %.0f µs  xruns %d", s.periods, s.min, s.avg, s.max, s.xruns)
 }
 
-func (p *printer) show(phase string, total time.Duration, s snapshot) {
+func (p *printer) show(phase string, total time.Duration, left runLeft, s snapshot) {
 	elapsed := time.Duration(0)
 	if s.periods > 0 {
 		elapsed = time.Duration(s.lastDue - s.started)
 	}
+	run := ""
+	if left.phases > 1 {
+		run = fmt.Sprintf("  phase %d of %d, run %s left", left.phase, left.phases,
+			(max(total-elapsed, 0) + left.after).Round(time.Second))
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.mode == ProgressLines {
-		fmt.Fprintf(p.w, "[%s] %5.1f/%.0f s  %s\n", phase, elapsed.Seconds(), total.Seconds(), status(s))
+		fmt.Fprintf(p.w, "[%s] %5.1f/%.0f s  %s%s\n", phase, elapsed.Seconds(), total.Seconds(), status(s), run)
 		return
 	}
 	const width = 20
@@ -110,8 +124,8 @@ func (p *printer) show(phase string, total time.Duration, s snapshot) {
 	if total > 0 {
 		filled = int(min(width, int64(width)*int64(elapsed)/int64(total)))
 	}
-	fmt.Fprintf(p.w, "\r\033[K[%s] [%s%s] %5.1f/%.0f s  %s", phase,
-		strings.Repeat("#", filled), strings.Repeat(".", width-filled), elapsed.Seconds(), total.Seconds(), status(s))
+	fmt.Fprintf(p.w, "\r\033[K[%s] [%s%s] %5.1f/%.0f s  %s%s", phase,
+		strings.Repeat("#", filled), strings.Repeat(".", width-filled), elapsed.Seconds(), total.Seconds(), status(s), run)
 	p.bar = true
 }
 

@@ -493,7 +493,12 @@ func (r *phaseRun) open(start int64) error {
 		return err
 	}
 	r.stopSync = stop
-	r.stopProgress = r.s.pr.progress(r.ph.Name, r.cfg.Duration, r.acc)
+	var left runLeft // monitor's rotations run for ever: no run left to show
+	if r.cfg.Rotate == 0 {
+		left = runLeft{phase: r.i + 1, phases: len(r.s.names)}
+		left.after = time.Duration(left.phases-left.phase) * r.cfg.Duration
+	}
+	r.stopProgress = r.s.pr.progress(r.ph.Name, r.cfg.Duration, left, r.acc)
 	return nil
 }
 

@@ -219,6 +219,15 @@ func inputOf(c *compared, col color.NRGBA) inputView {
 		if r.Interrupted {
 			notes = append(notes, "interrupted")
 		}
+		if ctx := r.System.Context; ctx.Virtual != "" {
+			notes = append(notes, "virtual machine ("+ctx.Virtual+")")
+		}
+		if ctx := r.System.Context; ctx.TaintFlags != "" {
+			notes = append(notes, "kernel tainted "+ctx.TaintFlags)
+		}
+		if g := r.System.Context.Governors; len(g) > 0 {
+			notes = append(notes, "cpufreq "+strings.Join(g, "/"))
+		}
 		iv.Notes = strings.Join(notes, ", ")
 	case c.log != nil:
 		iv.Kernel, iv.Preempt, iv.Host, iv.Period = "—", "—", "—", "—"

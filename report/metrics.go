@@ -62,7 +62,14 @@ var metrics = []metric{
 		}
 		return p.XrunMSTotal
 	}, fmtUS, false},
+	// What the machine was doing besides: its one-minute load average as
+	// the phase started, and on a virtual machine the share of its time
+	// the host gave to others (steal). Context, neither better nor worse.
+	{"loadavg", "load avg", 0, func(p *phaseData) float64 { return p.LoadAvg }, fmtLoad, false},
+	{"steal_pct", "steal %", 0, func(p *phaseData) float64 { return p.StealPct }, fmtPct, false},
 }
+
+func fmtLoad(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
 
 // cell is one formatted table value.
 type cell struct {

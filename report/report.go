@@ -347,7 +347,27 @@ func systemKV(s *rundata.System) []kv {
 		{K: "preemption model", V: s.Preempt},
 		{K: "kernel command line", V: s.Cmdline, Mono: true},
 		{K: "CPU", V: fmt.Sprintf("%s × %d", s.CPUModel, s.CPUs)},
+		{K: "machine", V: orNone(s.Context.Virtual, "bare metal (no hypervisor reported)")},
+		{K: "CPU frequency governors", V: orNone(strings.Join(s.Context.Governors, ", "), "none (no cpufreq)")},
+		{K: "kernel taint", V: taintText(s.Context)},
+		{K: "uptime", V: (time.Duration(s.Context.UptimeS) * time.Second).String()},
 	}
+}
+
+func orNone(s, none string) string {
+	if s == "" {
+		return none
+	}
+	return s
+}
+
+// taintText says what taints the kernel, in the oops' letters; a
+// proprietary or out-of-tree module's latency is not the kernel's.
+func taintText(c rundata.Context) string {
+	if c.Tainted == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%d (%s: P a proprietary module, O out-of-tree, E unsigned; see the kernel's tainted-kernels.rst)", c.Tainted, c.TaintFlags)
 }
 
 // statsRecord is one phase's row of stats.csv. Text that comes from the

@@ -88,6 +88,25 @@ type System struct {
 	Preempt       string `json:"preempt"`
 	CPUModel      string `json:"cpu_model"`
 	CPUs          int    `json:"cpus"`
+	// Context is what besides the kernel changes the figures.
+	Context Context `json:"context"`
+}
+
+// Context is what, besides the kernel and its configuration, changes a
+// machine's latency figures, as the run found it.
+type Context struct {
+	UptimeS float64 `json:"uptime_s,omitempty"`
+	// Tainted is /proc/sys/kernel/tainted, TaintFlags its letters (P: a
+	// proprietary module, O: an out-of-tree one, E: unsigned, …).
+	Tainted    uint64 `json:"tainted,omitempty"`
+	TaintFlags string `json:"taint_flags,omitempty"`
+	// Governors are the CPUs' cpufreq governors (powersave lets a CPU
+	// sleep deep and wake slowly); none without cpufreq.
+	Governors []string `json:"governors,omitempty"`
+	// Virtual names the hypervisor's machine ("QEMU Standard PC …") when
+	// the CPU reports one: then a wakeup can wait for the host, and each
+	// phase's steal time says how much.
+	Virtual string `json:"virtual,omitempty"`
 }
 
 // Card names a sound card as the kernel knows it, and what its driver
@@ -157,6 +176,11 @@ type Phase struct {
 	// CutShort marks a phase the run stopped before its duration (Ctrl-C,
 	// SIGTERM): its figures are of the time it ran, and it did not hold.
 	CutShort bool `json:"cut_short,omitempty"`
+	// LoadAvg is the one-minute load average as the phase started, and
+	// StealPct the share of the CPUs' time the hypervisor gave to others
+	// during it (a virtual machine's; 0 on bare metal).
+	LoadAvg  float64 `json:"load_avg,omitempty"`
+	StealPct float64 `json:"steal_pct,omitempty"`
 
 	StartMonoNS int64     `json:"start_mono_ns"`
 	EndMonoNS   int64     `json:"end_mono_ns"`

@@ -34,6 +34,7 @@ func Read() rundata.System {
 		f.Close()
 	}
 	s.CPUs = runtime.NumCPU()
+	s.Context = Context(os.DirFS("/"))
 	return s
 }
 

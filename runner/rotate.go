@@ -131,7 +131,7 @@ func (r *phaseRun) nextDir(wall time.Time) (*nextRotation, error) {
 	run := *r.s.run
 	run.Start, run.End, run.Interrupted, run.Incomplete = wall, time.Time{}, false, true
 	run.Phases, run.Trace = []rundata.Phase{}, nil
-	res, err := openResults(dir, &run)
+	res, err := openResults(dir, &run, false)
 	if err != nil {
 		return nil, err
 	}
@@ -160,9 +160,24 @@ func wallAt(at int64) time.Time {
 // all kept) are removed. The last rotation is completed as an interrupted
 // run. Bad input (the driver refused the device) leaves nothing behind.
 func RunRotating(ctx context.Context, cfg Config, keep int, rotated func()) error {
-	base := cfg.Out
+	base := filepath.Clean(cfg.Out)
+	if err := CheckOut(base); err != nil {
+		return err
+	}
 	_, statErr := os.Lstat(base)
 	made := errors.Is(statErr, fs.ErrNotExist)
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return badOut(base, err.Error())
+	}
+	// One monitor per base directory: two would prune each other's
+	// rotations. The lock is held until the monitor ends.
+	// (Not removed when the lock fails, even if made here: another
+	// monitor may have made it at the same instant and hold it.)
+	lock, err := lockDir(base)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
 	dir, err := rotationDir(base, time.Now())
 	if err != nil {
 		return err

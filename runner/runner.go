@@ -59,6 +59,9 @@ type Config struct {
 	Repeat   int
 	Duration time.Duration
 	Out      string // results directory, created by Run
+	// Force lets Run replace an earlier run's results directory at Out,
+	// whole (it is refused otherwise).
+	Force    bool
 	HistFile string // cyclictest-style histogram file ("" : none)
 	// NoSamples skips writing the per-period samples files (for the
 	// benchmark that checks writing them costs nothing).
@@ -160,7 +163,7 @@ func Run(ctx context.Context, cfg Config) (*rundata.Run, error) {
 		return nil, errors.New("runner: Rotate needs one phase and NextOut")
 	}
 	run := newRun(cfg)
-	res, err := openResults(cfg.Out, run)
+	res, err := openResults(cfg.Out, run, cfg.Force)
 	if err != nil {
 		return nil, err
 	}

@@ -50,6 +50,7 @@ type runFlags struct {
 	tone                                  float64
 	file                                  string
 	verbose, quiet, noSamples, noReport   bool
+	force                                 bool
 	testStall                             string
 	trace                                 bool
 	traceAbove                            time.Duration
@@ -68,6 +69,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.duration, "duration", 30*time.Second, "length of each phase")
 	fs.IntVar(&f.repeat, "repeat", 1, "run the phases that many times over, into one results directory (1-1000)")
 	fs.StringVar(&f.out, "out", "", "results directory (default results/HOST-KERNEL-YYYYMMDD-HHMMSS)")
+	fs.BoolVar(&f.force, "force", false, "replace an earlier run's results directory at --out, whole (refused otherwise)")
 	fs.StringVar(&f.histfile, "histfile", "", "also write the histograms in cyclictest's --histfile format, one column per phase")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress display")
 	fs.BoolVar(&f.noReport, "no-report", false, "do not render index.html at the end")
@@ -196,6 +198,7 @@ func (f *runFlags) config(loads *loadSet) (runner.Config, error) {
 		Duration:     f.duration,
 		HistFile:     f.histfile,
 		NoSamples:    f.noSamples,
+		Force:        f.force,
 		Children:     &child.Set{},
 		Trace:        f.trace,
 		TraceDebug:   traceDebug(),
@@ -266,6 +269,9 @@ func (f *runFlags) checkOut(drv string) (string, error) {
 	if out == "" {
 		out = defaultOut()
 	}
+	if err := runner.CheckOut(out); err != nil {
+		return "", err
+	}
 	if err := checkWritable("--out", out); err != nil {
 		return "", err
 	}
@@ -280,6 +286,8 @@ func (f *runFlags) checkOut(drv string) (string, error) {
 			return "", badFlag("--histfile with a --period list: one histogram file per run; give one period size")
 		case drv == "rtc":
 			return "", badFlag("--period %s with --driver rtc: its period is one interrupt (--rtc-rate)", f.sizes.String())
+		case f.force:
+			return "", badFlag("--force with a --period list: give a new or an empty directory (it gets one results directory per period size)")
 		}
 		if err := runner.CheckSizesOut(out); err != nil {
 			return "", err

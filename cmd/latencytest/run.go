@@ -429,28 +429,53 @@ func defaultOut() string {
 	return filepath.Join("results", fmt.Sprintf("%s-%s-%s", host, kern, time.Now().Format("20060102-150405")))
 }
 
-// interruptible is the run's context: the first Ctrl-C (or SIGTERM)
-// cancels it, and the run stops in order, keeping what was measured. The
-// second is never swallowed: it kills every child (child.Set.KillAll,
-// which also removes their temporary directories) and exits at once, 130.
+// repeatWindow is how long after the first stop signal another is taken as
+// the same stop. Supervisors deliver one stop as two signals: timeout(1)
+// sends its signal to the command and then to its own process group, which
+// the command is in; a closed terminal sends SIGHUP to the foreground
+// group and the shell sends it again to its jobs. The two come
+// microseconds to milliseconds apart (timeout's are two consecutive
+// kill(2) calls; half a second covers one of them waiting for a CPU on a
+// loaded machine), while a person's second Ctrl-C comes later.
+const repeatWindow = 500 * time.Millisecond
+
+// interruptible is the run's context: the first stop signal cancels it,
+// and the run stops in order, keeping what was measured. The stop signals
+// are SIGINT, SIGTERM (kill, timeout(1), systemd), SIGHUP (the terminal
+// closed) and SIGPIPE (the output went into `| head`, which has exited:
+// Go's default is to die of it at the next write to stdout or stderr,
+// leaving run.json unfinished and no report). A second SIGINT
+// or SIGTERM, coming repeatWindow or more after the first, is never
+// swallowed: it kills every child (child.Set.KillAll, which also removes
+// their temporary directories) and exits at once, 130. SIGHUP and SIGPIPE
+// never do: they repeat with every write to a closed terminal or pipe,
+// and nobody sends them to mean "at once".
 func interruptible(children *child.Set, stderr io.Writer) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
 	done := make(chan struct{})
 	go func() {
+		var first time.Time
 		select {
 		case <-sigs:
+			first = time.Now()
 			cancel()
 		case <-done:
 			return
 		}
-		select {
-		case <-sigs:
-			fmt.Fprintln(stderr, "latencytest run: interrupted again: stopping at once")
-			children.KillAll()
-			os.Exit(130)
-		case <-done:
+		for {
+			select {
+			case sig := <-sigs:
+				if !atOnce(sig, time.Since(first)) {
+					continue
+				}
+				fmt.Fprintln(stderr, "latencytest run: interrupted again: stopping at once")
+				children.KillAll()
+				os.Exit(130)
+			case <-done:
+				return
+			}
 		}
 	}()
 	return ctx, func() {
@@ -458,6 +483,12 @@ func interruptible(children *child.Set, stderr io.Writer) (context.Context, func
 		close(done)
 		cancel()
 	}
+}
+
+// atOnce says whether sig, coming after since the first stop signal,
+// asks to stop at once (see interruptible).
+func atOnce(sig os.Signal, since time.Duration) bool {
+	return (sig == os.Interrupt || sig == syscall.SIGTERM) && since >= repeatWindow
 }
 
 func isTerminal(w io.Writer) bool {

@@ -126,26 +126,35 @@ func loadInput(in Input) (*compared, error) {
 	if err != nil {
 		return nil, badinput.Errorf("%w", err)
 	}
-	name := in.Phase
+	if err := c.parseCyclictest(b); err != nil {
+		return nil, badinput.Errorf("%s: %v", in.Path, err)
+	}
+	return c, nil
+}
+
+// parseCyclictest reads b, a cyclictest file in any of its formats, as
+// c's one phase (named c.Phase).
+func (c *compared) parseCyclictest(b []byte) error {
+	name := c.Phase
 	if name == "" {
 		name = DefaultCyclictestPhase
 	}
 	if cyclictest.IsLog(b) {
 		runs, err := cyclictest.ParseLog(bytes.NewReader(b))
 		if err != nil {
-			return nil, badinput.Errorf("%s: %v", in.Path, err)
+			return err
 		}
 		c.log = runs
 		c.phases = []*phaseData{logPhase(name, runs)}
-		return c, nil
+		return nil
 	}
 	ct, err := cyclictest.Parse(b)
 	if err != nil {
-		return nil, badinput.Errorf("%s: %v", in.Path, err)
+		return err
 	}
 	c.ct = ct
 	c.phases = []*phaseData{ctPhase(name, ct)}
-	return c, nil
+	return nil
 }
 
 type inputView struct {

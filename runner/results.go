@@ -101,7 +101,7 @@ func openResults(path string, first *rundata.Run, force bool) (*results, error) 
 	root, err := os.OpenRoot(path)
 	if err != nil {
 		lock.Close()
-		return nil, badOut(path, err.Error())
+		return nil, badOutErr(path, err)
 	}
 	r := &results{path: path, root: root, lock: lock}
 	if err := r.openSamples(true); err != nil {
@@ -125,7 +125,7 @@ func CheckOut(path string) error {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
 	case err != nil:
-		return badOut(path, err.Error())
+		return badOutErr(path, err)
 	case fi.Mode()&fs.ModeSymlink != 0:
 		to, _ := os.Readlink(path)
 		return badOut(path, fmt.Sprintf("a symbolic link (to %s); give the directory itself (latencytest, often run as root, does not follow one)", to))
@@ -137,6 +137,12 @@ func CheckOut(path string) error {
 
 func badOut(path, why string) error {
 	return badinput.Errorf("--out %s: %s", path, why)
+}
+
+// badOutErr is badOut of an error, kept for errors.Is (ENOSPC: a monitor
+// makes room and tries again).
+func badOutErr(path string, err error) error {
+	return badinput.Errorf("--out %s: %w", path, err)
 }
 
 // errInUse is the line a second run with the same --out gets.
@@ -176,12 +182,12 @@ func lockDir(path string) (*os.File, error) {
 func adoptable(path string) (empty bool, err error) {
 	root, err := os.OpenRoot(path)
 	if err != nil {
-		return false, badOut(path, err.Error())
+		return false, badOutErr(path, err)
 	}
 	defer root.Close()
 	d, err := root.Open(".")
 	if err != nil {
-		return false, badOut(path, err.Error())
+		return false, badOutErr(path, err)
 	}
 	names, err := d.Readdirnames(1)
 	d.Close()
@@ -189,7 +195,7 @@ func adoptable(path string) (empty bool, err error) {
 		return true, nil
 	}
 	if err != nil {
-		return false, badOut(path, err.Error())
+		return false, badOutErr(path, err)
 	}
 	b, err := readRegular(root, rundata.RunFile, maxRunJSON)
 	var head struct {
@@ -229,12 +235,12 @@ func createResults(path string, first *rundata.Run, old *os.File) (*results, err
 	parent := filepath.Dir(path)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		old.Close()
-		return nil, badOut(path, err.Error())
+		return nil, badOutErr(path, err)
 	}
 	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(path)+".tmp")
 	if err != nil {
 		old.Close()
-		return nil, badOut(path, err.Error())
+		return nil, badOutErr(path, err)
 	}
 	r := &results{path: path, created: old == nil}
 	err = func() error {
@@ -256,11 +262,11 @@ func createResults(path string, first *rundata.Run, old *os.File) (*results, err
 		if err = atomicfile.RenameNoReplace(tmp, path); errors.Is(err, fs.ErrExist) {
 			err = badOut(path, "made by another latencytest run meanwhile; give another directory")
 		} else if err != nil {
-			err = badOut(path, err.Error())
+			err = badOutErr(path, err)
 		}
 	} else if err == nil {
 		if err = atomicfile.Exchange(tmp, path); err != nil {
-			err = badOut(path, err.Error())
+			err = badOutErr(path, err)
 		}
 	}
 	if err != nil {
@@ -285,17 +291,17 @@ func createResults(path string, first *rundata.Run, old *os.File) (*results, err
 func (r *results) openSamples(fresh bool) error {
 	err := r.root.Mkdir("samples", 0o755)
 	if err != nil && (fresh || !errors.Is(err, fs.ErrExist)) {
-		return badOut(r.path, err.Error())
+		return badOutErr(r.path, err)
 	}
 	fi, err := r.root.Lstat("samples")
 	if err != nil {
-		return badOut(r.path, err.Error())
+		return badOutErr(r.path, err)
 	}
 	if !fi.IsDir() {
 		return badOut(r.path, "samples is not a directory (a symlink or file is there); give a new or an empty directory")
 	}
 	if r.samples, err = r.root.OpenRoot("samples"); err != nil {
-		return badOut(r.path, err.Error())
+		return badOutErr(r.path, err)
 	}
 	return nil
 }

@@ -108,6 +108,11 @@ type Config struct {
 	// NextOut names the results directory of the rotation that starts
 	// at start (it must not exist).
 	NextOut func(start time.Time) (string, error)
+	// MakeRoom, if not nil, is called when a rotation's hand-over found
+	// no space left on the disk, with the directory being written; it
+	// removes an old one and says whether it did (the hand-over is then
+	// tried again).
+	MakeRoom func(current string) bool
 	// Rotated, if not nil, is called with each results directory a
 	// rotation completed (not the last, which Run completes and
 	// returns), on the goroutine that reads the samples.

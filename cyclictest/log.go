@@ -45,13 +45,7 @@ var cursorUp = regexp.MustCompile(`\x1b\[\d*[A-Za-z]`)
 // formats by its first status line. It walks the lines in place: a file
 // of millions of short lines costs nothing more than the file.
 func IsLog(b []byte) bool {
-	for len(b) > 0 {
-		line := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			line, b = b[:i], b[i+1:]
-		} else {
-			b = nil
-		}
+	for line := range bytes.Lines(b) {
 		if bytes.Contains(line, []byte("T:")) && strings.HasPrefix(cleanLine(string(line)), "T:") {
 			return true
 		}

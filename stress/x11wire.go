@@ -42,7 +42,9 @@ type x11Wire struct {
 }
 
 func newX11Wire(c net.Conn) *x11Wire {
-	return &x11Wire{Conn: c, r: bufio.NewReaderSize(c, 64<<10)}
+	// Room for the largest setup (a 16-bit count of 4 bytes) to be
+	// checked whole before xgb reads it.
+	return &x11Wire{Conn: c, r: bufio.NewReaderSize(c, 8+4*0xffff)}
 }
 
 // Read delivers the stream packet by packet, looking at each header

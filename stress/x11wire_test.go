@@ -18,8 +18,11 @@ import (
 
 // xSetup is a connection setup reply with one screen of one depth, whose
 // depth claims visuals visuals (one is present).
-func xSetup(visuals uint16) []byte {
-	data := make([]byte, 32+40+8+24)                    // fixed fields after the header, a screen, a depth, a visual
+func xSetup(visuals uint16) []byte { return xSetupOf(visuals, 1) }
+
+// xSetupOf is xSetup with present visuals present.
+func xSetupOf(visuals uint16, present int) []byte {
+	data := make([]byte, 32+40+8+24*present)            // fixed fields after the header, a screen, a depth, the visuals
 	binary.LittleEndian.PutUint32(data[4:], 0x00200000) // resource id base
 	binary.LittleEndian.PutUint32(data[8:], 0x001fffff) // resource id mask
 	binary.LittleEndian.PutUint16(data[18:], 0xffff)    // maximum request length
@@ -95,6 +98,15 @@ func TestX11WireFollowsProtocol(t *testing.T) {
 	}
 	if _, err := xproto.GetInputFocus(conn).Reply(); err != nil {
 		t.Fatal(err)
+	}
+	// A setup larger than a read buffer (3000 visuals, 72 KB) is whole.
+	big, err := xgb.NewConnNet(newX11Wire(fakeX(t, xSetupOf(3000, 3000))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer big.Close()
+	if s := xproto.Setup(big); len(s.Roots[0].AllowedDepths[0].Visuals) != 3000 {
+		t.Errorf("%d visuals read", len(s.Roots[0].AllowedDepths[0].Visuals))
 	}
 }
 

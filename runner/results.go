@@ -408,9 +408,9 @@ func (r *results) discard() {
 	case r.replaced != "":
 		if atomicfile.Exchange(r.replaced, r.path) == nil {
 			os.RemoveAll(r.replaced) // now this run's
-			r.replaced = ""
 			atomicfile.SyncDir(filepath.Dir(r.path))
 		}
+		r.replaced = "" // put back, or (if that failed) kept aside: never removed
 	case r.created:
 		r.root.RemoveAll("samples")
 		r.root.Remove(rundata.RunFile)

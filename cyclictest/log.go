@@ -2,6 +2,7 @@ package cyclictest
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"regexp"
@@ -41,10 +42,11 @@ var tLine = regexp.MustCompile(`^T:\s*(\d+)\s*\(\s*(\d+)\)\s*P:\s*(\d+)\s+I:\s*(
 var cursorUp = regexp.MustCompile(`\x1b\[\d*[A-Za-z]`)
 
 // IsLog tells cyclictest's terminal output from its other
-// formats by its first status line.
+// formats by its first status line. It walks the lines in place: a file
+// of millions of short lines costs nothing more than the file.
 func IsLog(b []byte) bool {
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(cleanLine(line), "T:") {
+	for line := range bytes.Lines(b) {
+		if bytes.Contains(line, []byte("T:")) && strings.HasPrefix(cleanLine(string(line)), "T:") {
 			return true
 		}
 	}
@@ -71,46 +73,96 @@ func cleanLine(s string) string {
 // with another process id. A status line
 // that cannot be read is an error naming its line.
 func ParseLog(r io.Reader) ([]LogRun, error) {
-	sc := bufio.NewScanner(io.LimitReader(r, maxLogBytes+1))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	var lines []string
-	redraw := map[int]bool{} // lines that began with a cursor movement
-	n := 0
-	for sc.Scan() {
-		n += len(sc.Bytes()) + 1
-		if n > maxLogBytes {
-			return nil, fmt.Errorf("larger than %d MiB: not a cyclictest log", maxLogBytes>>20)
-		}
-		if cursorUp.Match(sc.Bytes()) {
-			redraw[len(lines)] = true
-		}
-		lines = append(lines, cleanLine(sc.Text()))
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
+	src := logLines{sc: bufio.NewScanner(io.LimitReader(r, maxLogBytes+1))}
+	src.sc.Buffer(make([]byte, 64<<10), 1<<20)
 	p := logParser{}
-	for i := 0; i < len(lines); i++ {
-		line := lines[i]
+	var window [3]string
+	for {
+		if err := src.fill(len(window)); err != nil {
+			return nil, err
+		}
+		if len(src.buf) == 0 {
+			break
+		}
+		line, no := src.buf[0].text, src.buf[0].no
+		used := 1
 		switch {
 		case strings.HasPrefix(line, "# /dev/cpu_dma_latency"), strings.HasPrefix(line, "$ "):
-			p.newRun(i + 1)
+			p.newRun(no)
 		case strings.HasPrefix(line, "policy:"):
 			// A live run redraws its policy line; a new one starts a run.
-			p.policy(i+1, strings.TrimSpace(strings.TrimPrefix(line, "policy:")), !redraw[i])
+			p.policy(no, strings.TrimSpace(strings.TrimPrefix(line, "policy:")), !src.buf[0].redraw)
 		case strings.HasPrefix(line, "T:"):
-			joined, used := joinWrapped(lines[i:])
+			lines := window[:0]
+			for _, l := range src.buf {
+				lines = append(lines, l.text)
+			}
+			var joined string
+			joined, used = joinWrapped(lines)
 			m := tLine.FindStringSubmatch(joined)
 			if m == nil {
-				return nil, fmt.Errorf("line %d: not a cyclictest status line: %q", i+1, clip(joined))
+				return nil, fmt.Errorf("line %d: not a cyclictest status line: %q", no, clip(joined))
 			}
-			if err := p.thread(i+1, m); err != nil {
+			if err := p.thread(no, m); err != nil {
 				return nil, err
 			}
-			i += used - 1
 		}
+		src.buf = src.buf[:copy(src.buf, src.buf[used:])]
 	}
 	return p.done(), nil
+}
+
+// logLines reads a log's lines as ParseLog goes, holding the few it looks
+// ahead at (a status line wrapped onto the next two), so that its memory
+// follows the runs it finds, not the lines the file has. A line no status
+// line can take as its continuation and that starts nothing is kept as ""
+// (which ends a wrapped line just as it would), without copying it.
+type logLines struct {
+	sc     *bufio.Scanner
+	buf    []logLine
+	no     int // lines read
+	n      int // bytes read
+	sinceT int // lines read since the last status line
+}
+
+type logLine struct {
+	text   string
+	no     int
+	redraw bool // began with a cursor movement
+}
+
+// fill reads lines until buf holds k, or the log ends.
+func (l *logLines) fill(k int) error {
+	for len(l.buf) < k && l.sc.Scan() {
+		b := l.sc.Bytes()
+		l.no++
+		l.n += len(b) + 1
+		if l.n > maxLogBytes {
+			return fmt.Errorf("larger than %d MiB: not a cyclictest log", maxLogBytes>>20)
+		}
+		l.sinceT++
+		ln := logLine{no: l.no, redraw: cursorUp.Match(b)}
+		if l.sinceT <= 2 || logStarts(b) {
+			ln.text = cleanLine(string(b))
+			if strings.HasPrefix(ln.text, "T:") {
+				l.sinceT = 0
+			}
+		}
+		l.buf = append(l.buf, ln)
+	}
+	return l.sc.Err()
+}
+
+// logStarts says whether a raw line may be one ParseLog acts on: a status,
+// policy, cyclictest or shell line (cleanLine removes at most escapes,
+// blanks, quote markers and "\r" before them).
+func logStarts(b []byte) bool {
+	for _, w := range []string{"T:", "policy:", "# /dev/cpu_dma_latency", "$ "} {
+		if bytes.Contains(b, []byte(w)) {
+			return true
+		}
+	}
+	return false
 }
 
 // joinWrapped joins a status line with the lines a mailer wrapped it onto
@@ -197,9 +249,16 @@ func (p *logParser) thread(line int, m []string) error {
 		p.newRun(line) // the same thread in a new process: the next run
 		break
 	}
+	if len(p.cur.Threads) >= maxLogThreads {
+		return fmt.Errorf("line %d: more than %d threads in one run", line, maxLogThreads)
+	}
 	p.cur.Threads = append(p.cur.Threads, t)
 	return nil
 }
+
+// maxLogThreads bounds a run's threads (cyclictest runs one per CPU at
+// most): each status line is looked up among its run's threads.
+const maxLogThreads = 4096
 
 // done returns the runs that measured something (a redraw before the
 // first wakeup counts nothing).

@@ -1,6 +1,10 @@
 package ktrace
 
-import "testing"
+import (
+	"testing"
+
+	"latencytest/internal/fuzzseed"
+)
 
 // Lines as this machine's tracefs printed them (trace_clock mono).
 func TestParseLine(t *testing.T) {
@@ -74,7 +78,9 @@ func FuzzParseLine(f *testing.F) {
 	f.Add(`     ksoftirqd/1-22      [001] ..s..   782.982230: softirq_entry: vec=3 [action=NET_RX]`)
 	f.Add(`          <idle>-0       [000] d..h2..     5.012274: irq_noise: local_timer:236 start 7.096353308 duration 70101 ns`)
 	f.Fuzz(func(t *testing.T, line string) {
-		ev, ok := parseLine(line)
+		var ev Event
+		var ok bool
+		fuzzseed.Bounded(t, len(line), 8, func() int { ev, ok = parseLine(line); return 0 })
 		if ok && (ev.Kind < evSwitch || ev.Kind > evNoise || ev.TS < 0 || ev.NoiseNS < 0) {
 			t.Errorf("parseLine(%q) = %+v", line, ev)
 		}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"latencytest/internal/fuzzseed"
 )
 
 // The kernel's own text of a trace is the reference for the binary
@@ -230,10 +232,13 @@ func FuzzDecodePage(f *testing.F) {
 		f.Add(pages[p : p+4096])
 	}
 	f.Fuzz(func(t *testing.T, page []byte) {
-		rf.decodePage(page, 0, func(ev Event) {
-			if ev.Kind < evSwitch || ev.Kind > evNoise {
-				t.Errorf("event of kind %d", ev.Kind)
-			}
+		fuzzseed.Bounded(t, len(page), 8, func() int {
+			rf.decodePage(page, 0, func(ev Event) {
+				if ev.Kind < evSwitch || ev.Kind > evNoise {
+					t.Errorf("event of kind %d", ev.Kind)
+				}
+			})
+			return 0
 		})
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/net/netutil"
 )
 
 // fileEvery is how often KeepFile rewrites the metrics file: node_exporter
@@ -38,12 +39,36 @@ func ListenAddr(addr string) (string, error) {
 	return net.JoinHostPort(host, port), nil
 }
 
+// serveLimits bound what clients of the metrics server may hold: the
+// server runs for days beside a measurement (monitor), often on an
+// address others reach, so neither a client that stops sending nor one
+// that opens connections by the thousand may keep its resources.
+type serveLimits struct {
+	read  time.Duration // to read a request, headers and body
+	write time.Duration // to write a response (a scrape renders in milliseconds)
+	idle  time.Duration // a keep-alive connection between requests
+	conns int           // connections open at once; more wait to be accepted
+}
+
+// defaultLimits: Prometheus scrapes every 15 s to 1 min, over one
+// connection per server; a few servers and a curl need a few connections.
+func defaultLimits() serveLimits {
+	return serveLimits{read: 10 * time.Second, write: 10 * time.Second, idle: 2 * time.Minute, conns: 16}
+}
+
 // Serve serves the metrics on ln at /metrics until stop, which closes ln
-// and waits for the requests in flight (at most a second).
-func (s *Set) Serve(ln net.Listener) (stop func()) {
+// and waits for the requests in flight (at most a second). A request must
+// come within 10 s, its response go within 10 s, an idle keep-alive
+// connection is closed after 2 minutes, and at most 16 connections are
+// open at once (netutil.LimitListener).
+func (s *Set) Serve(ln net.Listener) (stop func()) { return s.serve(ln, defaultLimits()) }
+
+func (s *Set) serve(ln net.Listener, l serveLimits) (stop func()) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", s.Handler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: l.read, ReadTimeout: l.read, WriteTimeout: l.write,
+		IdleTimeout: l.idle, MaxHeaderBytes: 16 << 10}
+	ln = netutil.LimitListener(ln, l.conns)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

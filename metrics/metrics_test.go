@@ -1,12 +1,15 @@
 package metrics
 
 import (
+	"errors"
+	"io"
 	"math"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 
@@ -220,5 +223,74 @@ func TestServe(t *testing.T) {
 	stop()
 	if _, err := net.Dial("tcp", ln.Addr().String()); err == nil {
 		t.Error("still listening after stop")
+	}
+}
+
+// closedWithin says whether the server closes c (a read returns EOF or
+// an error) within d, reading whatever it sends meanwhile.
+func closedWithin(c net.Conn, d time.Duration) bool {
+	c.SetReadDeadline(time.Now().Add(d))
+	buf := make([]byte, 64<<10)
+	for {
+		if _, err := c.Read(buf); err != nil {
+			var ne net.Error
+			return !(errors.As(err, &ne) && ne.Timeout())
+		}
+	}
+}
+
+// The server's limits hold: a keep-alive connection left idle after a
+// scrape is closed after the idle timeout (it stayed open for ever
+// before), one that never finishes its request after the read timeout,
+// and beyond the connection cap a new connection is not served until
+// another closes.
+func TestServeLimits(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := serveLimits{read: 300 * time.Millisecond, write: time.Second, idle: 300 * time.Millisecond, conns: 2}
+	stop := New(Labels{}).serve(ln, l)
+	defer stop()
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+
+	idle := dial()
+	idle.Write([]byte("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"))
+	if !closedWithin(idle, 3*time.Second) {
+		t.Error("an idle keep-alive connection stayed open 3 s (idle timeout 300 ms)")
+	}
+	slow := dial()
+	slow.Write([]byte("GET /metrics HTTP/1.1\r\nHost: x\r\n")) // never ends its headers
+	if !closedWithin(slow, 3*time.Second) {
+		t.Error("a connection that never finished its request stayed open 3 s (read timeout 300 ms)")
+	}
+
+	// The cap on a server whose timeouts do not end the test first.
+	ln, err = net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop2 := New(Labels{}).serve(ln, serveLimits{read: time.Minute, write: time.Minute, idle: time.Minute, conns: 2})
+	defer stop2()
+	held := []net.Conn{dial(), dial()} // the cap, held by connections that say nothing
+	time.Sleep(50 * time.Millisecond)
+	extra := dial()
+	extra.Write([]byte("GET /metrics HTTP/1.0\r\n\r\n"))
+	extra.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if n, _ := extra.Read(make([]byte, 1)); n > 0 {
+		t.Error("a connection beyond the cap was served while the cap was held")
+	}
+	held[0].Close()
+	extra.SetReadDeadline(time.Now().Add(3 * time.Second))
+	b, err := io.ReadAll(extra)
+	if !strings.Contains(string(b), "latencytest_periods_total") {
+		t.Errorf("once a connection closed, the one waiting got %q, %v", b, err)
 	}
 }

@@ -48,7 +48,11 @@ type compared struct {
 // --histfile text, its --json output of rt-tests 2.x, its terminal log).
 // Errors caused by the inputs are bad input (internal/badinput); out is
 // only written when everything could be read.
-func CompareTo(ins []Input, out, jsonOut string) error {
+func CompareTo(ins []Input, out, jsonOut string) error { return CompareGated(ins, out, jsonOut, nil) }
+
+// CompareGated is CompareTo whose writes pass g (nil: none), so that the
+// caller can stop it at any instant without a file half-written.
+func CompareGated(ins []Input, out, jsonOut string, g *Gate) error {
 	if len(ins) == 0 {
 		return badinput.New("nothing to compare: give at least one results directory or cyclictest file")
 	}
@@ -77,16 +81,20 @@ func CompareTo(ins []Input, out, jsonOut string) error {
 	if err != nil {
 		return err
 	}
+	var ranking []byte
 	if jsonOut != "" {
-		b, err := marshalRanking(rank(cs))
-		if err != nil {
-			return err
-		}
-		if err := atomicfile.WriteFile(jsonOut, b); err != nil {
+		if ranking, err = marshalRanking(rank(cs)); err != nil {
 			return err
 		}
 	}
-	return atomicfile.WriteFile(out, page)
+	return g.commit(func() error {
+		if jsonOut != "" {
+			if err := atomicfile.WriteFile(jsonOut, ranking); err != nil {
+				return err
+			}
+		}
+		return atomicfile.WriteFile(out, page)
+	})
 }
 
 // maxCyclictestBytes bounds a cyclictest file: -h 100000 with 64 threads
@@ -118,26 +126,35 @@ func loadInput(in Input) (*compared, error) {
 	if err != nil {
 		return nil, badinput.Errorf("%w", err)
 	}
-	name := in.Phase
+	if err := c.parseCyclictest(b); err != nil {
+		return nil, badinput.Errorf("%s: %v", in.Path, err)
+	}
+	return c, nil
+}
+
+// parseCyclictest reads b, a cyclictest file in any of its formats, as
+// c's one phase (named c.Phase).
+func (c *compared) parseCyclictest(b []byte) error {
+	name := c.Phase
 	if name == "" {
 		name = DefaultCyclictestPhase
 	}
 	if cyclictest.IsLog(b) {
 		runs, err := cyclictest.ParseLog(bytes.NewReader(b))
 		if err != nil {
-			return nil, badinput.Errorf("%s: %v", in.Path, err)
+			return err
 		}
 		c.log = runs
 		c.phases = []*phaseData{logPhase(name, runs)}
-		return c, nil
+		return nil
 	}
 	ct, err := cyclictest.Parse(b)
 	if err != nil {
-		return nil, badinput.Errorf("%s: %v", in.Path, err)
+		return err
 	}
 	c.ct = ct
 	c.phases = []*phaseData{ctPhase(name, ct)}
-	return c, nil
+	return nil
 }
 
 type inputView struct {

@@ -51,7 +51,9 @@ func load(dir string) (*runData, error) {
 		return nil, badinput.Errorf("%v", err)
 	}
 	rd := &runData{dir: dir, run: r, spikes: map[int][]rundata.Spike{}}
-	if ss, err := rundata.ReadSpikes(dir); err != nil {
+	if ss, err := rundata.ReadSpikes(dir); errors.Is(err, rundata.ErrNotRegular) {
+		return nil, badinput.Errorf("%v", err) // a FIFO or a device: nothing a run writes
+	} else if err != nil {
 		rd.spikesNote = err.Error()
 	} else {
 		for _, s := range ss {

@@ -156,3 +156,47 @@ func TestHostileRunRenders(t *testing.T) {
 		t.Errorf("the phase name is not escaped (%v)", err)
 	}
 }
+
+// allocated is what f allocated, in bytes.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// What compare and report cost follows what their inputs hold: compare
+// of 32 MB of newlines read them once (903 MB before: the format check
+// split the file into lines first); a 16 MB run.json of empty phases or
+// empty checks is refused before it is decoded (475 MB and more before,
+// a Go struct per three bytes of JSON). Each costs the file read once and
+// a little more.
+func TestHostileInputsBounded(t *testing.T) {
+	tmp := t.TempDir()
+	newlines := filepath.Join(tmp, "newlines.txt")
+	if err := os.WriteFile(newlines, []byte(strings.Repeat("\n", 32<<20)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	a := allocated(func() { err = CompareTo([]Input{{Path: newlines}}, filepath.Join(tmp, "c.html"), "") })
+	t.Logf("compare of 32 MB of newlines: %d MB allocated: %v", a>>20, err)
+	if err == nil || a > 40<<20 {
+		t.Errorf("compare of 32 MB of newlines: %d MB allocated, error %v; want refused with at most 40 MB", a>>20, err)
+	}
+	for _, key := range []string{"phases", "checks"} {
+		dir := filepath.Join(tmp, key)
+		os.Mkdir(dir, 0o755)
+		n := (rundata.MaxRunFileBytes - 64) / 3
+		body := `{"schema": 1, "` + key + `": [` + strings.Repeat("{},", n-1) + `{}]}`
+		if err := os.WriteFile(filepath.Join(dir, rundata.RunFile), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		a := allocated(func() { err = Render(dir) })
+		t.Logf("report of a %d MB run.json of empty %s: %d MB allocated: %v", len(body)>>20, key, a>>20, err)
+		if err == nil || a > 24<<20 {
+			t.Errorf("%s: %d MB allocated, error %v; want refused with at most 24 MB", key, a>>20, err)
+		}
+	}
+}

@@ -11,11 +11,13 @@ import (
 	"bytes"
 	_ "embed"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"html/template"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"latencytest/internal/atomicfile"
@@ -36,7 +38,11 @@ var tmpl = template.Must(template.New("page").Parse(pageTmpl))
 // Render reads dir/run.json and each phase's samples file and writes
 // dir/index.html and dir/stats.csv. Both are built in memory and written
 // atomically, so a failure leaves the previous versions untouched.
-func Render(dir string) error {
+func Render(dir string) error { return RenderGated(dir, nil) }
+
+// RenderGated is Render whose writes pass g (nil: none), so that the
+// caller can stop it at any instant without a file half-written.
+func RenderGated(dir string, g *Gate) error {
 	rd, err := load(dir)
 	if err != nil {
 		return err
@@ -49,10 +55,46 @@ func Render(dir string) error {
 	if err := writeStats(&csvBuf, rd.phases); err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(filepath.Join(dir, StatsFile), csvBuf.Bytes()); err != nil {
-		return err
+	return g.commit(func() error {
+		if err := atomicfile.WriteFile(filepath.Join(dir, StatsFile), csvBuf.Bytes()); err != nil {
+			return err
+		}
+		return atomicfile.WriteFile(filepath.Join(dir, IndexFile), html)
+	})
+}
+
+// A Gate lets a command stop a rendering at any instant, e.g. on Ctrl-C:
+// reading and drawing write nothing, so they may simply be abandoned, and
+// all the writes of one rendering (each whole, atomicfile) pass the gate
+// together, so that either all of them are done or none is.
+type Gate struct {
+	mu     sync.Mutex
+	closed bool
+}
+
+// ErrStopped is what a rendering returns when its gate was closed before
+// it wrote anything.
+var ErrStopped = errors.New("stopped before anything was written")
+
+// Close waits for writes in progress to end and lets none start after.
+func (g *Gate) Close() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+}
+
+// commit runs write, all of a rendering's writes, unless g is closed; a
+// nil Gate always runs it.
+func (g *Gate) commit(write func() error) error {
+	if g == nil {
+		return write()
 	}
-	return atomicfile.WriteFile(filepath.Join(dir, IndexFile), html)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return ErrStopped
+	}
+	return write()
 }
 
 type kv struct {

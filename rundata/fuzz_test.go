@@ -3,6 +3,7 @@ package rundata
 import (
 	"bytes"
 	"io"
+	"strings"
 	"testing"
 
 	"latencytest/internal/fuzzseed"
@@ -14,11 +15,21 @@ import (
 // may refuse its input, never panic, loop forever or allocate beyond what
 // the input holds; what it accepts must hold together.
 
+// runPerByte is what decoding run.json may allocate per byte: a phase's
+// struct from a few bytes of JSON is the most (rundata.jsonShape).
+const runPerByte = 128
+
 func FuzzParseRun(f *testing.F) {
 	fuzzseed.Add(f, "testdata/run/run.json")
 	f.Add([]byte(`{"schema": 1, "phases": [{"name": "x", "periods": -1}]}`))
+	// Values that cost hundreds of bytes each from three of JSON.
+	for _, key := range []string{"phases", "checks"} {
+		f.Add([]byte(`{"schema": 1, "` + key + `": [` + strings.Repeat("{},", 1<<15) + `{}]}`))
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := parseRun(b)
+		var r *Run
+		var err error
+		fuzzseed.Bounded(t, len(b), runPerByte, func() int { r, err = parseRun(b); return 0 })
 		if err != nil {
 			return
 		}
@@ -31,6 +42,14 @@ func FuzzParseRun(f *testing.F) {
 func FuzzSampleReader(f *testing.F) {
 	fuzzseed.Add(f, "testdata/run/samples/*.bin")
 	f.Fuzz(func(t *testing.T, b []byte) {
+		fuzzseed.Bounded(t, len(b), 8, func() int { readAllSamples(t, b); return 0 })
+	})
+}
+
+// readAllSamples reads every period of a samples file held in b, checking
+// what it reads.
+func readAllSamples(t *testing.T, b []byte) {
+	{
 		sr, err := NewSampleReader(bytes.NewReader(b))
 		if err != nil {
 			return
@@ -58,5 +77,5 @@ func FuzzSampleReader(f *testing.F) {
 				t.Fatalf("negative poll wait %d accepted", s.PollNS)
 			}
 		}
-	})
+	}
 }

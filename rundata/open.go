@@ -1,6 +1,7 @@
 package rundata
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -64,14 +65,21 @@ func fileKind(m os.FileMode) string {
 	return m.Type().String()
 }
 
-// ReadFileLimited reads a regular file of at most limit bytes.
+// ReadFileLimited reads a regular file of at most limit bytes, into one
+// buffer of the file's size (not the doubling of io.ReadAll).
 func ReadFileLimited(path string, limit int64) ([]byte, error) {
 	f, err := OpenRegular(path, false)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	var size int64
+	if fi, err := f.Stat(); err == nil {
+		size = fi.Size()
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, min(max(size, 0), limit)+512))
+	_, err = buf.ReadFrom(io.LimitReader(f, limit+1))
+	b := buf.Bytes()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

@@ -337,9 +337,20 @@ func ReadRun(dir string) (*Run, error) {
 	return r, nil
 }
 
+// runShape bounds run.json's values before it is decoded (jsonShape):
+// MaxPhases phases, and a real run's figures with room to spare (a
+// stressor's series is at most 10000 values). Decoding a run.json of
+// MaxRunFileBytes then allocates at most about 30 MB, whatever it holds.
+func runShape() *jsonShape {
+	return &jsonShape{maxValues: 1 << 17, maxArray: 1 << 14, keyArray: map[string]int{"phases": MaxPhases}}
+}
+
 // parseRun decodes and checks a run.json document: a newer schema, more
 // than MaxPhases phases, or figures no run can produce are refused.
 func parseRun(b []byte) (*Run, error) {
+	if err := runShape().check(b); err != nil {
+		return nil, err
+	}
 	var r Run
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, err

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 
@@ -60,7 +59,7 @@ func MarshalSpikes(ss []Spike) ([]byte, error) {
 // ReadSpikes reads dir/spikes.json; a run without one has no spikes.
 func ReadSpikes(dir string) ([]Spike, error) {
 	path := filepath.Join(dir, SpikesFile)
-	f, err := os.Open(path)
+	f, err := OpenRegular(path, false) // a FIFO must not block the report
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -68,11 +67,13 @@ func ReadSpikes(dir string) ([]Spike, error) {
 		return nil, err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", path)
-	}
 	return decodeSpikes(path, io.LimitReader(f, maxSpikesBytes+1))
 }
+
+// spikesShape bounds spikes.json's values before it is decoded
+// (jsonShape): a million, some 100 MB decoded at most, for thousands of
+// spikes per phase with their causes.
+func spikesShape() *jsonShape { return &jsonShape{maxValues: 1 << 20, maxArray: 1 << 18} }
 
 func decodeSpikes(path string, r io.Reader) ([]Spike, error) {
 	b, err := io.ReadAll(r)
@@ -81,6 +82,9 @@ func decodeSpikes(path string, r io.Reader) ([]Spike, error) {
 	}
 	if len(b) > maxSpikesBytes {
 		return nil, fmt.Errorf("%s: larger than %d MiB", path, maxSpikesBytes>>20)
+	}
+	if err := spikesShape().check(b); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	var d spikesDoc
 	if err := json.Unmarshal(b, &d); err != nil {

@@ -1,11 +1,14 @@
 package rundata
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"latencytest/internal/fuzzseed"
 )
 
 func TestCulprits(t *testing.T) {
@@ -50,10 +53,13 @@ func TestSpikesFile(t *testing.T) {
 func FuzzDecodeSpikes(f *testing.F) {
 	f.Add([]byte(`{"spikes":[{"phase":1,"period":7,"latency_ns":4000000,"causes":[{"kind":"thread","name":"hog","ns":3900000}]}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		ss, err := decodeSpikes("f", strings.NewReader(string(b)))
-		if err == nil {
-			Culprits(ss)
-		}
+		fuzzseed.Bounded(t, len(b), runPerByte, func() int {
+			ss, err := decodeSpikes("f", bytes.NewReader(b))
+			if err == nil {
+				Culprits(ss)
+			}
+			return 0
+		})
 	})
 }
 

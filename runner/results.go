@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"latencytest/internal/atomicfile"
 	"latencytest/internal/badinput"
 	"latencytest/internal/mono"
@@ -47,82 +49,162 @@ const (
 // results is the results directory while a run writes it. Everything in
 // it is reached through roots opened once, so that a symlink planted in
 // the directory (samples -> /etc, run.json -> a victim) is never followed
-// out of it, and files are created with O_EXCL.
+// out of it, and files are created with O_EXCL. One run at a time writes
+// a results directory: it holds the directory's lock (flock) until it
+// ends, and a second run with the same --out is refused as bad input.
 type results struct {
 	path    string
 	root    *os.Root // the results directory
 	samples *os.Root // its samples folder
+	lock    *os.File // the directory itself, flocked while the run writes it
 	created bool     // Run created the directory (and may remove it)
-	prior   []byte   // the run.json of an earlier run in the directory, restored by discard
+	// replaced is, with Config.Force, the earlier run's directory, moved
+	// aside (locked by replacedLock) when the new one took its name: close
+	// removes it, discard puts it back.
+	replaced     string
+	replacedLock *os.File
 }
 
 // openResults creates the results directory at path, or takes an empty
-// one or an earlier run's, and writes first as its run.json before
-// returning, so that run.json is there before anything is measured. A
-// new directory is made under a temporary name and renamed into place
-// with run.json in it: no instant shows it without run.json. A
-// Bad input (internal/badinput) means path cannot be a results directory.
-func openResults(path string, first *rundata.Run) (*results, error) {
+// one, and writes first as its run.json before returning, so that
+// run.json is there before anything is measured. A new directory is made
+// under a temporary name beside path, locked, and renamed into place with
+// run.json in it: no instant shows it without run.json or unlocked. An
+// earlier run's directory is refused unless force, and then replaced
+// whole the same way (made beside, then exchanged with it in one rename).
+// A symlink at path is refused, never followed: latencytest runs as root.
+// Bad input (internal/badinput) means path cannot be a results directory
+// now; another run holding it is said so.
+func openResults(path string, first *rundata.Run, force bool) (*results, error) {
 	path = filepath.Clean(path) // "out/" names out, not a directory inside it
-	fi, err := os.Stat(path)
+	if err := CheckOut(path); err != nil {
+		return nil, err
+	}
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		return createResults(path, first, nil)
+	}
+	lock, err := lockDir(path)
+	if err != nil {
+		return nil, err
+	}
+	empty, err := adoptable(path)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return createResults(path, first)
 	case err != nil:
-		return nil, badOut(path, err.Error())
-	case !fi.IsDir():
-		return nil, badOut(path, "not a directory")
+		lock.Close()
+		return nil, err
+	case !empty && !force:
+		lock.Close()
+		return nil, badOut(path, "holds an earlier run; give --force to replace it whole, or a new directory")
+	case !empty:
+		return createResults(path, first, lock)
 	}
 	root, err := os.OpenRoot(path)
 	if err != nil {
-		return nil, badOut(path, err.Error())
+		lock.Close()
+		return nil, badOutErr(path, err)
 	}
-	r := &results{path: path, root: root}
-	if err := r.adopt(); err != nil {
-		root.Close()
-		return nil, err
-	}
-	if err := r.openSamples(false); err != nil {
+	r := &results{path: path, root: root, lock: lock}
+	if err := r.openSamples(true); err != nil {
 		r.close()
 		return nil, err
 	}
 	if err := r.writeRun(first); err != nil {
+		r.discard()
 		r.close()
 		return nil, err
 	}
 	return r, nil
 }
 
+// CheckOut refuses, as bad input naming --out, a path that is a symbolic
+// link or something other than a directory; a path that does not exist
+// yet passes. Run, monitor and a --period list share it.
+func CheckOut(path string) error {
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return badOutErr(path, err)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		to, _ := os.Readlink(path)
+		return badOut(path, fmt.Sprintf("a symbolic link (to %s); give the directory itself (latencytest, often run as root, does not follow one)", to))
+	case !fi.IsDir():
+		return badOut(path, "not a directory")
+	}
+	return nil
+}
+
 func badOut(path, why string) error {
 	return badinput.Errorf("--out %s: %s", path, why)
 }
 
-// adopt accepts an existing directory that is empty or holds an earlier
-// run (a regular run.json with a schema), keeping that run.json for
-// discard; anything else is refused, so that a run never mixes its files
-// into a directory of other files.
-func (r *results) adopt() error {
-	d, err := r.root.Open(".")
+// badOutErr is badOut of an error, kept for errors.Is (ENOSPC: a monitor
+// makes room and tries again).
+func badOutErr(path string, err error) error {
+	return badinput.Errorf("--out %s: %w", path, err)
+}
+
+// errInUse is the line a second run with the same --out gets.
+const errInUse = "in use by another latencytest run (it holds the directory's lock); wait for it to end or give another directory"
+
+// lockDir opens the directory at path, never through a symlink, and
+// takes its exclusive lock without waiting. The lock is the open file's
+// (flock), so it is held until the file is closed or the process ends,
+// however it ends, and a killed run leaves no stale lock. A directory
+// moved away from path between the open and the lock (another run
+// replacing it with --force) counts as in use.
+func lockDir(path string) (*os.File, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return badOut(r.path, err.Error())
+		return nil, badOut(path, fmt.Sprintf("open: %v", err))
+	}
+	f := os.NewFile(uintptr(fd), path)
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, badOut(path, errInUse)
+		}
+		return nil, badOut(path, fmt.Sprintf("lock: %v", err))
+	}
+	var held, named unix.Stat_t
+	if unix.Fstat(fd, &held) != nil || unix.Lstat(path, &named) != nil || held.Dev != named.Dev || held.Ino != named.Ino {
+		f.Close()
+		return nil, badOut(path, errInUse)
+	}
+	return f, nil
+}
+
+// adoptable says whether the existing directory at path is empty (taken
+// as it is) or an earlier run's (a regular run.json with a schema: taken
+// only with --force, replaced whole); anything else is refused, so that a
+// run never mixes its files into, or removes, a directory of other files.
+func adoptable(path string) (empty bool, err error) {
+	root, err := os.OpenRoot(path)
+	if err != nil {
+		return false, badOutErr(path, err)
+	}
+	defer root.Close()
+	d, err := root.Open(".")
+	if err != nil {
+		return false, badOutErr(path, err)
 	}
 	names, err := d.Readdirnames(1)
 	d.Close()
 	if errors.Is(err, io.EOF) || (err == nil && len(names) == 0) {
-		return nil
+		return true, nil
 	}
 	if err != nil {
-		return badOut(r.path, err.Error())
+		return false, badOutErr(path, err)
 	}
-	b, err := readRegular(r.root, rundata.RunFile, maxRunJSON)
+	b, err := readRegular(root, rundata.RunFile, maxRunJSON)
 	var head struct {
 		Schema int `json:"schema"`
 	}
 	if err != nil || json.Unmarshal(b, &head) != nil || head.Schema < 1 {
-		return badOut(r.path, "not empty and not a latencytest results directory (no valid "+rundata.RunFile+"); give a new or an empty directory")
+		return false, badOut(path, "not empty and not a latencytest results directory (no valid "+rundata.RunFile+"); give a new or an empty directory")
 	}
-	r.prior = b
-	return nil
+	return false, nil
 }
 
 // readRegular reads name in root if it is a regular file (not a symlink,
@@ -144,19 +226,28 @@ func readRegular(root *os.Root, name string, limit int64) ([]byte, error) {
 }
 
 // createResults makes a new results directory: a temporary directory
-// beside path, filled with samples/ and run.json, renamed to path.
-func createResults(path string, first *rundata.Run) (*results, error) {
+// beside path, locked, filled with samples/ and run.json, then renamed to
+// path. With old (the lock of an earlier run's directory at path, which
+// --force replaces) the two are exchanged in one rename instead, so path
+// always holds one whole results directory, and the earlier one waits
+// aside for close (removed) or discard (put back).
+func createResults(path string, first *rundata.Run, old *os.File) (*results, error) {
 	parent := filepath.Dir(path)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return nil, badOut(path, err.Error())
+		old.Close()
+		return nil, badOutErr(path, err)
 	}
 	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(path)+".tmp")
 	if err != nil {
-		return nil, badOut(path, err.Error())
+		old.Close()
+		return nil, badOutErr(path, err)
 	}
-	r := &results{path: path, created: true}
+	r := &results{path: path, created: old == nil}
 	err = func() error {
 		if err := os.Chmod(tmp, 0o755); err != nil {
+			return err
+		}
+		if r.lock, err = lockDir(tmp); err != nil {
 			return err
 		}
 		if r.root, err = os.OpenRoot(tmp); err != nil {
@@ -165,18 +256,32 @@ func createResults(path string, first *rundata.Run) (*results, error) {
 		if err := r.openSamples(true); err != nil {
 			return err
 		}
-		if err := r.writeRun(first); err != nil {
-			return err
-		}
-		if err := atomicfile.RenameNoReplace(tmp, path); err != nil {
-			return badOut(path, err.Error())
-		}
-		return atomicfile.SyncDir(parent)
+		return r.writeRun(first)
 	}()
+	if err == nil && old == nil {
+		if err = atomicfile.RenameNoReplace(tmp, path); errors.Is(err, fs.ErrExist) {
+			err = badOut(path, "made by another latencytest run meanwhile; give another directory")
+		} else if err != nil {
+			err = badOutErr(path, err)
+		}
+	} else if err == nil {
+		if err = atomicfile.Exchange(tmp, path); err != nil {
+			err = badOutErr(path, err)
+		}
+	}
 	if err != nil {
 		r.close()
+		old.Close()
 		os.RemoveAll(tmp)
 		return nil, err
+	}
+	if old != nil {
+		r.replaced, r.replacedLock = tmp, old
+	}
+	if err := atomicfile.SyncDir(parent); err != nil {
+		r.discard()
+		r.close()
+		return nil, fmt.Errorf("--out %s: %w", path, err)
 	}
 	return r, nil
 }
@@ -186,17 +291,17 @@ func createResults(path string, first *rundata.Run) (*results, error) {
 func (r *results) openSamples(fresh bool) error {
 	err := r.root.Mkdir("samples", 0o755)
 	if err != nil && (fresh || !errors.Is(err, fs.ErrExist)) {
-		return badOut(r.path, err.Error())
+		return badOutErr(r.path, err)
 	}
 	fi, err := r.root.Lstat("samples")
 	if err != nil {
-		return badOut(r.path, err.Error())
+		return badOutErr(r.path, err)
 	}
 	if !fi.IsDir() {
 		return badOut(r.path, "samples is not a directory (a symlink or file is there); give a new or an empty directory")
 	}
 	if r.samples, err = r.root.OpenRoot("samples"); err != nil {
-		return badOut(r.path, err.Error())
+		return badOutErr(r.path, err)
 	}
 	return nil
 }
@@ -296,16 +401,20 @@ func (r *results) createSamples(name string) (*os.File, error) {
 }
 
 // discard undoes the directory when nothing was measured (the driver
-// refused the device): a created one is removed, an adopted one gets its
-// earlier run.json back.
+// refused the device): a created one is removed, a replaced one (--force)
+// is put back, an empty one taken is emptied again.
 func (r *results) discard() {
 	switch {
+	case r.replaced != "":
+		if atomicfile.Exchange(r.replaced, r.path) == nil {
+			os.RemoveAll(r.replaced) // now this run's
+			atomicfile.SyncDir(filepath.Dir(r.path))
+		}
+		r.replaced = "" // put back, or (if that failed) kept aside: never removed
 	case r.created:
 		r.root.RemoveAll("samples")
 		r.root.Remove(rundata.RunFile)
 		os.Remove(r.path)
-	case r.prior != nil:
-		atomicfile.WriteIn(r.root, rundata.RunFile, r.prior)
 	default:
 		r.root.Remove("samples")
 		r.root.Remove(rundata.RunFile)
@@ -313,6 +422,19 @@ func (r *results) discard() {
 }
 
 func (r *results) close() {
+	if r.replaced != "" {
+		os.RemoveAll(r.replaced)
+		atomicfile.SyncDir(filepath.Dir(r.path))
+		r.replaced = ""
+	}
+	if r.replacedLock != nil {
+		r.replacedLock.Close()
+		r.replacedLock = nil
+	}
+	if r.lock != nil {
+		r.lock.Close()
+		r.lock = nil
+	}
 	if r.samples != nil {
 		r.samples.Close()
 	}

@@ -19,7 +19,7 @@ func testRun() *rundata.Run {
 func TestOpenResultsNew(t *testing.T) {
 	parent := t.TempDir()
 	path := filepath.Join(parent, "out")
-	r, err := openResults(path+"/", testRun())
+	r, err := openResults(path+"/", testRun(), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,35 +39,124 @@ func TestOpenResultsNew(t *testing.T) {
 	}
 }
 
-// A directory of other files is refused as bad input and left as it was;
-// an earlier run's is taken, and discard gives it its run.json back.
-func TestOpenResultsAdopts(t *testing.T) {
+// A directory of other files is refused as bad input and left as it
+// was, with --force too; an earlier run's is refused without --force.
+// With it, the new directory takes the name whole (the earlier run's
+// files are gone, nothing is left beside it once closed), and discard
+// puts the earlier one back as it was.
+func TestOpenResultsEarlierRun(t *testing.T) {
 	foreign := t.TempDir()
 	os.WriteFile(filepath.Join(foreign, "notes.txt"), []byte("mine"), 0o644)
-	if _, err := openResults(foreign, testRun()); !badinput.Is(err) || !strings.Contains(err.Error(), "--out "+foreign) {
-		t.Errorf("foreign directory: %v, want bad input naming --out", err)
+	for _, force := range []bool{false, true} {
+		if _, err := openResults(foreign, testRun(), force); !badinput.Is(err) || !strings.Contains(err.Error(), "--out "+foreign) {
+			t.Errorf("foreign directory, force %v: %v, want bad input naming --out", force, err)
+		}
 	}
 	if ents, _ := os.ReadDir(foreign); len(ents) != 1 {
 		t.Errorf("foreign directory now holds %v", ents)
 	}
 
-	earlier := t.TempDir()
+	parent := t.TempDir()
+	earlier := filepath.Join(parent, "out")
+	os.Mkdir(earlier, 0o755)
 	old := testRun()
 	old.Command = []string{"latencytest", "run", "earlier"}
 	if err := rundata.WriteRun(earlier, old); err != nil {
 		t.Fatal(err)
 	}
-	r, err := openResults(earlier, testRun())
+	os.WriteFile(filepath.Join(earlier, "index.html"), []byte("old report"), 0o644)
+	if _, err := openResults(earlier, testRun(), false); !badinput.Is(err) || !strings.Contains(err.Error(), "--force") {
+		t.Errorf("earlier run without --force: %v, want bad input saying --force", err)
+	}
+
+	r, err := openResults(earlier, testRun(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := rundata.ReadRun(earlier); len(got.Command) != 0 {
 		t.Errorf("run.json not replaced: %v", got.Command)
 	}
+	if _, err := os.Stat(filepath.Join(earlier, "index.html")); !os.IsNotExist(err) {
+		t.Errorf("the earlier run's report is in the new directory: %v", err)
+	}
 	r.discard()
 	r.close()
 	if got, err := rundata.ReadRun(earlier); err != nil || len(got.Command) != 3 || got.Command[2] != "earlier" {
 		t.Errorf("after discard: %+v, %v; want the earlier run.json", got, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(earlier, "index.html")); string(b) != "old report" {
+		t.Errorf("after discard the earlier report reads %q", b)
+	}
+
+	r, err = openResults(earlier, testRun(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.close()
+	if ents, _ := os.ReadDir(parent); len(ents) != 1 {
+		t.Errorf("beside the replaced directory: %v", ents)
+	}
+	if got, _ := rundata.ReadRun(earlier); len(got.Command) != 0 {
+		t.Errorf("kept run.json %v, want the new one", got.Command)
+	}
+}
+
+// While a run holds its results directory (new, empty when taken, or
+// replaced with --force), a second one with the same path is refused as
+// bad input saying so, with or without --force, and the first's files are
+// untouched; once the first has closed it, the path is free again.
+func TestOpenResultsLocked(t *testing.T) {
+	parent := t.TempDir()
+	empty := filepath.Join(parent, "empty")
+	os.Mkdir(empty, 0o755)
+	earlier := filepath.Join(parent, "earlier")
+	os.Mkdir(earlier, 0o755)
+	if err := rundata.WriteRun(earlier, testRun()); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path  string
+		force bool
+	}{{filepath.Join(parent, "new"), false}, {empty, false}, {earlier, true}} {
+		first, err := openResults(c.path, testRun(), c.force)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, force := range []bool{false, true} {
+			_, err := openResults(c.path, testRun(), force)
+			if !badinput.Is(err) || !strings.Contains(err.Error(), "in use by another latencytest run") {
+				t.Errorf("%s, second with force %v: %v; want bad input, in use", c.path, force, err)
+			}
+		}
+		if fi, err := os.Stat(filepath.Join(c.path, "samples")); err != nil || !fi.IsDir() {
+			t.Errorf("%s: the first run's samples: %v", c.path, err)
+		}
+		first.close()
+		again, err := openResults(c.path, testRun(), true)
+		if err != nil {
+			t.Errorf("%s after the first closed: %v", c.path, err)
+			continue
+		}
+		again.close()
+	}
+}
+
+// A symlink at --out is refused with one line saying so, its target
+// untouched, with --force too.
+func TestOpenResultsSymlink(t *testing.T) {
+	target := t.TempDir()
+	link := filepath.Join(t.TempDir(), "out")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, force := range []bool{false, true} {
+		_, err := openResults(link, testRun(), force)
+		if !badinput.Is(err) || !strings.Contains(err.Error(), "--out "+link+": a symbolic link") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("force %v: %v; want one line of bad input naming the symlink", force, err)
+		}
+	}
+	if ents, _ := os.ReadDir(target); len(ents) != 0 {
+		t.Errorf("written through the symlink: %v", ents)
 	}
 }
 
@@ -78,7 +167,7 @@ func TestOpenResultsAdopts(t *testing.T) {
 func TestPhaseKilledIsRecoverable(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "out")
 	run := testRun()
-	r, err := openResults(path, run)
+	r, err := openResults(path, run, false)
 	if err != nil {
 		t.Fatal(err)
 	}

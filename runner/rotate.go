@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"latencytest/internal/badinput"
@@ -74,7 +75,11 @@ func (r *phaseRun) handOver(end, start int64) error {
 	// One reading of the wall clock: a directory ends at the instant the
 	// next one starts, as run.json says.
 	endWall := wallAt(end)
-	next, err := r.nextDir(endWall.Add(time.Duration(start - end)))
+	var next *nextRotation
+	err := r.roomFor(func() (err error) {
+		next, err = r.nextDir(endWall.Add(time.Duration(start - end)))
+		return err
+	})
 	if err != nil {
 		// Not bad input (%v, not %w), whatever the cause: the monitor's
 		// flags were good, and measured for a rotation or more.
@@ -93,7 +98,7 @@ func (r *phaseRun) handOver(end, start int64) error {
 	if s.trace != nil {
 		trace = s.trace.cut()
 	}
-	err = errors.Join(err, s.complete(false, trace))
+	err = errors.Join(err, r.roomFor(func() error { return s.complete(false, trace) }))
 	s.res.close()
 	done := s.res.path
 
@@ -107,6 +112,19 @@ func (r *phaseRun) handOver(end, start int64) error {
 		s.cfg.Rotated(done)
 	}
 	return err
+}
+
+// roomFor runs f, a step of the hand-over that writes, and runs it again
+// while it fails for want of space and Config.MakeRoom removed an old
+// rotation: a monitor on a full disk gives up its oldest results before
+// its measurement.
+func (r *phaseRun) roomFor(f func() error) error {
+	for {
+		err := f()
+		if !errors.Is(err, syscall.ENOSPC) && !errors.Is(err, syscall.EDQUOT) || r.cfg.MakeRoom == nil || !r.cfg.MakeRoom(r.s.res.path) {
+			return err
+		}
+	}
 }
 
 // nextRotation is a rotation's results directory, ready for its periods.
@@ -131,7 +149,7 @@ func (r *phaseRun) nextDir(wall time.Time) (*nextRotation, error) {
 	run := *r.s.run
 	run.Start, run.End, run.Interrupted, run.Incomplete = wall, time.Time{}, false, true
 	run.Phases, run.Trace = []rundata.Phase{}, nil
-	res, err := openResults(dir, &run)
+	res, err := openResults(dir, &run, false)
 	if err != nil {
 		return nil, err
 	}
@@ -160,15 +178,41 @@ func wallAt(at int64) time.Time {
 // all kept) are removed. The last rotation is completed as an interrupted
 // run. Bad input (the driver refused the device) leaves nothing behind.
 func RunRotating(ctx context.Context, cfg Config, keep int, rotated func()) error {
-	base := cfg.Out
+	base := filepath.Clean(cfg.Out)
+	if err := CheckOut(base); err != nil {
+		return err
+	}
 	_, statErr := os.Lstat(base)
 	made := errors.Is(statErr, fs.ErrNotExist)
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return badOut(base, err.Error())
+	}
+	// One monitor per base directory: two would prune each other's
+	// rotations. The lock is held until the monitor ends.
+	// (Not removed when the lock fails, even if made here: another
+	// monitor may have made it at the same instant and hold it.)
+	lock, err := lockDir(base)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
 	dir, err := rotationDir(base, time.Now())
 	if err != nil {
 		return err
 	}
 	cfg.Out = dir
-	cfg.NextOut = func(start time.Time) (string, error) { return rotationDir(base, start.Local()) }
+	cfg.NextOut = func(start time.Time) (string, error) { return rotationDir(base, start) }
+	if keep > 0 {
+		cfg.MakeRoom = func(current string) bool {
+			removed, err := removeOldest(base, current)
+			if removed != "" {
+				fmt.Fprintf(cfg.Stderr, "latencytest monitor: no space left: removed the oldest results, %s\n", removed)
+			} else if err != nil {
+				fmt.Fprintf(cfg.Stderr, "latencytest monitor: no space left, and %v\n", err)
+			}
+			return removed != ""
+		}
+	}
 	cfg.Rotated = func(string) {
 		rotated()
 		if err := prune(base, keep); err != nil {
@@ -188,10 +232,13 @@ func RunRotating(ctx context.Context, cfg Config, keep int, rotated func()) erro
 // rotationPattern is the name of a rotation's directory.
 var rotationPattern = regexp.MustCompile(`^[0-9]{8}-[0-9]{6}(-[0-9]+)?$`)
 
-// rotationDir names the rotation starting at t: YYYYMMDD-HHMMSS, with -2,
-// -3... when that name is taken (two rotations in one second).
+// rotationDir names the rotation starting at t: YYYYMMDD-HHMMSS in UTC,
+// with -2, -3... when that name is taken (two rotations in one second).
+// UTC, so that names sort as time goes: in local time the hour after a
+// daylight-saving change back sorts before the one it follows, and prune
+// would remove the newest.
 func rotationDir(base string, t time.Time) (string, error) {
-	name := t.Format("20060102-150405")
+	name := t.UTC().Format("20060102-150405")
 	for n := 1; n < 1000; n++ {
 		dir := filepath.Join(base, name)
 		if n > 1 {
@@ -222,6 +269,25 @@ func prune(base string, keep int) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// removeOldest removes the oldest rotation directory of base other than
+// current, the one being written, and the newest; it returns the one it
+// removed ("" for none).
+func removeOldest(base, current string) (string, error) {
+	dirs, err := Rotations(base)
+	if err != nil {
+		return "", err
+	}
+	for _, d := range dirs[:max(len(dirs)-1, 0)] {
+		if p := filepath.Join(base, d); p != filepath.Clean(current) {
+			if err := os.RemoveAll(p); err != nil {
+				return "", err
+			}
+			return p, nil
+		}
+	}
+	return "", errors.New("no older results to remove")
 }
 
 // Rotations lists the rotation directories of base (directories, never a

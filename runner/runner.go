@@ -65,6 +65,9 @@ type Config struct {
 	Repeat   int
 	Duration time.Duration
 	Out      string // results directory, created by Run
+	// Force lets Run replace an earlier run's results directory at Out,
+	// whole (it is refused otherwise).
+	Force    bool
 	HistFile string // cyclictest-style histogram file ("" : none)
 	// NoSamples skips writing the per-period samples files (for the
 	// benchmark that checks writing them costs nothing).
@@ -106,6 +109,11 @@ type Config struct {
 	// NextOut names the results directory of the rotation that starts
 	// at start (it must not exist).
 	NextOut func(start time.Time) (string, error)
+	// MakeRoom, if not nil, is called when a rotation's hand-over found
+	// no space left on the disk, with the directory being written; it
+	// removes an old one and says whether it did (the hand-over is then
+	// tried again).
+	MakeRoom func(current string) bool
 	// Rotated, if not nil, is called with each results directory a
 	// rotation completed (not the last, which Run completes and
 	// returns), on the goroutine that reads the samples.
@@ -161,7 +169,7 @@ func Run(ctx context.Context, cfg Config) (*rundata.Run, error) {
 		return nil, errors.New("runner: Rotate needs one phase and NextOut")
 	}
 	run := newRun(cfg)
-	res, err := openResults(cfg.Out, run)
+	res, err := openResults(cfg.Out, run, cfg.Force)
 	if err != nil {
 		return nil, err
 	}

@@ -92,7 +92,7 @@ func (l *x11Load) Run(ctx context.Context, m *Meter) (err error) {
 		m.Set("xvfb", true)
 	}
 	m.Set("display", display)
-	conn, err := xgb.NewConnDisplay(display)
+	conn, err := dialX(display) // bounded: x11wire.go
 	if err != nil {
 		return fmt.Errorf("connect to X display %q: %w", display, err)
 	}

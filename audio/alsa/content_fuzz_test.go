@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"latencytest/internal/fuzzseed"
 )
 
 // FuzzDecodeWAV feeds the --file reader hostile bytes, starting from real
@@ -31,7 +33,9 @@ func FuzzDecodeWAV(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		d, err := decodeWAV(bytes.NewReader(b))
+		var d *pcmData
+		var err error
+		fuzzseed.Bounded(t, len(b), 16, func() int { d, err = decodeWAV(bytes.NewReader(b)); return 0 })
 		if err != nil {
 			return
 		}

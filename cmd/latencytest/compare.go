@@ -69,7 +69,11 @@ func compareMain(args []string, stdout, stderr io.Writer) int {
 	for i, p := range paths {
 		ins[i] = report.Input{Path: p, Phase: *phase}
 	}
-	interrupted, err := uninterrupted(func() error { return report.CompareTo(ins, *out, *jsonOut) })
+	interrupted, err := stoppable(func(g *report.Gate) error { return report.CompareGated(ins, *out, *jsonOut, g) })
+	if errors.Is(err, report.ErrStopped) {
+		fmt.Fprintf(stderr, "latencytest compare: interrupted: nothing written\n")
+		return 130
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "latencytest compare: %v\n", err)
 		if badinput.Is(err) {

@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -92,9 +91,6 @@ func (m *monitorFlags) config(fs *flag.FlagSet, f *runFlags, aplay *aplayFlags, 
 	if f.out == "" {
 		host := strings.NewReplacer("/", "_", " ", "_").Replace(sysinfo.Read().Hostname)
 		f.out = filepath.Join("results", "monitor-"+host)
-	}
-	if st, err := os.Lstat(f.out); err == nil && !st.IsDir() {
-		return runner.Config{}, badFlag("--out %s: not a directory", f.out)
 	}
 	cfg, err := f.config(nil)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -269,5 +270,51 @@ func TestRunMetricsBadFlags(t *testing.T) {
 		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 			t.Fatalf("%v: left %v behind", c, entries)
 		}
+	}
+}
+
+// On a full disk (a tmpfs of 64 KB, mounted in a mount namespace of the
+// monitor's own) monitor goes on measuring: a hand-over that finds no
+// space removes the oldest results and says so, and every directory left
+// holds a readable run.json (none is empty or half made). The directories
+// are read through /proc/PID/root, the monitor's view.
+func TestMonitorFullDisk(t *testing.T) {
+	needRoot(t)
+	dir := t.TempDir()
+	script := `mount -t tmpfs -o size=64k tmpfs "$1" && exec "$2" monitor --rotate 1s --keep 50 --out "$1/res"`
+	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", dir, binary)
+	se := &watchedOutput{line: "no space left: removed the oldest results", seen: make(chan struct{})}
+	cmd.Stderr = se
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	select {
+	case <-se.seen:
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("no room made within 20 s: %s", se.String())
+	}
+	time.Sleep(2500 * time.Millisecond) // two more rotations on the full disk
+	res := filepath.Join("/proc", strconv.Itoa(cmd.Process.Pid), "root", dir, "res")
+	dirs, err := runner.Rotations(res)
+	if err != nil || len(dirs) < 2 {
+		t.Fatalf("rotations %v, %v; stderr %s", dirs, err, se.String())
+	}
+	for _, d := range dirs {
+		if _, err := rundata.ReadRun(filepath.Join(res, d)); err != nil {
+			t.Errorf("%s: %v", d, err)
+		}
+	}
+	if ents, _ := os.ReadDir(res); len(ents) != len(dirs) {
+		t.Errorf("beside the rotations: %v", ents)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if code, _ := exitCode(t, cmd, time.Now()); code != 130 {
+		t.Errorf("exit %d: %s", code, se.String())
+	}
+	if n := strings.Count(se.String(), "no space left: removed"); n < 2 {
+		t.Errorf("room made %d times; want it on every rotation once full: %s", n, se.String())
 	}
 }

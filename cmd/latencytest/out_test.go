@@ -1,13 +1,17 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"latencytest/rundata"
+	"latencytest/runner"
 )
 
 // listing is every path under dir with its kind, to tell that nothing
@@ -57,9 +61,9 @@ func earlierRun(t *testing.T, dir string) {
 	}
 }
 
-func runInto(t *testing.T, out string) result {
+func runInto(t *testing.T, out string, flags ...string) result {
 	t.Helper()
-	return latencytest(t, "run", "--driver", "timer", "--tests", "idle", "--duration", "300ms", "--out", out, "--no-report", "--quiet")
+	return latencytest(t, append([]string{"run", "--driver", "timer", "--tests", "idle", "--duration", "300ms", "--out", out, "--no-report", "--quiet"}, flags...)...)
 }
 
 // A directory that is not empty and not a results directory is refused
@@ -108,8 +112,9 @@ func TestOutRefusesForeignAndPlanted(t *testing.T) {
 }
 
 // In an earlier run's results directory, a symlink planted where a
-// samples file goes is removed and replaced by the new samples file,
-// never followed; the run succeeds.
+// samples file goes is never followed: without --force the directory is
+// refused; with it, the directory is replaced whole (the symlink is gone
+// with the earlier run) and the run succeeds.
 func TestOutReplacesPlantedSamplesFile(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out")
 	earlierRun(t, out)
@@ -119,7 +124,11 @@ func TestOutReplacesPlantedSamplesFile(t *testing.T) {
 	if err := os.Symlink(v, link); err != nil {
 		t.Fatal(err)
 	}
-	if r := runInto(t, out); r.code != 0 {
+	oneLine(t, runInto(t, out), "earlier run without --force")
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("refused, yet the directory changed: %v, %v", fi, err)
+	}
+	if r := runInto(t, out, "--force"); r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	unchanged()
@@ -130,10 +139,14 @@ func TestOutReplacesPlantedSamplesFile(t *testing.T) {
 	if len(run.Phases) != 1 || int64(len(readSamples(t, out, run.Phases[0]))) != run.Phases[0].Periods || run.Incomplete {
 		t.Errorf("run.json %+v", run)
 	}
+	if ents, _ := os.ReadDir(filepath.Dir(out)); len(ents) != 1 {
+		t.Errorf("left beside the results directory: %v", ents)
+	}
 }
 
-// An empty directory, and an earlier run's, are taken; a new one appears
-// with its run.json already in it, and no temporary directory is left.
+// An empty directory is taken, and an earlier run's with --force; a new
+// one appears with its run.json already in it, and no temporary
+// directory is left.
 func TestOutEmptyAndEarlierRunAccepted(t *testing.T) {
 	parent := t.TempDir()
 	empty := filepath.Join(parent, "empty")
@@ -141,15 +154,88 @@ func TestOutEmptyAndEarlierRunAccepted(t *testing.T) {
 	earlier := filepath.Join(parent, "earlier")
 	earlierRun(t, earlier)
 	fresh := filepath.Join(parent, "a", "b", "fresh") + "/" // the slash names the same directory
-	for _, out := range []string{empty, earlier, fresh} {
-		if r := runInto(t, out); r.code != 0 {
-			t.Fatalf("%s: exit %d: %s", out, r.code, r.stderr)
+	for _, c := range []struct {
+		out   string
+		flags []string
+	}{{empty, nil}, {earlier, []string{"--force"}}, {fresh, nil}} {
+		if r := runInto(t, c.out, c.flags...); r.code != 0 {
+			t.Fatalf("%s: exit %d: %s", c.out, r.code, r.stderr)
 		}
-		if run := readRun(t, out); len(run.Phases) != 1 || run.Phases[0].Periods == 0 {
-			t.Errorf("%s: phases %+v", out, run.Phases)
+		if run := readRun(t, c.out); len(run.Phases) != 1 || run.Phases[0].Periods == 0 {
+			t.Errorf("%s: phases %+v", c.out, run.Phases)
 		}
 	}
-	if tmp, _ := filepath.Glob(filepath.Join(parent, "a", "b", ".*")); len(tmp) > 0 {
-		t.Errorf("temporary directories left: %v", tmp)
+	for _, glob := range []string{filepath.Join(parent, ".*"), filepath.Join(parent, "a", "b", ".*")} {
+		if tmp, _ := filepath.Glob(glob); len(tmp) > 0 {
+			t.Errorf("temporary directories left: %v", tmp)
+		}
+	}
+}
+
+// Two runs with the same --out at once: the second exits 2 with one line
+// saying the directory is in use (with --force too) and writes nothing,
+// and the first's results are whole. Monitors share a base directory no
+// more than runs share a results directory.
+func TestOutOneRunAtATime(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	first, se := started(t, nil, "[idle]", "run", "--driver", "timer", "--tests", "idle", "--duration", "3s",
+		"--out", out, "--no-report")
+	for _, flags := range [][]string{nil, {"--force"}} {
+		r := runInto(t, out, flags...)
+		oneLine(t, r, fmt.Sprintf("second run %v", flags))
+		if !strings.Contains(r.stderr, "--out "+out+": in use by another latencytest run") {
+			t.Errorf("second run %v: %q; want it to say the directory is in use", flags, r.stderr)
+		}
+	}
+	if code, _ := exitCode(t, first, time.Now()); code != 0 {
+		t.Fatalf("first run: exit %d: %s", code, se.String())
+	}
+	run := readRun(t, out)
+	if len(run.Phases) != 1 || run.Incomplete || int64(len(readSamples(t, out, run.Phases[0]))) != run.Phases[0].Periods {
+		t.Errorf("the first run's results: %+v", run)
+	}
+
+	base := filepath.Join(t.TempDir(), "mon")
+	mon, mse := started(t, nil, "metrics: http://", "monitor", "--rotate", "1s", "--out", base, "--listen", "127.0.0.1:0")
+	r := latencytest(t, "monitor", "--rotate", "1s", "--out", base)
+	oneLine(t, r, "second monitor")
+	if !strings.Contains(r.stderr, "in use by another latencytest run") {
+		t.Errorf("second monitor: %q", r.stderr)
+	}
+	mon.Process.Signal(syscall.SIGTERM)
+	if code, _ := exitCode(t, mon, time.Now()); code != 130 {
+		t.Errorf("monitor: exit %d: %s", code, mse.String())
+	}
+	if dirs, err := runner.Rotations(base); err != nil || len(dirs) == 0 {
+		t.Errorf("the first monitor's rotations: %v, %v", dirs, err)
+	}
+}
+
+// A symlink as --out is refused with one line, whatever it points at,
+// for run (with --force too) and monitor; nothing is written through it.
+func TestOutSymlinkRefused(t *testing.T) {
+	target := t.TempDir()
+	earlierRun(t, filepath.Join(target, "earlier"))
+	before := listing(t, target)
+	dir := t.TempDir()
+	for _, to := range []string{target, filepath.Join(target, "earlier"), filepath.Join(target, "none")} {
+		link := filepath.Join(dir, "link-"+filepath.Base(to))
+		if err := os.Symlink(to, link); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{
+			{"run", "--driver", "timer", "--tests", "idle", "--duration", "300ms", "--no-report", "--out", link},
+			{"run", "--driver", "timer", "--tests", "idle", "--duration", "300ms", "--no-report", "--force", "--out", link},
+			{"monitor", "--rotate", "1s", "--out", link},
+		} {
+			r := latencytest(t, args...)
+			oneLine(t, r, strings.Join(args, " "))
+			if !strings.Contains(r.stderr, "--out "+link+": a symbolic link") {
+				t.Errorf("%v: %q; want it to name the symlink", args, r.stderr)
+			}
+		}
+	}
+	if after := listing(t, target); !slices.Equal(before, after) {
+		t.Errorf("written through the symlink:\n%v\n%v", before, after)
 	}
 }

@@ -42,7 +42,11 @@ func reportMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "latencytest report: %v\n", err)
 		return 2
 	}
-	interrupted, err := uninterrupted(func() error { return report.Render(dir) })
+	interrupted, err := stoppable(func(g *report.Gate) error { return report.RenderGated(dir, g) })
+	if errors.Is(err, report.ErrStopped) {
+		fmt.Fprintf(stderr, "latencytest report: interrupted: nothing written\n")
+		return 130
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "latencytest report: %v\n", err)
 		if badinput.Is(err) {
@@ -57,19 +61,35 @@ func reportMain(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// uninterrupted runs f with SIGINT and SIGTERM held until it returns, so
-// that Ctrl-C cannot strike between a temporary file and its rename and
-// leave the temporary file behind. f must be short: rendering even an hour
-// takes well under a second. It reports whether a signal came meanwhile.
-func uninterrupted(f func() error) (interrupted bool, err error) {
+// stoppable runs f, a rendering, until it returns or SIGINT or SIGTERM
+// comes. On a signal the rendering's gate is closed, which waits for
+// writes in progress (a whole rendering's, a moment) and lets none start,
+// and stoppable returns at once, abandoning the reading and drawing, which
+// write nothing: a second at most, however large the input. interrupted
+// says a signal came; err is f's, or report.ErrStopped when f was
+// abandoned before it wrote.
+func stoppable(f func(g *report.Gate) error) (interrupted bool, err error) {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(ch)
-	err = f()
+	g := &report.Gate{}
+	done := make(chan error, 1)
+	go func() { done <- f(g) }()
 	select {
+	case err := <-done:
+		select {
+		case <-ch:
+			return true, err
+		default:
+			return false, err
+		}
 	case <-ch:
-		return true, err
-	default:
-		return false, err
+		g.Close()
+		select {
+		case err := <-done:
+			return true, err
+		default:
+			return true, report.ErrStopped
+		}
 	}
 }

@@ -51,6 +51,7 @@ type runFlags struct {
 	tone                                  float64
 	file                                  string
 	verbose, quiet, noSamples, noReport   bool
+	force                                 bool
 	testStall                             string
 	stall                                 testhook.Stall // --test-stall's, parsed by config
 	trace                                 bool
@@ -72,6 +73,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.duration, "duration", 30*time.Second, "length of each phase")
 	fs.IntVar(&f.repeat, "repeat", 1, "run the phases that many times over, into one results directory (1-1000)")
 	fs.StringVar(&f.out, "out", "", "results directory (default results/HOST-KERNEL-YYYYMMDD-HHMMSS)")
+	fs.BoolVar(&f.force, "force", false, "replace an earlier run's results directory at --out, whole (refused otherwise)")
 	fs.StringVar(&f.histfile, "histfile", "", "also write the histograms in cyclictest's --histfile format, one column per phase")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress display")
 	fs.BoolVar(&f.noReport, "no-report", false, "do not render index.html at the end")
@@ -225,6 +227,7 @@ func (f *runFlags) config(loads *loadSet) (runner.Config, error) {
 		Duration:     f.duration,
 		HistFile:     f.histfile,
 		NoSamples:    f.noSamples,
+		Force:        f.force,
 		Children:     &child.Set{},
 		Trace:        f.trace,
 		TraceDebug:   traceDebug(),
@@ -306,6 +309,9 @@ func (f *runFlags) checkOut(drv string) (string, error) {
 	if out == "" {
 		out = defaultOut()
 	}
+	if err := runner.CheckOut(out); err != nil {
+		return "", err
+	}
 	if err := checkWritable("--out", out); err != nil {
 		return "", err
 	}
@@ -320,6 +326,8 @@ func (f *runFlags) checkOut(drv string) (string, error) {
 			return "", badFlag("--histfile with a --period list: one histogram file per run; give one period size")
 		case drv == "rtc":
 			return "", badFlag("--period %s with --driver rtc: its period is one interrupt (--rtc-rate)", f.sizes.String())
+		case f.force:
+			return "", badFlag("--force with a --period list: give a new or an empty directory (it gets one results directory per period size)")
 		}
 		if err := runner.CheckSizesOut(out); err != nil {
 			return "", err
@@ -462,28 +470,53 @@ func defaultOut() string {
 	return filepath.Join("results", fmt.Sprintf("%s-%s-%s", host, kern, time.Now().Format("20060102-150405")))
 }
 
-// interruptible is the run's context: the first Ctrl-C (or SIGTERM)
-// cancels it, and the run stops in order, keeping what was measured. The
-// second is never swallowed: it kills every child (child.Set.KillAll,
-// which also removes their temporary directories) and exits at once, 130.
+// repeatWindow is how long after the first stop signal another is taken as
+// the same stop. Supervisors deliver one stop as two signals: timeout(1)
+// sends its signal to the command and then to its own process group, which
+// the command is in; a closed terminal sends SIGHUP to the foreground
+// group and the shell sends it again to its jobs. The two come
+// microseconds to milliseconds apart (timeout's are two consecutive
+// kill(2) calls; half a second covers one of them waiting for a CPU on a
+// loaded machine), while a person's second Ctrl-C comes later.
+const repeatWindow = 500 * time.Millisecond
+
+// interruptible is the run's context: the first stop signal cancels it,
+// and the run stops in order, keeping what was measured. The stop signals
+// are SIGINT, SIGTERM (kill, timeout(1), systemd), SIGHUP (the terminal
+// closed) and SIGPIPE (the output went into `| head`, which has exited:
+// Go's default is to die of it at the next write to stdout or stderr,
+// leaving run.json unfinished and no report). A second SIGINT
+// or SIGTERM, coming repeatWindow or more after the first, is never
+// swallowed: it kills every child (child.Set.KillAll, which also removes
+// their temporary directories) and exits at once, 130. SIGHUP and SIGPIPE
+// never do: they repeat with every write to a closed terminal or pipe,
+// and nobody sends them to mean "at once".
 func interruptible(children *child.Set, stderr io.Writer) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
 	done := make(chan struct{})
 	go func() {
+		var first time.Time
 		select {
 		case <-sigs:
+			first = time.Now()
 			cancel()
 		case <-done:
 			return
 		}
-		select {
-		case <-sigs:
-			fmt.Fprintln(stderr, "latencytest run: interrupted again: stopping at once")
-			children.KillAll()
-			os.Exit(130)
-		case <-done:
+		for {
+			select {
+			case sig := <-sigs:
+				if !atOnce(sig, time.Since(first)) {
+					continue
+				}
+				fmt.Fprintln(stderr, "latencytest run: interrupted again: stopping at once")
+				children.KillAll()
+				os.Exit(130)
+			case <-done:
+				return
+			}
 		}
 	}()
 	return ctx, func() {
@@ -491,6 +524,12 @@ func interruptible(children *child.Set, stderr io.Writer) (context.Context, func
 		close(done)
 		cancel()
 	}
+}
+
+// atOnce says whether sig, coming after since the first stop signal,
+// asks to stop at once (see interruptible).
+func atOnce(sig os.Signal, since time.Duration) bool {
+	return (sig == os.Interrupt || sig == syscall.SIGTERM) && since >= repeatWindow
 }
 
 func isTerminal(w io.Writer) bool {

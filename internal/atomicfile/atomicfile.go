@@ -105,3 +105,30 @@ func RenameNoReplace(from, to string) error {
 	}
 	return nil
 }
+
+// Exchange swaps two directories' names in one rename (renameat2
+// RENAME_EXCHANGE), so that whoever looks at either name sees one whole
+// directory or the other, never none. On a filesystem without the flag it
+// falls back to two renames through a third name, with an instant in
+// which b is missing.
+func Exchange(a, b string) error {
+	err := unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE)
+	if !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOSYS) {
+		if err != nil {
+			return fmt.Errorf("exchange %s and %s: %w", a, b, err)
+		}
+		return nil
+	}
+	aside := a + ".x"
+	if err := RenameNoReplace(b, aside); err != nil {
+		return err
+	}
+	if err := os.Rename(a, b); err != nil {
+		os.Rename(aside, b)
+		return fmt.Errorf("exchange %s and %s: %w", a, b, err)
+	}
+	if err := os.Rename(aside, a); err != nil {
+		return fmt.Errorf("exchange %s and %s: %w", a, b, err)
+	}
+	return nil
+}

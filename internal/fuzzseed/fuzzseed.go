@@ -5,6 +5,7 @@ package fuzzseed
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 )
 
@@ -25,5 +26,30 @@ func Add(f *testing.F, patterns ...string) {
 			}
 			f.Add(b)
 		}
+	}
+}
+
+// slack is what any parser may allocate whatever its input: its fixed
+// tables, a bufio buffer, a decoder's state.
+const slack = 256 << 10
+
+// Bounded runs parse, which reads an input of n bytes, and fails t when
+// it allocated more than perByte bytes for each byte of the input, plus
+// held and a fixed slack: a parser whose memory follows a length field, a
+// count in the input or its number of lines, rather than the bytes
+// present, fails it. held is what parse says its result keeps by design
+// and bounds otherwise (a histogram's pages of bins). Every fuzz target
+// runs its parser through it, so that such a regression fails `make
+// fuzz-short`; the allocation is the process's (runtime.MemStats), so
+// parse must not start goroutines that outlive it.
+func Bounded(t *testing.T, n, perByte int, parse func() (held int)) {
+	t.Helper()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	held := parse()
+	runtime.ReadMemStats(&after)
+	alloc := after.TotalAlloc - before.TotalAlloc
+	if limit := uint64(perByte*n + held + slack); alloc > limit {
+		t.Fatalf("%d bytes allocated to read %d bytes (at most %d a byte, plus %d held and %d)", alloc, n, perByte, held, slack)
 	}
 }

@@ -21,6 +21,9 @@ type phaseData struct {
 	env   *envelope // nil for inputs without a time series (cyclictest)
 	// note says why the graphs of a phase that ran are missing.
 	note string
+	// act is the phase's last latency, µs (cyclictest's Act), from its
+	// samples file.
+	act float64
 	// noLoop marks inputs that measure no CPU loop and no xruns (cyclictest).
 	noLoop bool
 	// runMaxUS is the largest latency of each run the phase pools: one
@@ -127,5 +130,6 @@ func readSamples(path string, pd *phaseData) (*rundata.Accumulator, *envelope, e
 		rec.Fill(&pd.Phase)
 		pd.Lost = sr.Lost
 	}
+	pd.act = float64(rec.LastLatency()) / 1000
 	return rec, e, nil
 }

@@ -610,52 +610,11 @@ func (r *phaseRun) closeFile() {
 	}
 }
 
-// summary prints one line per phase in cyclictest's style, with
-// percentiles and xruns added, and where the results are.
+// summary prints the run's closing block (rundata.WriteSummary) and where
+// the results are.
 func summary(w io.Writer, run *rundata.Run, acts map[int]float64, dir string) {
-	for i, ph := range run.Phases {
-		if ph.Skipped != "" {
-			fmt.Fprintf(w, "T: %-10s skipped: %s\n", ph.Name, ph.Skipped)
-			continue
-		}
-		l := ph.Latency
-		// A percentile beyond the histogram's range is only a lower bound.
-		pct := func(v float64) string {
-			if l.Beyond(v) {
-				return fmt.Sprintf(">=%d", int64(v))
-			}
-			return fmt.Sprint(int64(math.Floor(v)))
-		}
-		name := ph.Name
-		if ph.Repeat > 0 {
-			name = fmt.Sprintf("%s#%d", ph.Name, ph.Repeat)
-		}
-		fmt.Fprintf(w, "T: %-10s P:%d I:%d C:%8d Min:%7d Act:%5d Avg:%5d Max:%8d p99: %s p99.9: %s xruns: %d\n",
-			name, run.RT.Obtained.Priority, int64(run.PeriodUS), ph.Periods,
-			int64(math.Floor(l.Min)), int64(math.Floor(acts[i])), int64(math.Floor(l.Avg)), int64(math.Floor(l.Max)), pct(l.P99), pct(l.P999), ph.Xruns)
-		if ph.CaughtUp > 0 {
-			fmt.Fprintf(w, "   %-10s %d caught up (periods already due when the one before woke, each written late; cyclictest skips such deadlines: its C: and percentiles would not have them)\n", ph.Name, ph.CaughtUp)
-		}
-		if ph.Lost > 0 {
-			fmt.Fprintf(w, "   %-10s %d lost (periods measured but not handed over: in no figure above, and one may have been the late one)\n", ph.Name, ph.Lost)
-		}
-		if ph.PointerJumps > 0 {
-			fmt.Fprintf(w, "   %-10s pointer jumps: %d (the hardware pointer lost whole buffers against the card's clock without an xrun from the kernel; not xruns)\n", ph.Name, ph.PointerJumps)
-		}
-		if off, ok := ph.ClockOff(run.Rate); ok {
-			fmt.Fprintf(w, "   %-10s card clock: %.1f Hz on the system clock, %+.1f %% against the nominal %d Hz (its periods last %.2f times the nominal; the card's clock, not the kernel)\n",
-				ph.Name, ph.ClockHz, 100*off, run.Rate, 1/(1+off))
-		}
-		if ph.RTThrottled > 0 {
-			fmt.Fprintf(w, "   %-10s RT throttled: %d spikes, %.1f ms (the real-time budget, sched_rt_runtime_us, ran out and the kernel stopped the audio thread: not the kernel's latency; see latencytest check)\n", ph.Name, ph.RTThrottled, float64(ph.RTThrottledNS)/1e6)
-		}
-	}
-	if v := rundata.VerdictText(run); v != "" {
-		fmt.Fprintf(w, "verdict: %s\n", v)
-	}
-	if run.Interrupted {
-		fmt.Fprintln(w, "interrupted: the results hold what was measured until then")
-	}
+	spikes, _ := rundata.ReadSpikes(dir) // none without --trace
+	rundata.WriteSummary(w, run, acts, spikes)
 	report := filepath.Join(dir, "index.html")
 	if _, err := os.Stat(report); err == nil {
 		fmt.Fprintf(w, "report: %s\n", report)

@@ -21,12 +21,13 @@ import (
 func reportMain(args []string, stdout, stderr io.Writer) int {
 	fset := flag.NewFlagSet("report", flag.ContinueOnError)
 	fset.SetOutput(io.Discard)
+	text := fset.Bool("text", false, "print the run's closing block (did the sound break, the verdict, the worst wakeup, the T: lines) instead of rendering")
 	if err := fset.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, "Usage: latencytest report DIR\n\nRenders DIR/index.html and DIR/stats.csv from DIR/run.json and the samples files.")
+			fmt.Fprintln(stdout, "Usage: latencytest report [--text] DIR\n\nRenders DIR/index.html and DIR/stats.csv from DIR/run.json and the samples files;\nwith --text prints the run's closing block again, for a mail.\n\nExamples:\n  latencytest report results/host-6.1.0-20261202-101500\n  latencytest report --text results/host-6.1.0-20261202-101500 | mail -s 'latency' list@example.org")
 			return 0
 		}
-		fmt.Fprintf(stderr, "latencytest report: %v; usage: latencytest report DIR\n", err)
+		fmt.Fprintf(stderr, "latencytest report: %v; usage: latencytest report [--text] DIR\n", err)
 		return 2
 	}
 	if fset.NArg() != 1 {
@@ -41,6 +42,16 @@ func reportMain(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stderr, "latencytest report: %v\n", err)
 		return 2
+	}
+	if *text {
+		if err := report.Text(dir, stdout); err != nil {
+			fmt.Fprintf(stderr, "latencytest report: %v\n", err)
+			if badinput.Is(err) {
+				return 2
+			}
+			return 1
+		}
+		return 0
 	}
 	interrupted, err := stoppable(func(g *report.Gate) error { return report.RenderGated(dir, g) })
 	if errors.Is(err, report.ErrStopped) {

@@ -1,0 +1,130 @@
+package rundata
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+)
+
+// WriteSummary writes a run's closing block, the answer first: whether
+// the sound broke (xruns per phase), the buffer verdict, the worst wakeup
+// and what held the CPU then (from spikes, with --trace), then a line per
+// phase in cyclictest's style with what qualifies its figures. acts is
+// each phase's last latency, µs (cyclictest's Act), by index in
+// r.Phases; a phase missing from it reads 0.
+func WriteSummary(w io.Writer, r *Run, acts map[int]float64, spikes []Spike) {
+	fmt.Fprintf(w, "sound: %s\n", soundText(r))
+	if v := VerdictText(r); v != "" {
+		fmt.Fprintf(w, "verdict: %s\n", v)
+	}
+	if t := worstText(r, spikes); t != "" {
+		fmt.Fprintf(w, "worst wakeup: %s\n", t)
+	}
+	for i, ph := range r.Phases {
+		writeTLine(w, r, i, ph, acts[i])
+	}
+	if r.Interrupted {
+		fmt.Fprintln(w, "interrupted: the results hold what was measured until then")
+	}
+}
+
+// soundText says in which phases the sound broke: "broke under hackbench
+// (3 xruns, 12.3 ms in all); none under idle, proc", or "no xrun in any
+// phase".
+func soundText(r *Run) string {
+	var broke, held []string
+	for _, ph := range r.Phases {
+		switch {
+		case ph.Skipped != "":
+		case ph.Xruns > 0:
+			broke = append(broke, fmt.Sprintf("%s (%d xruns, %.1f ms in all)", ph.Label(), ph.Xruns, ph.XrunMSTotal))
+		default:
+			held = append(held, ph.Label())
+		}
+	}
+	sim := ""
+	if r.Simulated {
+		sim = " (simulated: the timer driver's virtual buffer, where a card with this buffer would have had them)"
+	}
+	switch {
+	case len(broke) == 0 && len(held) == 0:
+		return "no phase ran"
+	case len(broke) == 0:
+		return "no xrun in any phase" + sim
+	case len(held) == 0:
+		return "broke under " + strings.Join(broke, ", ") + sim
+	}
+	return "broke under " + strings.Join(broke, ", ") + "; no xrun under " + strings.Join(held, ", ") + sim
+}
+
+// worstText names the latest wakeup of the run, its phase and, where the
+// tracer recorded that period, what held the CPU most.
+func worstText(r *Run, spikes []Spike) string {
+	worst := -1
+	for i, ph := range r.Phases {
+		if ph.Skipped == "" && ph.Periods > 0 && (worst < 0 || ph.Latency.Max > r.Phases[worst].Latency.Max) {
+			worst = i
+		}
+	}
+	if worst < 0 {
+		return ""
+	}
+	t := fmt.Sprintf("%.0f µs late, in %s", r.Phases[worst].Latency.Max, r.Phases[worst].Label())
+	var sp *Spike
+	for i := range spikes {
+		if spikes[i].Phase == worst && (sp == nil || spikes[i].LatencyNS > sp.LatencyNS) {
+			sp = &spikes[i]
+		}
+	}
+	switch {
+	case sp != nil && len(sp.Causes) > 0:
+		c := sp.Causes[0]
+		t += fmt.Sprintf("; its CPU was held most by %s, %.2f ms of its %.2f ms (spikes.json)", c, float64(c.NS)/1e6, float64(sp.WindowNS())/1e6)
+	case r.Trace == nil || !r.Trace.Enabled:
+		t += " (run --trace says what held the CPU)"
+	}
+	return t
+}
+
+// writeTLine writes phase i's line in cyclictest's style, with
+// percentiles and xruns added, and the lines that qualify its figures.
+func writeTLine(w io.Writer, r *Run, i int, ph Phase, act float64) {
+	if ph.Skipped != "" {
+		fmt.Fprintf(w, "T: %-10s skipped: %s\n", ph.Name, ph.Skipped)
+		return
+	}
+	l := ph.Latency
+	// A percentile beyond the histogram's range is only a lower bound.
+	pct := func(v float64) string {
+		if l.Beyond(v) {
+			return fmt.Sprintf(">=%d", int64(v))
+		}
+		return fmt.Sprint(int64(math.Floor(v)))
+	}
+	name := ph.Name
+	if ph.Repeat > 0 {
+		name = fmt.Sprintf("%s#%d", ph.Name, ph.Repeat)
+	}
+	fmt.Fprintf(w, "T: %-10s P:%d I:%d C:%8d Min:%7d Act:%5d Avg:%5d Max:%8d p99: %s p99.9: %s xruns: %d\n",
+		name, r.RT.Obtained.Priority, int64(r.PeriodUS), ph.Periods,
+		int64(math.Floor(l.Min)), int64(math.Floor(act)), int64(math.Floor(l.Avg)), int64(math.Floor(l.Max)), pct(l.P99), pct(l.P999), ph.Xruns)
+	note := func(format string, a ...any) {
+		fmt.Fprintf(w, "   %-10s "+format+"\n", append([]any{ph.Name}, a...)...)
+	}
+	if ph.CaughtUp > 0 {
+		note("%d caught up (periods already due when the one before woke, each written late; cyclictest skips such deadlines: its C: and percentiles would not have them)", ph.CaughtUp)
+	}
+	if ph.Lost > 0 {
+		note("%d lost (periods measured but not handed over: in no figure above, and one may have been the late one)", ph.Lost)
+	}
+	if ph.PointerJumps > 0 {
+		note("pointer jumps: %d (the hardware pointer lost whole buffers against the card's clock without an xrun from the kernel; not xruns)", ph.PointerJumps)
+	}
+	if off, ok := ph.ClockOff(r.Rate); ok {
+		note("card clock: %.1f Hz on the system clock, %+.1f %% against the nominal %d Hz (its periods last %.2f times the nominal; the card's clock, not the kernel)", ph.ClockHz, 100*off, r.Rate, 1/(1+off))
+	}
+	if ph.RTThrottled > 0 {
+		note("RT throttled: %d spikes, %.1f ms (the real-time budget, sched_rt_runtime_us, ran out and the kernel stopped the audio thread: not the kernel's latency; see latencytest check)", ph.RTThrottled, float64(ph.RTThrottledNS)/1e6)
+	}
+}

@@ -42,6 +42,20 @@ type disk struct {
 	// scratch is the private directory the parent made in dir for this
 	// child ("" when run by hand: the file goes in dir itself).
 	scratch string
+	where   mount // dir's filesystem, found by Check
+}
+
+// describe records where the load's files are, so that run.json and the
+// terminal say which filesystem and device the phase loaded (a tmpfs
+// /tmp is RAM, not a disk).
+func (d *disk) describe(m *Meter) {
+	dir, err := filepath.Abs(d.dir)
+	if err != nil {
+		dir = d.dir
+	}
+	m.Set("dir", dir)
+	m.Set("filesystem", d.where.String())
+	m.Set("in_ram", d.where.inRAM())
 }
 
 func (d *disk) scratchIn() string     { return d.dir }
@@ -49,7 +63,9 @@ func (d *disk) useScratch(dir string) { d.scratch = dir }
 
 func diskFlags(fs *flag.FlagSet, p flagPrefix, withDrop bool, files int64) *disk {
 	d := &disk{size: size{bytes: defaultSize}, files: files, flag: p}
-	fs.StringVar(&d.dir, p.def("dir"), os.TempDir(), "directory for the stressor's file (on the disk to load)")
+	// The current directory, not $TMPDIR: /tmp is a tmpfs on many
+	// systems (Debian 13, Fedora, Arch), where a disk load loads RAM.
+	fs.StringVar(&d.dir, p.def("dir"), ".", "directory for the stressor's file, on the disk to load (default: the current directory; never a tmpfs, which is RAM)")
 	usage := "file `size`, e.g. 512M or 2G (never more than half the free space)"
 	if files > 1 {
 		usage = fmt.Sprintf("file `size`, e.g. 512M or 2G (%d files: together never more than half the free space)", files)
@@ -72,6 +88,7 @@ func (d *disk) Check() error {
 	if err := unix.Access(d.dir, unix.W_OK|unix.X_OK); err != nil {
 		return badinput.Errorf("%s %s: not writable (%v)", d.flag.name("dir"), d.dir, err)
 	}
+	d.where = mountOfDir(d.dir)
 	var st unix.Statfs_t
 	if err := unix.Statfs(d.dir, &st); err != nil {
 		return badinput.Errorf("%s %s: %v", d.flag.name("dir"), d.dir, err)

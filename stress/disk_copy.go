@@ -51,7 +51,7 @@ func (d diskCopy) Run(ctx context.Context, m *Meter) (err error) {
 		return err
 	}
 	m.Unit("MB", 1e6)
-	m.Set("dir", d.dir)
+	d.describe(m)
 	m.Ready()
 	read := func(off int64, b []byte) (int, error) {
 		k, err := src.ReadAt(b, off)

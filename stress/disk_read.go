@@ -40,7 +40,7 @@ func (d diskRead) Run(ctx context.Context, m *Meter) (err error) {
 		return err
 	}
 	m.Unit("MB", 1e6)
-	m.Set("dir", d.dir)
+	d.describe(m)
 	m.Ready()
 	buf := make([]byte, diskBlock)
 	for ctx.Err() == nil {

@@ -36,7 +36,7 @@ func (d diskWrite) Run(ctx context.Context, m *Meter) (err error) {
 	}()
 	m.Unit("MB", 1e6)
 	m.Set("size_bytes", d.bytes)
-	m.Set("dir", d.dir)
+	d.describe(m)
 	m.Ready()
 	for ctx.Err() == nil {
 		if _, err := fill(ctx, f, blockSource, d.bytes, time.Time{}, m.Add); err != nil {

@@ -48,7 +48,8 @@ type Process struct {
 	progress map[string]any
 	final    *doneReport
 	stopped  bool
-	shown    int // rounds NewLines has returned
+	shown    int  // rounds NewLines has returned
+	placed   bool // NewLines has said where a disk load's files are
 }
 
 // Start runs `exe stress NAME --duration 0 args...` as a child
@@ -132,6 +133,10 @@ func (sp *Process) NewLines() []string {
 		}
 	}
 	var lines []string
+	if fs, ok := sp.progress["filesystem"].(string); ok && !sp.placed {
+		sp.placed = true
+		lines = append(lines, placeLine(sp.progress["dir"], fs, sp.progress["in_ram"] == true))
+	}
 	for _, v := range rounds[min(sp.shown, len(rounds)):] {
 		if s, ok := v.(float64); ok {
 			lines = append(lines, fmt.Sprintf("Time: %.3f", s))
@@ -139,6 +144,16 @@ func (sp *Process) NewLines() []string {
 	}
 	sp.shown = max(sp.shown, len(rounds))
 	return lines
+}
+
+// placeLine says where a disk load's files are, and when that is RAM
+// that the phase loads memory, not a disk.
+func placeLine(dir any, fs string, inRAM bool) string {
+	l := fmt.Sprintf("files in %v: %s", dir, fs)
+	if inRAM {
+		l += "; this loads memory, not a disk: give --disk-dir a directory on the disk to load"
+	}
+	return l
 }
 
 // Pid is the stressor's process (and process group) id.

@@ -129,3 +129,26 @@ func TestRunClosingBlockAndReportText(t *testing.T) {
 		t.Errorf("report --text: exit %d\n%s\nwant\n%s", text.code, text.stdout, want)
 	}
 }
+
+// The disk phases say where their files are, and a tmpfs is said to be
+// RAM: /dev/shm here, as /tmp is on many systems.
+func TestRunDiskInRAMSaid(t *testing.T) {
+	shm, err := os.MkdirTemp("/dev/shm", "lt-disk-")
+	if err != nil {
+		t.Fatalf("/dev/shm: %v", err)
+	}
+	defer os.RemoveAll(shm)
+	out := filepath.Join(t.TempDir(), "run")
+	r := latencytest(t, "run", "--driver", "timer", "--tests", "disk-write", "--duration", "2s", "--periods", "8",
+		"--disk-size", "4M", "--disk-dir", shm, "--out", out, "--no-report")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	st := readRun(t, out).Phases[0].StressorStats
+	if st["in_ram"] != true || st["filesystem"] != "tmpfs (in RAM)" || st["dir"] != shm {
+		t.Errorf("stressor stats %v", st)
+	}
+	if want := "[disk-write] files in " + shm + ": tmpfs (in RAM); this loads memory, not a disk"; !strings.Contains(r.stderr, want) {
+		t.Errorf("no %q in\n%s", want, r.stderr)
+	}
+}

@@ -142,18 +142,19 @@ func TestRunFlags(t *testing.T) {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.Duration("duration", 0, "run's own flag")
 	loads := r.RunFlags(fs)
-	// 64M: Check(disk-copy) wants twice the size free on $TMPDIR, and the
-	// ARM VMs' /tmp is a tmpfs of under 500M.
-	err := fs.Parse([]string{"--hackbench-groups", "6", "--disk-size", "64M", "--disk-drop-caches",
+	// 64M in a temporary directory: Check(disk-copy) wants twice the size
+	// free there, and the ARM VMs' file systems are tmpfs of under 500M.
+	dir := t.TempDir()
+	err := fs.Parse([]string{"--hackbench-groups", "6", "--disk-size", "64M", "--disk-dir", dir, "--disk-drop-caches",
 		"--exec-cmd", "make -j4", "--fork-parallel", "3", "--duration", "5s"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string][]string{
 		"hackbench":  {"--groups=6"},
-		"disk-write": {"--size=64M"},
-		"disk-copy":  {"--size=64M"},
-		"disk-read":  {"--drop-caches=true", "--size=64M"},
+		"disk-write": {"--dir=" + dir, "--size=64M"},
+		"disk-copy":  {"--dir=" + dir, "--size=64M"},
+		"disk-read":  {"--dir=" + dir, "--drop-caches=true", "--size=64M"},
 		"exec":       {"--cmd=make -j4"},
 		"fork":       {"--parallel=3"},
 		"proc":       nil,

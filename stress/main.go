@@ -44,7 +44,7 @@ func Main(exe string, args []string, stdout, stderr io.Writer) int {
 			s, _ := r.Lookup(n)
 			fmt.Fprintf(stdout, "  %-11s %s\n", n, s.Description())
 		}
-		fmt.Fprintf(stdout, "\n'latencytest stress NAME -h' lists a stressor's flags.\n")
+		fmt.Fprintf(stdout, "\n'latencytest stress NAME -h' lists a stressor's flags.\n\nExamples:\n  latencytest stress hackbench 6\n  latencytest stress disk-write --dir /srv --size 2G --duration 1m\n  latencytest stress x11 --xvfb\n")
 		return 0
 	}
 	name := args[0]

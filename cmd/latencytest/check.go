@@ -25,7 +25,12 @@ threads, flagging ('!') those that can run before an audio thread at
   --affinity LIST  the CPUs it runs on, e.g. 1 or 0,2-3 (default: all)
   --restore        only put back what runs killed while they held it left changed (as root): the
                    kernel settings recorded in ` + held.Dir + ` whose holders are all gone, the trace
-                   instances of runs that are gone`
+                   instances of runs that are gone
+
+Examples:
+  latencytest check
+  latencytest check -v --prio 90 --affinity 2
+  latencytest check --restore`
 
 // checkMain prints this machine's real-time configuration, one finding a
 // line; a warning is followed by why it matters and its fix; then the

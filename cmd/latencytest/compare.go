@@ -24,7 +24,12 @@ a mail).
   -o FILE       where to write the page (default compare.html)
   -json FILE    also write the ranking as JSON, for scripts (exit status stays 0)
   -phase NAME   the phase cyclictest files are compared in (default cyclictest),
-                e.g. -phase idle to put them beside latencytest's idle phase`
+                e.g. -phase idle to put them beside latencytest's idle phase
+
+Examples:
+  latencytest compare results/6.1-generic results/6.1-rt -o compare.html
+  latencytest compare results/host-* -json rank.json
+  latencytest compare results/6.1-rt cyclictest-6.1-rt.txt -phase idle`
 
 // compareMain accepts its flags before, between or after the inputs, since
 // "compare A B -o out.html" is how people type it.

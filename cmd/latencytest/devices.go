@@ -14,7 +14,7 @@ import (
 func devicesMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("devices", flag.ContinueOnError)
 	driver := fs.String("driver", "", "list only this driver's devices ("+strings.Join(driverNames(), ", ")+")")
-	if code, ok := parseFlags(fs, args, stdout, stderr, "Usage: latencytest devices [-driver NAME]\n\nLists the devices each built-in driver can open, with the rates,\nformats, channels, period and buffer sizes they offer.\n"); !ok {
+	if code, ok := parseFlags(fs, args, stdout, stderr, "Usage: latencytest devices [-driver NAME]\n\nLists the devices each built-in driver can open, with the rates,\nformats, channels, period and buffer sizes they offer.\n\nExamples:\n  latencytest devices\n  latencytest devices -driver alsa\n  latencytest devices -driver portaudio\n"); !ok {
 		return code
 	}
 	if fs.NArg() > 0 {

@@ -27,6 +27,11 @@ DIR/YYYYMMDD-HHMMSS (a run of one idle phase, which report and compare
 read), and removes the oldest past --keep. --listen serves the measurement
 as Prometheus metrics, --metrics-file writes them for node_exporter's
 textfile collector (docs/monitor.md).
+
+Examples:
+  latencytest monitor --listen 0.0.0.0:9611
+  latencytest monitor --rotate 10m --keep 144 --out /var/lib/latencytest
+  latencytest monitor --metrics-file /var/lib/prometheus/node-exporter/latencytest.prom
 `
 
 func monitorMain(args []string, stdout, stderr io.Writer) int {

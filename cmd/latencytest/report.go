@@ -24,7 +24,7 @@ func reportMain(args []string, stdout, stderr io.Writer) int {
 	text := fset.Bool("text", false, "print the run's closing block (did the sound break, the verdict, the worst wakeup, the T: lines) instead of rendering")
 	if err := fset.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, "Usage: latencytest report [--text] DIR\n\nRenders DIR/index.html and DIR/stats.csv from DIR/run.json and the samples files;\nwith --text prints the run's closing block again, for a mail.\n\nExamples:\n  latencytest report results/host-6.1.0-20261202-101500\n  latencytest report --text results/host-6.1.0-20261202-101500 | mail -s 'latency' list@example.org")
+			fmt.Fprintln(stdout, "Usage: latencytest report [--text] DIR\n\nRenders DIR/index.html and DIR/stats.csv from DIR/run.json and the samples files;\nwith --text prints the run's closing block again, for a mail.\n\nExamples:\n  latencytest report results/host-6.1.0-20261202-101500\n  latencytest report --text results/host-6.1.0-20261202-101500 | mail -s 'latency' list@example.org\n  for d in results/*/; do latencytest report \"$d\"; done")
 			return 0
 		}
 		fmt.Fprintf(stderr, "latencytest report: %v; usage: latencytest report [--text] DIR\n", err)

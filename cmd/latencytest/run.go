@@ -63,6 +63,17 @@ type runFlags struct {
 // badFlag is bad input (internal/badinput): printed as one line, exit 2.
 func badFlag(format string, a ...any) error { return badinput.Errorf(format, a...) }
 
+const runDoc = `Usage: latencytest run [flags]
+
+Measures the wakeup latency of an audio thread, phase by phase under the --tests loads,
+writes a results directory and renders its report.
+
+Examples:
+  latencytest run --tests idle,hackbench --duration 1m
+  latencytest run --device hw:1,0 --access rw --period-time 125000 --buffer-time 500000 --cpu-load 0 --tests hackbench --hackbench-groups 6
+  latencytest run --period 32,64,128,256 --tests idle,hackbench --fail-above 5ms
+`
+
 func runMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	var f runFlags
@@ -82,7 +93,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.maxXruns, "max-xruns", -1, "exit 1 when a phase had more xruns than this, for scripts and CI")
 	loads := newLoads(fs)
 	mf := newMetricsFlags(fs)
-	if code, ok := parseFlags(fs, args, stdout, stderr, "Usage: latencytest run [flags]\n\nMeasures the wakeup latency of an audio thread, phase by phase under the --tests loads,\nwrites a results directory and renders its report.\n"); !ok {
+	if code, ok := parseFlags(fs, args, stdout, stderr, runDoc); !ok {
 		return code
 	}
 	f.period = f.sizes.sizes[0]
@@ -549,7 +560,12 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, doc s
 	fs.Usage = func() {}
 	err := fs.Parse(args)
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintf(stdout, "%s\nFlags:\n", doc)
+		fmt.Fprint(stdout, doc)
+		if fs.Name() == "run" {
+			printGroupedHelp(stdout, fs, runGroups)
+			return 0, false
+		}
+		fmt.Fprintf(stdout, "\nFlags:\n")
 		fs.SetOutput(stdout)
 		fs.PrintDefaults()
 		return 0, false

@@ -152,3 +152,30 @@ func TestRunDiskInRAMSaid(t *testing.T) {
 		t.Errorf("no %q in\n%s", want, r.stderr)
 	}
 }
+
+// Every command's -h shows three examples of itself; run's groups its
+// flags by what they set and leaves the test hooks out.
+func TestHelpExamples(t *testing.T) {
+	for _, cmd := range []string{"run", "monitor", "report", "compare", "devices", "check", "stress"} {
+		r := latencytest(t, cmd, "-h")
+		_, ex, ok := strings.Cut(r.stdout, "\nExamples:\n")
+		n := 0
+		for _, l := range strings.Split(ex, "\n") {
+			if strings.HasPrefix(l, "  latencytest "+cmd) || strings.HasPrefix(l, "  for d in") {
+				n++
+			}
+		}
+		if r.code != 0 || !ok || n != 3 {
+			t.Errorf("%s -h: exit %d, %d examples:\n%s", cmd, r.code, n, r.stdout)
+		}
+	}
+	r := latencytest(t, "run", "-h")
+	for _, want := range []string{"\nStream:\n", "\nReal-time:\n", "\nPhases and loads:\n", "\nOutput:\n", "\nTracing:\n", "\nLoads (each stressor's flags"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("run -h has no %q", want)
+		}
+	}
+	if strings.Contains(r.stdout, "test-stall") || strings.Contains(r.stdout, "\nOther:\n") {
+		t.Errorf("run -h shows a test hook or an ungrouped flag:\n%s", r.stdout)
+	}
+}

@@ -295,8 +295,9 @@ func (s *session) phase(ctx context.Context, i int, name string) error {
 		stopLines = s.pr.follow(name, l.NewLines)
 	}
 	t0 := sysinfo.ReadCPUTimes(os.DirFS("/"))
+	ph.LoadAvg = t0.Load1 // before the phase: a killed run's record has it
 	acc, err := runPhase(ctx, s.cfg, i, &ph, s, len(s.run.Phases))
-	ph.LoadAvg, ph.StealPct = t0.Load1, math.Round(100*sysinfo.StealPct(t0, sysinfo.ReadCPUTimes(os.DirFS("/"))))/100
+	ph.StealPct = math.Round(100*sysinfo.StealPct(t0, sysinfo.ReadCPUTimes(os.DirFS("/")))) / 100
 	stopLines()
 	if load != nil {
 		s.stopLoad(load, &ph)

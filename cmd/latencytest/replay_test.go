@@ -66,7 +66,8 @@ func TestReplayedSamplesGiveLivePhase(t *testing.T) {
 // replay rebuilds live's figures from its samples file at path: from a
 // phase holding only what a samples file cannot say (its name, start,
 // wall-clock instants, load and nominal CPU loop, the lateness against the
-// grid), as run.json holds a killed run's phase. unit is the file's DSP
+// grid, the machine's load average and steal), as run.json holds a killed
+// run's phase. unit is the file's DSP
 // unit, ns, and edge the number of periods whose CPU loop the file has
 // within a unit of the ±100 µs window's edges.
 func replay(t *testing.T, path string, live rundata.Phase) (got rundata.Phase, unit, edge int64) {
@@ -83,6 +84,7 @@ func replay(t *testing.T, path string, live rundata.Phase) (got rundata.Phase, u
 	got = rundata.Phase{Name: live.Name, Repeat: live.Repeat, Stressor: live.Stressor,
 		StartMonoNS: live.StartMonoNS, StartWall: live.StartWall, EndWall: live.EndWall,
 		GridLateness: live.GridLateness, SamplesFile: live.SamplesFile, StressorStats: live.StressorStats,
+		LoadAvg: live.LoadAvg, StealPct: live.StealPct,
 		CPULoop: rundata.CPULoop{NominalUS: live.CPULoop.NominalUS}}
 	nominal := rundata.NominalDSP(&live)
 	unit = int64(sr.Header.DSPUnitNS)

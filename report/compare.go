@@ -48,13 +48,17 @@ type compared struct {
 // --histfile text, its --json output of rt-tests 2.x, its terminal log).
 // Errors caused by the inputs are bad input (internal/badinput); out is
 // only written when everything could be read.
-func CompareTo(ins []Input, out, jsonOut string) error { return CompareGated(ins, out, jsonOut, nil) }
+func CompareTo(ins []Input, out, jsonOut string) error {
+	_, err := CompareGated(ins, out, jsonOut, nil)
+	return err
+}
 
 // CompareGated is CompareTo whose writes pass g (nil: none), so that the
-// caller can stop it at any instant without a file half-written.
-func CompareGated(ins []Input, out, jsonOut string, g *Gate) error {
+// caller can stop it at any instant without a file half-written; it
+// returns the ranking, for the terminal (WriteRanking).
+func CompareGated(ins []Input, out, jsonOut string, g *Gate) (Ranking, error) {
 	if len(ins) == 0 {
-		return badinput.New("nothing to compare: give at least one results directory or cyclictest file")
+		return Ranking{}, badinput.New("nothing to compare: give at least one results directory or cyclictest file")
 	}
 	cs := make([]*compared, len(ins))
 	errs := make([]error, len(ins))
@@ -65,7 +69,7 @@ func CompareGated(ins []Input, out, jsonOut string, g *Gate) error {
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			return err // the first, in the order given: one line for the user
+			return Ranking{}, err // the first, in the order given: one line for the user
 		}
 	}
 	labels := map[string]int{}
@@ -79,15 +83,16 @@ func CompareGated(ins []Input, out, jsonOut string, g *Gate) error {
 	}
 	page, err := renderCompare(cs)
 	if err != nil {
-		return err
+		return Ranking{}, err
 	}
+	rk := rank(cs)
 	var ranking []byte
 	if jsonOut != "" {
-		if ranking, err = marshalRanking(rank(cs)); err != nil {
-			return err
+		if ranking, err = marshalRanking(rk); err != nil {
+			return Ranking{}, err
 		}
 	}
-	return g.commit(func() error {
+	return rk, g.commit(func() error {
 		if jsonOut != "" {
 			if err := atomicfile.WriteFile(jsonOut, ranking); err != nil {
 				return err
@@ -103,7 +108,8 @@ const maxCyclictestBytes = 256 << 20
 
 func loadInput(in Input) (*compared, error) {
 	c := &compared{Input: in}
-	if c.Label == "" {
+	labelled := c.Label != ""
+	if !labelled {
 		c.Label = filepath.Base(filepath.Clean(in.Path))
 	}
 	fi, err := os.Stat(in.Path)
@@ -119,6 +125,9 @@ func loadInput(in Input) (*compared, error) {
 			return nil, badinput.Errorf("%s: %v", in.Path, err)
 		}
 		c.run, c.phases, c.spikes = rd.run, rd.phases, rd.spikes
+		if !labelled && rd.run.Label != "" {
+			c.Label = rd.run.Label // run --label's
+		}
 		c.poolRepeats()
 		return c, nil
 	}

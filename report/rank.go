@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
+	"io"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 
 	"gonum.org/v1/plot"
 
@@ -287,4 +289,41 @@ func fmtRatio(v float64) string {
 		return "—"
 	}
 	return strconv.FormatFloat(v, 'f', 2, 64) + "×"
+}
+
+// WriteRanking writes the ranking as a plain-text table, a phase at a
+// time, each source on a line: the worst of its runs' maxima and how many
+// times the best source's that is, the median max, p99 and xruns where
+// the source has them; "best" and "worst" marked.
+func WriteRanking(w io.Writer, r Ranking) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for i, ph := range r.Phases {
+		if i > 0 {
+			fmt.Fprintln(tw)
+		}
+		fmt.Fprintf(tw, "%s\truns\tworst max µs\t× best\tmedian max µs\tp99 µs\txruns\t\n", ph.Phase)
+		for _, s := range ph.Sources {
+			if s.Skipped != "" {
+				fmt.Fprintf(tw, "  %s\tskipped: %s\t\t\t\t\t\t\n", s.Label, s.Skipped)
+				continue
+			}
+			p99, xruns := "—", "—"
+			if s.P99US != nil {
+				p99 = fmtNum(*s.P99US)
+			}
+			if s.Xruns != nil {
+				xruns = strconv.Itoa(*s.Xruns)
+			}
+			mark := ""
+			switch s.Label {
+			case ph.Best:
+				mark = "best"
+			case ph.Worst:
+				mark = "worst"
+			}
+			fmt.Fprintf(tw, "  %s\t%d\t%s\t%.2f\t%s\t%s\t%s\t%s\n", s.Label, s.Runs, fmtNum(s.WorstMaxUS), s.WorstVsBest,
+				fmtNum(s.MedianMaxUS), p99, xruns, mark)
+		}
+	}
+	tw.Flush()
 }

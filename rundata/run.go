@@ -19,9 +19,12 @@ const RunFile = "run.json"
 
 // Run is run.json: everything about one invocation of `latencytest run`.
 type Run struct {
-	Schema      int       `json:"schema"`
-	Tool        string    `json:"tool_version"`
-	Command     []string  `json:"command"`
+	Schema  int      `json:"schema"`
+	Tool    string   `json:"tool_version"`
+	Command []string `json:"command"`
+	// Label names the run where it is compared (run --label, e.g. "with
+	// patch"); compare's default label for it.
+	Label       string    `json:"label,omitempty"`
 	Start       time.Time `json:"start"`
 	End         time.Time `json:"end"`
 	Interrupted bool      `json:"interrupted"`

@@ -46,6 +46,7 @@ const IdlePhase = "idle"
 type Config struct {
 	Exe     string   // this binary, run as the engine process
 	Command []string // the command line, for run.json
+	Label   string   // run --label: the run's name where it is compared
 	Version string
 
 	Driver string // resolved driver name
@@ -242,6 +243,7 @@ func newRun(cfg Config) *rundata.Run {
 		Schema:       rundata.SchemaVersion,
 		Tool:         cfg.Version,
 		Command:      cfg.Command,
+		Label:        cfg.Label,
 		Start:        nowWall(),
 		System:       sysinfo.Read(),
 		Driver:       cfg.Driver,

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"latencytest/internal/badinput"
 	"latencytest/report"
@@ -15,11 +16,11 @@ import (
 const compareUsage = `Usage: latencytest compare A B ... [-o compare.html] [-json FILE] [-phase NAME]
 
 Puts several runs side by side: a ranking of the sources per phase (each
-run's max, the median and the worst of them), then per phase overlaid
+run's max, the median and the worst of them; also printed as a table), then per phase overlaid
 histograms and one table with the best value of each row marked. A, B, ...
 are results directories or cyclictest files: its --histfile text, its --json
 output, or its terminal output (one or more runs, as captured or pasted into
-a mail).
+a mail); NAME=PATH names one (default: its base name).
 
   -o FILE       where to write the page (default compare.html)
   -json FILE    also write the ranking as JSON, for scripts (exit status stays 0)
@@ -27,7 +28,7 @@ a mail).
                 e.g. -phase idle to put them beside latencytest's idle phase
 
 Examples:
-  latencytest compare results/6.1-generic results/6.1-rt -o compare.html
+  latencytest compare generic=results/6.1-generic rt=results/6.1-rt -o compare.html
   latencytest compare results/host-* -json rank.json
   latencytest compare results/6.1-rt cyclictest-6.1-rt.txt -phase idle`
 
@@ -72,9 +73,13 @@ func compareMain(args []string, stdout, stderr io.Writer) int {
 	}
 	ins := make([]report.Input, len(paths))
 	for i, p := range paths {
-		ins[i] = report.Input{Path: p, Phase: *phase}
+		ins[i] = labelled(p, *phase)
 	}
-	interrupted, err := stoppable(func(g *report.Gate) error { return report.CompareGated(ins, *out, *jsonOut, g) })
+	var rk report.Ranking
+	interrupted, err := stoppable(func(g *report.Gate) (err error) {
+		rk, err = report.CompareGated(ins, *out, *jsonOut, g)
+		return err
+	})
 	if errors.Is(err, report.ErrStopped) {
 		fmt.Fprintf(stderr, "latencytest compare: interrupted: nothing written\n")
 		return 130
@@ -86,7 +91,8 @@ func compareMain(args []string, stdout, stderr io.Writer) int {
 		}
 		return 1
 	}
-	fmt.Fprintf(stdout, "wrote %s\n", *out)
+	report.WriteRanking(stdout, rk)
+	fmt.Fprintf(stdout, "\nwrote %s\n", *out)
 	if *jsonOut != "" {
 		fmt.Fprintf(stdout, "wrote %s\n", *jsonOut)
 	}
@@ -94,6 +100,18 @@ func compareMain(args []string, stdout, stderr io.Writer) int {
 		return 130
 	}
 	return 0
+}
+
+// labelled is an input as given on the command line: NAME=PATH labels
+// PATH NAME ("6.1-rt=results/x"), unless the whole argument is a file or
+// directory itself (a path may hold '=').
+func labelled(arg, phase string) report.Input {
+	if _, err := os.Stat(arg); err != nil {
+		if name, path, ok := strings.Cut(arg, "="); ok && name != "" && path != "" {
+			return report.Input{Path: path, Label: name, Phase: phase}
+		}
+	}
+	return report.Input{Path: arg, Phase: phase}
 }
 
 func isDir(p string) bool {

@@ -21,7 +21,7 @@ var runGroups = []flagGroup{
 		"period-size", "buffer-size", "period-time", "buffer-time", "rtc-rate", "tone", "file"}},
 	{"Real-time", []string{"prio", "affinity", "no-mlock", "no-dma-latency", "lift-rt-budget", "cpu-load"}},
 	{"Phases and loads", []string{"tests", "duration", "repeat"}},
-	{"Output", []string{"out", "force", "histfile", "no-report", "no-samples", "quiet", "verbose", "listen", "metrics-file",
+	{"Output", []string{"out", "label", "force", "histfile", "no-report", "no-samples", "quiet", "verbose", "listen", "metrics-file",
 		"fail-above", "max-xruns"}},
 	{"Tracing", []string{"trace", "trace-above"}},
 }

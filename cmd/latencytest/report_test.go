@@ -2,15 +2,20 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"latencytest/report"
 	"latencytest/report/synth"
 )
 
@@ -68,6 +73,43 @@ func TestCompareCommand(t *testing.T) {
 	page, err := os.ReadFile(out)
 	if err != nil || !strings.Contains(string(page), "host-b") {
 		t.Fatalf("compare page missing or without the second run: %v", err)
+	}
+	// NAME=PATH labels a source; the ranking is on the terminal too, a
+	// row per source in each phase, the JSON's figures.
+	js0 := filepath.Join(t.TempDir(), "rank.json")
+	r = latencytest(t, "compare", "before="+a, "after="+b, "-o", out, "-json", js0)
+	var rk report.Ranking
+	if b, err := os.ReadFile(js0); r.code != 0 || err != nil || json.Unmarshal(b, &rk) != nil || len(rk.Phases) == 0 {
+		t.Fatalf("compare with labels: exit %d: %s", r.code, r.stderr)
+	}
+	for _, ph := range rk.Phases {
+		for _, src := range ph.Sources {
+			if src.Skipped != "" {
+				continue
+			}
+			// The table rounds as the page does: three figures, at
+			// most 0.5 % or 0.05 µs off.
+			row := regexp.MustCompile(`(?m)^  ` + src.Label + ` +` + strconv.Itoa(src.Runs) + ` +([0-9.]+) `)
+			m := row.FindAllStringSubmatch(r.stdout, -1)
+			var v float64
+			if len(m) == len(rk.Phases) {
+				v, _ = strconv.ParseFloat(m[slices.IndexFunc(rk.Phases, func(p report.RankedPhase) bool { return p.Phase == ph.Phase })][1], 64)
+			}
+			if d := math.Abs(v - src.WorstMaxUS); d > 0.005*src.WorstMaxUS+0.05 {
+				t.Errorf("phase %s, %s: worst max %v on the terminal, %v in the JSON:\n%s", ph.Phase, src.Label, v, src.WorstMaxUS, r.stdout)
+			}
+		}
+		if src := ph.Sources[0].Label; src != "before" {
+			t.Errorf("phase %s: first source %q, want the label before", ph.Phase, src)
+		}
+	}
+	// run --label names a run where it is compared.
+	lab := filepath.Join(t.TempDir(), "labelled")
+	if r := latencytest(t, "run", "--driver", "timer", "--tests", "idle", "--duration", "1s", "--label", "with patch", "--out", lab, "--no-report", "--quiet"); r.code != 0 {
+		t.Fatalf("run --label: exit %d: %s", r.code, r.stderr)
+	}
+	if r := latencytest(t, "compare", lab, a, "-o", out); r.code != 0 || !strings.Contains(r.stdout, "\n  with patch ") {
+		t.Errorf("compare of a run --label: exit %d:\n%s", r.code, r.stdout)
 	}
 	ct := filepath.Join("..", "..", "report", "testdata", "cyclictest")
 	r = latencytest(t, "compare", "-phase", "idle", a, filepath.Join(ct, "idle.hist"), filepath.Join(ct, "hackbench.json"), "-o", out)

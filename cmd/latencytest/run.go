@@ -56,6 +56,7 @@ type runFlags struct {
 	stall                                 testhook.Stall // --test-stall's, parsed by config
 	trace                                 bool
 	traceAbove                            time.Duration
+	label                                 string
 	failAbove                             time.Duration // 0: off
 	maxXruns                              int           // -1: off
 }
@@ -84,6 +85,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.duration, "duration", 30*time.Second, "length of each phase")
 	fs.IntVar(&f.repeat, "repeat", 1, "run the phases that many times over, into one results directory (1-1000)")
 	fs.StringVar(&f.out, "out", "", "results directory (default results/HOST-KERNEL-YYYYMMDD-HHMMSS)")
+	fs.StringVar(&f.label, "label", "", `a name for the run where it is compared, e.g. "with patch" (default: its directory's name)`)
 	fs.BoolVar(&f.force, "force", false, "replace an earlier run's results directory at --out, whole (refused otherwise)")
 	fs.StringVar(&f.histfile, "histfile", "", "also write the histograms in cyclictest's --histfile format, one column per phase")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress display")
@@ -297,6 +299,10 @@ func (f *runFlags) config(loads *loadSet) (runner.Config, error) {
 	if cfg.RT.Affinity, err = parseCPUList(f.affinity); err != nil {
 		return cfg, err
 	}
+	if strings.ContainsAny(f.label, "\n\r") || len(f.label) > 200 {
+		return cfg, badFlag("--label: one line of up to 200 bytes")
+	}
+	cfg.Label = f.label
 	if cfg.Tests, err = parseTests(f.tests, loads); err != nil {
 		return cfg, err
 	}

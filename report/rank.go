@@ -327,3 +327,25 @@ func WriteRanking(w io.Writer, r Ranking) {
 	}
 	tw.Flush()
 }
+
+// WorseThanFirst says, a line each, where a source's worst max is more
+// than pct percent above the first source's in the same phase (compare
+// --fail-if-worse): the first source is the reference, e.g. the kernel
+// before an upgrade. Phases the first source did not run, and sources
+// that skipped one, are not judged.
+func (r Ranking) WorseThanFirst(pct float64) []string {
+	var out []string
+	for _, ph := range r.Phases {
+		if len(ph.Sources) < 2 || ph.Sources[0].Skipped != "" || ph.Sources[0].Runs == 0 {
+			continue
+		}
+		ref := ph.Sources[0]
+		for _, s := range ph.Sources[1:] {
+			if s.Skipped == "" && s.Runs > 0 && s.WorstMaxUS > ref.WorstMaxUS*(1+pct/100) {
+				out = append(out, fmt.Sprintf("%s: %s's worst max %s µs is %.0f %% above %s's %s µs (--fail-if-worse %g%%)",
+					ph.Phase, s.Label, fmtNum(s.WorstMaxUS), 100*(s.WorstMaxUS/ref.WorstMaxUS-1), ref.Label, fmtNum(ref.WorstMaxUS), pct))
+			}
+		}
+	}
+	return out
+}

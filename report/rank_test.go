@@ -146,3 +146,21 @@ func TestCompareRunBesideLog(t *testing.T) {
 		t.Error("a page was written for a bad input")
 	}
 }
+
+// --fail-if-worse judges each later source against the first, per phase.
+func TestWorseThanFirst(t *testing.T) {
+	r := Ranking{Phases: []RankedPhase{
+		{Phase: "idle", Sources: []RankedSource{{Label: "old", Runs: 3, WorstMaxUS: 100}, {Label: "new", Runs: 3, WorstMaxUS: 109}}},
+		{Phase: "hackbench", Sources: []RankedSource{{Label: "old", Runs: 3, WorstMaxUS: 200}, {Label: "new", Runs: 3, WorstMaxUS: 260}}},
+		{Phase: "x11", Sources: []RankedSource{{Label: "old", Skipped: "no display"}, {Label: "new", Runs: 1, WorstMaxUS: 900}}},
+	}}
+	if got := r.WorseThanFirst(10); len(got) != 1 || !strings.HasPrefix(got[0], "hackbench: new's worst max 260 µs is 30 % above old's 200 µs") {
+		t.Errorf("10 %%: %q", got)
+	}
+	if got := r.WorseThanFirst(5); len(got) != 2 {
+		t.Errorf("5 %%: %q", got)
+	}
+	if got := r.WorseThanFirst(50); got != nil {
+		t.Errorf("50 %%: %q", got)
+	}
+}

@@ -5,8 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"latencytest/internal/badinput"
@@ -24,6 +26,8 @@ a mail); NAME=PATH names one (default: its base name).
 
   -o FILE       where to write the page (default compare.html)
   -json FILE    also write the ranking as JSON, for scripts (exit status stays 0)
+  -fail-if-worse PCT  exit 1 when a source's worst max in a phase is more than PCT
+                percent above the first source's (e.g. 10%), for CI
   -phase NAME   the phase cyclictest files are compared in (default cyclictest),
                 e.g. -phase idle to put them beside latencytest's idle phase
 
@@ -40,6 +44,7 @@ func compareMain(args []string, stdout, stderr io.Writer) int {
 	out := fset.String("o", "compare.html", "")
 	phase := fset.String("phase", report.DefaultCyclictestPhase, "")
 	jsonOut := fset.String("json", "", "")
+	worse := fset.String("fail-if-worse", "", "")
 	var paths []string
 	for rest := args; ; {
 		if err := fset.Parse(rest); err != nil {
@@ -47,7 +52,7 @@ func compareMain(args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintln(stdout, compareUsage)
 				return 0
 			}
-			fmt.Fprintf(stderr, "latencytest compare: %v; flags are -o FILE, -json FILE and -phase NAME\n", err)
+			fmt.Fprintf(stderr, "latencytest compare: %v; flags are -o FILE, -json FILE, -phase NAME and -fail-if-worse PCT\n", err)
 			return 2
 		}
 		rest = fset.Args()
@@ -56,6 +61,15 @@ func compareMain(args []string, stdout, stderr io.Writer) int {
 		}
 		paths = append(paths, rest[0])
 		rest = rest[1:]
+	}
+	failPct := -1.0
+	if *worse != "" {
+		v, err := strconv.ParseFloat(strings.TrimSuffix(*worse, "%"), 64)
+		if err != nil || v < 0 || math.IsInf(v, 0) {
+			fmt.Fprintf(stderr, "latencytest compare: --fail-if-worse %q: allowed a percentage of 0 or more, e.g. 10%%\n", *worse)
+			return 2
+		}
+		failPct = v
 	}
 	if *out == "" || *phase == "" {
 		fmt.Fprintln(stderr, "latencytest compare: -o and -phase must not be empty")
@@ -98,6 +112,15 @@ func compareMain(args []string, stdout, stderr io.Writer) int {
 	}
 	if interrupted {
 		return 130
+	}
+	if failPct >= 0 {
+		fails := rk.WorseThanFirst(failPct)
+		for _, l := range fails {
+			fmt.Fprintf(stderr, "latencytest compare: failed: %s\n", l)
+		}
+		if len(fails) > 0 {
+			return 1
+		}
 	}
 	return 0
 }

@@ -111,6 +111,15 @@ func TestCompareCommand(t *testing.T) {
 	if r := latencytest(t, "compare", lab, a, "-o", out); r.code != 0 || !strings.Contains(r.stdout, "\n  with patch ") {
 		t.Errorf("compare of a run --label: exit %d:\n%s", r.code, r.stdout)
 	}
+	// --fail-if-worse against the first source: the synthetic run's idle
+	// max is 16 µs, a real one's far more.
+	if r := latencytest(t, "compare", a, lab, "-o", out, "--fail-if-worse", "10%"); r.code != 1 || !strings.Contains(r.stderr, "latencytest compare: failed: idle: with patch's worst max") {
+		t.Errorf("compare --fail-if-worse, worse: exit %d: %s", r.code, r.stderr)
+	}
+	if r := latencytest(t, "compare", lab, a, "-o", out, "--fail-if-worse", "10%"); r.code != 0 {
+		t.Errorf("compare --fail-if-worse, better: exit %d: %s", r.code, r.stderr)
+	}
+	oneLine(t, latencytest(t, "compare", lab, a, "-o", out, "--fail-if-worse", "ten"), "--fail-if-worse ten")
 	ct := filepath.Join("..", "..", "report", "testdata", "cyclictest")
 	r = latencytest(t, "compare", "-phase", "idle", a, filepath.Join(ct, "idle.hist"), filepath.Join(ct, "hackbench.json"), "-o", out)
 	if r.code != 0 {

@@ -318,3 +318,32 @@ func TestMonitorFullDisk(t *testing.T) {
 		t.Errorf("room made %d times; want it on every rotation once full: %s", n, se.String())
 	}
 }
+
+// systemd stops a service with SIGTERM, and SIGKILLs it after
+// TimeoutStopSec: monitor killed so, 50 ms into its stop, keeps every
+// rotation it completed, whole, and its last one readable (recovered
+// from its samples, as a killed run's).
+func TestMonitorSystemdStopKeepsRotations(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "res")
+	cmd, se := started(t, nil, "metrics: http://", "monitor", "--rotate", "1s", "--keep", "0", "--out", out, "--listen", "127.0.0.1:0")
+	time.Sleep(3500 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGTERM)
+	time.Sleep(50 * time.Millisecond)
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // the unit's whole cgroup
+	cmd.Process.Kill()
+	cmd.Wait()
+	names := rotations(t, out)
+	if len(names) < 3 {
+		t.Fatalf("%d rotations in 3.5 s of --rotate 1s: %v\n%s", len(names), names, se)
+	}
+	for i, name := range names {
+		run := readRun(t, filepath.Join(out, name))
+		if i < len(names)-1 && (run.Incomplete || len(run.Phases) != 1 || run.Phases[0].Periods == 0) {
+			t.Errorf("%s: a completed rotation lost: incomplete %v, phases %+v", name, run.Incomplete, run.Phases)
+		}
+	}
+	last := filepath.Join(out, names[len(names)-1])
+	if r := latencytest(t, "report", "--text", last); r.code != 0 || !strings.Contains(r.stdout, "T: idle") {
+		t.Errorf("the last rotation, killed: report --text exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+}

@@ -35,7 +35,7 @@ type env struct {
 	fsys     fs.FS // rooted at /; paths without the leading slash
 	rtprio   limit
 	memlock  limit
-	tempDir  string
+	diskDir  string // where the disk phases write: the current directory, absolute
 	sys      rundata.System
 	writable func(path string) bool // may this process open path for writing?
 	// The audio thread the checks judge against: its SCHED_FIFO priority
@@ -129,12 +129,22 @@ func systemEnv() *env {
 		fsys:    procfile.Dir("/"),
 		rtprio:  getLimit(unix.RLIMIT_RTPRIO),
 		memlock: getLimit(unix.RLIMIT_MEMLOCK),
-		tempDir: os.TempDir(),
+		diskDir: currentDir(),
 		sys:     sysinfo.Read(),
 		writable: func(path string) bool {
 			return unix.Access(path, unix.W_OK) == nil
 		},
 	}
+}
+
+// currentDir is the directory run starts in, where its disk phases write
+// by default; "." when it cannot tell.
+func currentDir() string {
+	d, err := os.Getwd()
+	if err != nil {
+		return "."
+	}
+	return d
 }
 
 func getLimit(res int) limit {

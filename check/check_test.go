@@ -78,7 +78,7 @@ func goodEnv() *env {
 		audioPrio: 80,
 		rtprio:    limit{cur: 95},
 		memlock:   limit{unlimited: true},
-		tempDir:   "/tmp",
+		diskDir:   "/home/me/audio",
 		sys:       rundata.System{KernelRelease: "6.1.0-rt-amd64", KernelVersion: "#1 SMP PREEMPT_RT Debian", Cmdline: "quiet"},
 		writable:  func(string) bool { return true },
 	}
@@ -109,7 +109,7 @@ func badEnv() *env {
 		audioPrio: 80,
 		rtprio:    limit{cur: 0},
 		memlock:   limit{cur: 8 << 20},
-		tempDir:   "/tmp",
+		diskDir:   "/tmp",
 		sys:       rundata.System{KernelRelease: "6.1.0", KernelVersion: "#1 SMP Debian 6.1.0", Cmdline: "quiet splash"},
 		writable:  func(string) bool { return false },
 	}
@@ -134,8 +134,8 @@ func TestGoodMachine(t *testing.T) {
 	if v := m["soundcard IRQ threads"].Value; !strings.Contains(v, "irq/129-snd_hda_intel:card0 (pid 812) SCHED_FIFO 90") {
 		t.Errorf("sound IRQ threads: %q", v)
 	}
-	if v := m["temp dir filesystem"].Value; !strings.Contains(v, "tmpfs") {
-		t.Errorf("temp dir: %q, want the /tmp tmpfs rather than /", v)
+	if v := m["disk phases' directory"].Value; !strings.Contains(v, "/home/me/audio on / (ext4") {
+		t.Errorf("disk phases' directory: %q, want / (ext4)", v)
 	}
 	if v := m["/dev/cpu_dma_latency"].Value; !strings.Contains(v, "no request held") {
 		t.Errorf("dma latency: %q", v)
@@ -155,7 +155,7 @@ func TestBadMachine(t *testing.T) {
 		"soundcard IRQ threads":     "SCHED_FIFO 50",
 		"soundcard IRQ line shared": "ehci_hcd:usb1, snd_hda_intel:card1",
 		"swappiness":                "60 with swap active",
-		"temp dir filesystem":       "strictatime",
+		"disk phases' directory":    "strictatime",
 		"RT throttling":             "950000 of every 1000000",
 		"real-time tasks":           "pulseaudio (1201) RR 85",
 	}
@@ -209,11 +209,11 @@ func TestUSBSoundcard(t *testing.T) {
 // Facts that cannot be read are INFO saying so, never a guess.
 func TestUnreadable(t *testing.T) {
 	e := &env{fsys: fstest.MapFS{}, rtprio: limit{err: errors.New("EPERM")}, memlock: limit{err: errors.New("EPERM")},
-		tempDir: "/tmp", sys: rundata.System{KernelVersion: "#1 SMP PREEMPT_DYNAMIC"}, writable: func(string) bool { return false }}
+		diskDir: "/tmp", sys: rundata.System{KernelVersion: "#1 SMP PREEMPT_DYNAMIC"}, writable: func(string) bool { return false }}
 	m := byName(run(e))
 	for _, name := range []string{"rtprio limit", "memlock limit", "preemption model", "high-resolution timers", "NO_HZ (tickless)",
 		"CPU frequency governor", "SMT (hyper-threading)", "/dev/cpu_dma_latency", "soundcard IRQ threads",
-		"CPU vulnerability mitigations", "swappiness", "temp dir filesystem"} {
+		"CPU vulnerability mitigations", "swappiness", "disk phases' directory"} {
 		f, ok := m[name]
 		if !ok {
 			t.Errorf("%s: no finding", name)
@@ -258,17 +258,13 @@ func TestParseStatTask(t *testing.T) {
 	}
 }
 
-func TestParseMountinfo(t *testing.T) {
-	ms := parseMountinfo("22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n" +
-		"40 22 8:2 / /home/my\\040files rw,noatime - xfs /dev/sda2 rw\n" +
-		"41 22 0:40 / /home rw - nfs4 srv:/home rw\n")
-	if len(ms) != 3 || ms[1].point != "/home/my files" || ms[2].fstype != "nfs4" {
-		t.Fatalf("parsed %+v", ms)
-	}
-	for path, want := range map[string]string{"/home/my files/x": "/home/my files", "/home/myfiles": "/home", "/var/tmp": "/", "/home": "/home"} {
-		if m, ok := mountOf(ms, path); !ok || m.point != want {
-			t.Errorf("mountOf(%q) = %q, want %q", path, m.point, want)
-		}
+// A disk phases' directory in RAM is a warning: the disk phases would
+// load memory.
+func TestDiskDirInRAM(t *testing.T) {
+	e := goodEnv()
+	e.diskDir = "/tmp/x"
+	if f := byName(run(e))["disk phases' directory"]; f.Status != WARN || !strings.Contains(f.Value, "in RAM") || !strings.Contains(f.Fix, "--disk-dir") {
+		t.Errorf("disk dir on tmpfs: %s %q, fix %q", f.Status, f.Value, f.Fix)
 	}
 }
 

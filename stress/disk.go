@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"latencytest/internal/badinput"
+	"latencytest/internal/mountinfo"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -42,7 +43,7 @@ type disk struct {
 	// scratch is the private directory the parent made in dir for this
 	// child ("" when run by hand: the file goes in dir itself).
 	scratch string
-	where   mount // dir's filesystem, found by Check
+	where   mountinfo.Mount // dir's filesystem, found by Check
 }
 
 // describe records where the load's files are, so that run.json and the
@@ -55,7 +56,7 @@ func (d *disk) describe(m *Meter) {
 	}
 	m.Set("dir", dir)
 	m.Set("filesystem", d.where.String())
-	m.Set("in_ram", d.where.inRAM())
+	m.Set("in_ram", d.where.InRAM())
 }
 
 func (d *disk) scratchIn() string     { return d.dir }

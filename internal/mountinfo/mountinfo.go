@@ -16,7 +16,9 @@ type Mount struct {
 // InRAM says whether the filesystem keeps its files in memory: a disk
 // load there loads memory, not a disk. rootfs is an initramfs's root,
 // ramfs or tmpfs underneath.
-func (m Mount) InRAM() bool { return m.FSType == "tmpfs" || m.FSType == "ramfs" || m.FSType == "rootfs" }
+func (m Mount) InRAM() bool {
+	return m.FSType == "tmpfs" || m.FSType == "ramfs" || m.FSType == "rootfs"
+}
 
 // String is "ext4 on /dev/sda2" or "tmpfs (in RAM)".
 func (m Mount) String() string {

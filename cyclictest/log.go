@@ -109,6 +109,12 @@ func ParseLog(r io.Reader) ([]LogRun, error) {
 		}
 		src.buf = src.buf[:copy(src.buf, src.buf[used:])]
 	}
+	if k := src.kernels; len(k) > 1 {
+		// One source is one kernel: runs of two side by side would be
+		// ranked as one machine's spread.
+		return nil, fmt.Errorf("holds the runs of several kernels (%s at line %d, %s at line %d): split it into one file per kernel, e.g. csplit -z FILE %d, and compare the files",
+			k[0].release, k[0].line, k[1].release, k[1].line, k[1].line)
+	}
 	return p.done(), nil
 }
 
@@ -123,6 +129,38 @@ type logLines struct {
 	no     int // lines read
 	n      int // bytes read
 	sinceT int // lines read since the last status line
+	// kernels are the first two kernel releases the log's headings name
+	// ("Kernel 6.1.0-rt:", uname's output), with the line of each.
+	kernels []heading
+}
+
+// heading is a kernel release a log names, and its line.
+type heading struct {
+	release string
+	line    int
+}
+
+// kernelLine finds a kernel release in a heading: after "kernel",
+// "Linux" or "uname", within a few words ("Linux host 6.6.0 #1 SMP").
+var kernelLine = regexp.MustCompile(`(?i)\b(?:kernel|linux|uname)\b[^0-9\n]{0,40}?\b(\d+\.\d+(?:\.\d+)?(?:[-+][\w.+~-]*[\w+])?)`)
+
+// noteKernel records the kernel release line b names, if it is one not
+// seen yet (the first two only).
+func (l *logLines) noteKernel(b []byte) {
+	if len(l.kernels) >= 2 || !bytes.ContainsAny(b, "kKlLuU") {
+		return
+	}
+	m := kernelLine.FindSubmatch(b)
+	if m == nil {
+		return
+	}
+	r := string(m[1])
+	for _, k := range l.kernels {
+		if k.release == r {
+			return
+		}
+	}
+	l.kernels = append(l.kernels, heading{r, l.no})
 }
 
 type logLine struct {
@@ -141,6 +179,7 @@ func (l *logLines) fill(k int) error {
 			return fmt.Errorf("larger than %d MiB: not a cyclictest log", maxLogBytes>>20)
 		}
 		l.sinceT++
+		l.noteKernel(b)
 		ln := logLine{no: l.no, redraw: cursorUp.Match(b)}
 		if l.sinceT <= 2 || logStarts(b) {
 			ln.text = cleanLine(string(b))

@@ -2,6 +2,7 @@ package cyclictest
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -118,4 +119,25 @@ func FuzzParseCyclictestLog(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A mail with the logs of two kernels under their headings is refused
+// with where to split it; one kernel named twice, or none, is one source.
+func TestParseLogSeveralKernels(t *testing.T) {
+	run := func(pid int) string {
+		return fmt.Sprintf("# /dev/cpu_dma_latency set to 0us\nT: 0 (%d) P:80 I:1000 C:   1000 Min:      3 Act:    5 Avg:    4 Max:     40\n", pid)
+	}
+	two := "Kernel 6.1.0-13-rt-amd64:\n" + run(10) + run(11) + "\nAnd on Linux host 6.6.7-arch1 #1 SMP PREEMPT_RT:\n" + run(12)
+	_, err := ParseLog(strings.NewReader(two))
+	if err == nil || !strings.Contains(err.Error(), "6.1.0-13-rt-amd64 at line 1, 6.6.7-arch1 at line 7") || !strings.Contains(err.Error(), "csplit -z FILE 7") {
+		t.Errorf("two kernels: %v", err)
+	}
+	for name, log := range map[string]string{
+		"one kernel, named twice": "uname -r: 6.1.0-13-rt-amd64\n" + run(10) + "again on kernel 6.1.0-13-rt-amd64\n" + run(11),
+		"none named":              run(10) + run(11),
+	} {
+		if runs, err := ParseLog(strings.NewReader(log)); err != nil || len(runs) != 2 {
+			t.Errorf("%s: %d runs, %v", name, len(runs), err)
+		}
+	}
 }

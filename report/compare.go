@@ -187,6 +187,7 @@ type sectionView struct {
 type comparePage struct {
 	Inputs   []inputView
 	Ranking  []rankView
+	Differs  []string // Ranking.Differs
 	Sections []sectionView
 }
 
@@ -196,7 +197,9 @@ func renderCompare(cs []*compared) ([]byte, error) {
 		pg.Inputs = append(pg.Inputs, inputOf(c, paletteAt(i)))
 	}
 	var err error
-	if pg.Ranking, err = rankViews(rank(cs)); err != nil {
+	rk := rank(cs)
+	pg.Differs = rk.Differs
+	if pg.Ranking, err = rankViews(rk); err != nil {
 		return nil, err
 	}
 	// One section per phase name, in order of first appearance.

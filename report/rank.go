@@ -23,6 +23,11 @@ import (
 // dozen is the finding).
 type Ranking struct {
 	Phases []RankedPhase `json:"phases"`
+	// Differs says, a line each, what differs between the sources besides
+	// the machine or kernel being compared (driver, buffer, DSP load,
+	// priority, tool version): figures measured otherwise are not like
+	// with like.
+	Differs []string `json:"differs,omitempty"`
 }
 
 // RankedPhase is one phase across the sources.
@@ -66,7 +71,55 @@ func rank(cs []*compared) Ranking {
 		rp.Best, rp.Worst = bestWorst(rp.Sources)
 		r.Phases = append(r.Phases, rp)
 	}
+	r.Differs = differs(cs)
 	return r
+}
+
+// differs lists the conditions of measurement that differ between the
+// sources, each with every source's value: "driver: alsa (A), timer (B)".
+func differs(cs []*compared) []string {
+	var out []string
+	cond := func(name string, of func(*rundata.Run) string) {
+		var vals, parts []string
+		for _, c := range cs {
+			if c.run == nil {
+				continue // cyclictest: said apart below
+			}
+			v := of(c.run)
+			parts = append(parts, fmt.Sprintf("%s (%s)", v, c.Label))
+			if !slices.Contains(vals, v) {
+				vals = append(vals, v)
+			}
+		}
+		if len(vals) > 1 {
+			out = append(out, name+" differs: "+strings.Join(parts, ", "))
+		}
+	}
+	cond("driver", func(r *rundata.Run) string { return r.Driver })
+	cond("buffer", func(r *rundata.Run) string { return fmt.Sprintf("%d×%d at %d Hz", r.PeriodFrames, r.Periods, r.Rate) })
+	cond("DSP load", func(r *rundata.Run) string { return fmt.Sprintf("%d %%", r.CPULoad) })
+	cond("priority obtained", func(r *rundata.Run) string {
+		return strings.TrimSpace(fmt.Sprintf("%s %d", r.RT.Obtained.Policy, r.RT.Obtained.Priority))
+	})
+	cond("tool version", func(r *rundata.Run) string { return r.Tool })
+	var ct, lt []string
+	for _, c := range cs {
+		if c.run == nil {
+			ct = append(ct, c.Label)
+		} else if c.run.Driver != "timer" {
+			lt = append(lt, c.Label)
+		}
+	}
+	if len(ct) > 0 && len(lt) > 0 {
+		out = append(out, fmt.Sprintf("cyclictest (%s) measures a timer's wakeup, latencytest (%s) the wakeup after a driver's due instant (the card's interrupt): alike only with --driver timer",
+			strings.Join(ct, ", "), strings.Join(lt, ", ")))
+	}
+	for _, c := range cs {
+		if c.run != nil && c.run.Driver == "portaudio" && len(cs) > 1 {
+			out = append(out, c.Label+": PortAudio's figures are its callback's jitter, not a wakeup latency from the card's interrupt (docs/portaudio.md): not ranked like with like")
+		}
+	}
+	return out
 }
 
 func rankedSource(label string, p *phaseData) RankedSource {
@@ -296,6 +349,12 @@ func fmtRatio(v float64) string {
 // times the best source's that is, the median max, p99 and xruns where
 // the source has them; "best" and "worst" marked.
 func WriteRanking(w io.Writer, r Ranking) {
+	for _, d := range r.Differs {
+		fmt.Fprintf(w, "not like with like: %s\n", d)
+	}
+	if len(r.Differs) > 0 {
+		fmt.Fprintln(w)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for i, ph := range r.Phases {
 		if i > 0 {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 
 	"latencytest/internal/badinput"
 	"latencytest/report/synth"
+	"latencytest/rundata"
 )
 
 // cyclictestLog is the terminal output of cyclictest run in a shell loop,
@@ -162,5 +164,27 @@ func TestWorseThanFirst(t *testing.T) {
 	}
 	if got := r.WorseThanFirst(50); got != nil {
 		t.Errorf("50 %%: %q", got)
+	}
+}
+
+// Sources measured otherwise are said not to be like with like, each
+// condition once with every source's value; alike, nothing is said.
+func TestRankingDiffers(t *testing.T) {
+	run := func(label, driver string, frames, load int) *compared {
+		r := &rundata.Run{Driver: driver, PeriodFrames: frames, Periods: 2, Rate: 48000, CPULoad: load, Tool: "v1",
+			RT: rundata.RTSetup{Obtained: rundata.RTParams{Policy: "SCHED_FIFO", Priority: 80}}}
+		return &compared{Input: Input{Label: label}, run: r}
+	}
+	if d := differs([]*compared{run("a", "alsa", 64, 80), run("b", "alsa", 64, 80)}); d != nil {
+		t.Errorf("alike: %q", d)
+	}
+	d := differs([]*compared{run("a", "alsa", 64, 80), run("b", "timer", 128, 80), {Input: Input{Label: "ct"}}})
+	want := []string{
+		"driver differs: alsa (a), timer (b)",
+		"buffer differs: 64×2 at 48000 Hz (a), 128×2 at 48000 Hz (b)",
+		"cyclictest (ct) measures a timer's wakeup, latencytest (a) the wakeup after a driver's due instant (the card's interrupt): alike only with --driver timer",
+	}
+	if !slices.Equal(d, want) {
+		t.Errorf("differs\n%q\nwant\n%q", d, want)
 	}
 }

@@ -47,6 +47,9 @@ type Set struct {
 	worst     worstWindow
 	now       func() int64 // CLOCK_MONOTONIC, the samples' time base
 	rotations prometheus.Counter
+	// covered is where the spikes counted so far end: the time of causes
+	// is counted once where windows overlap (rundata.Fresh).
+	covered int64
 }
 
 // New makes the metrics, labelled with l.
@@ -114,7 +117,9 @@ func (s *Set) Spike(sp rundata.Spike) {
 	} else {
 		s.spikes.WithLabelValues("unexplained", "").Inc()
 	}
-	for _, c := range sp.Causes {
+	causes, _, _ := rundata.Fresh(sp, s.covered)
+	s.covered = max(s.covered, sp.DueNS+sp.WindowNS())
+	for _, c := range causes {
 		s.causeSec.WithLabelValues(c.Kind, c.Name).Add(float64(c.NS) / 1e9)
 	}
 }

@@ -119,11 +119,14 @@ func TestWorstWindow(t *testing.T) {
 func TestSpikes(t *testing.T) {
 	s := New(Labels{})
 	s.Spike(rundata.Spike{Causes: []rundata.Cause{{Kind: "irq", Name: "IRQ 24 ahci", NS: 3e6}, {Kind: "thread", Name: "kworker/1:2", NS: 1e6}}})
-	s.Spike(rundata.Spike{Causes: []rundata.Cause{{Kind: "irq", Name: "IRQ 24 ahci", NS: 2e6}}})
-	s.Spike(rundata.Spike{})
+	s.Spike(rundata.Spike{DueNS: 10e6, Causes: []rundata.Cause{{Kind: "irq", Name: "IRQ 24 ahci", NS: 2e6}}})
+	s.Spike(rundata.Spike{DueNS: 20e6})
+	// A spike inside the last one's window counts, its time does not
+	// again (rundata.Fresh).
+	s.Spike(rundata.Spike{DueNS: 11e6, Causes: []rundata.Cause{{Kind: "irq", Name: "IRQ 24 ahci", NS: 1e6}}})
 	m := gather(t, s)
 	for key, want := range map[string]float64{
-		"latencytest_spikes_total/irq/IRQ 24 ahci":                 2,
+		"latencytest_spikes_total/irq/IRQ 24 ahci":                 3,
 		"latencytest_spikes_total/unexplained/":                    1,
 		"latencytest_spike_cause_seconds_total/irq/IRQ 24 ahci":    0.005,
 		"latencytest_spike_cause_seconds_total/thread/kworker/1:2": 0.001,

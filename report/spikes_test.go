@@ -13,9 +13,9 @@ import (
 
 func testSpikes() []rundata.Spike {
 	return []rundata.Spike{
-		{Period: 10, CPU: 1, LatencyNS: 6e6, Causes: []rundata.Cause{{Kind: rundata.CauseThread, Name: "kworker/1:2", Policy: "SCHED_OTHER", NS: 4e6}, {Kind: rundata.CauseIRQ, Name: "IRQ 24 ahci", NS: 2e6}},
+		{Period: 10, CPU: 1, DueNS: 10e6, LatencyNS: 6e6, Causes: []rundata.Cause{{Kind: rundata.CauseThread, Name: "kworker/1:2", Policy: "SCHED_OTHER", NS: 4e6}, {Kind: rundata.CauseIRQ, Name: "IRQ 24 ahci", NS: 2e6}},
 			Strip: []rundata.Slice{{Kind: rundata.CauseIRQ, Name: "IRQ 24 ahci", NS: 2e6}, {Kind: rundata.CauseThread, Name: "kworker/1:2", StartNS: 2e6, NS: 4e6}}},
-		{Period: 20, CPU: 1, LatencyNS: 4e6, Causes: []rundata.Cause{{Kind: rundata.CauseSoftIRQ, Name: "NET_RX", NS: 1e6}}, UnexplainedNS: 3e6},
+		{Period: 20, CPU: 1, DueNS: 20e6, LatencyNS: 4e6, Causes: []rundata.Cause{{Kind: rundata.CauseSoftIRQ, Name: "NET_RX", NS: 1e6}}, UnexplainedNS: 3e6},
 	}
 }
 

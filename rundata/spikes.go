@@ -1,12 +1,14 @@
 package rundata
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"latencytest/internal/atomicfile"
@@ -101,6 +103,9 @@ func decodeSpikes(path string, r io.Reader) ([]Spike, error) {
 // Culprits ranks what held the audio thread's CPU across spikes: the time
 // of each cause (threads by name and policy, whatever their thread id),
 // largest first, and the spikes' total time, to which they are shares.
+// Time is counted once: a thread held for 30 ms at 1 ms periods makes a
+// spike for each period it missed, their windows all running to the same
+// wakeup, and summed whole they would read about 100 ms (Fresh).
 func Culprits(ss []Spike) (cs []Cause, total int64) {
 	type key struct{ kind, name, policy string }
 	sum := map[key]int64{}
@@ -111,13 +116,16 @@ func Culprits(ss []Spike) (cs []Cause, total int64) {
 		}
 		sum[k] += ns
 	}
-	for _, s := range ss {
-		total += s.WindowNS()
-		for _, c := range s.Causes {
+	var covered int64
+	for _, s := range byDue(ss) {
+		causes, unexplained, n := Fresh(s, covered)
+		covered = max(covered, s.DueNS+s.WindowNS())
+		total += n
+		for _, c := range causes {
 			add(key{c.Kind, c.Name, c.Policy}, c.NS)
 		}
-		if s.UnexplainedNS > 0 {
-			add(key{"", "unexplained", ""}, s.UnexplainedNS)
+		if unexplained > 0 {
+			add(key{"", "unexplained", ""}, unexplained)
 		}
 	}
 	for _, k := range order {
@@ -125,6 +133,51 @@ func Culprits(ss []Spike) (cs []Cause, total int64) {
 	}
 	sort.SliceStable(cs, func(i, j int) bool { return cs[i].NS > cs[j].NS })
 	return cs, total
+}
+
+// byDue is ss in the order the spikes became due.
+func byDue(ss []Spike) []Spike {
+	out := slices.Clone(ss)
+	slices.SortStableFunc(out, func(a, b Spike) int { return cmp.Compare(a.DueNS, b.DueNS) })
+	return out
+}
+
+// Fresh is the part of spike sp's window after covered (CLOCK_MONOTONIC
+// ns: the end of the windows already counted): its causes' time there,
+// what no cause accounts for, and its length. From the spike's strip
+// where it has one, exactly; else its causes in proportion.
+func Fresh(sp Spike, covered int64) (causes []Cause, unexplained, n int64) {
+	w := sp.WindowNS()
+	from, end := max(sp.DueNS, covered), sp.DueNS+w
+	if end <= from {
+		return nil, 0, 0
+	}
+	n = end - from
+	if from == sp.DueNS {
+		return sp.Causes, sp.UnexplainedNS, n
+	}
+	if len(sp.Strip) == 0 {
+		for _, c := range sp.Causes {
+			c.NS = c.NS * n / w
+			causes = append(causes, c)
+		}
+		return causes, sp.UnexplainedNS * n / w, n
+	}
+	var explained int64
+	for _, c := range sp.Causes {
+		c.NS = 0
+		for _, sl := range sp.Strip {
+			if sl.Kind == c.Kind && sl.Name == c.Name {
+				a, b := max(sp.DueNS+sl.StartNS, from), min(sp.DueNS+sl.StartNS+sl.NS, end)
+				c.NS += max(b-a, 0)
+			}
+		}
+		if c.NS > 0 {
+			causes = append(causes, c)
+			explained += c.NS
+		}
+	}
+	return causes, max(n-explained, 0), n
 }
 
 // WindowNS is the time the spike's causes share out: from due to the
@@ -158,21 +211,28 @@ func (c Cause) String() string {
 }
 
 // Throttled counts phase's spikes in which RT throttling held the audio
-// thread, and the time it held it.
+// thread, and the time it held it, counted once (Fresh).
 func Throttled(ss []Spike, phase int) (n int, ns int64) {
-	for _, sp := range ss {
+	var covered int64
+	for _, sp := range byDue(ss) {
 		if sp.Phase != phase {
 			continue
 		}
+		causes, _, _ := Fresh(sp, covered)
+		covered = max(covered, sp.DueNS+sp.WindowNS())
 		var t int64
-		for _, c := range sp.Causes {
+		for _, c := range causes {
 			if c.Kind == CauseThrottled {
 				t += c.NS
 			}
 		}
-		if t > 0 {
-			n, ns = n+1, ns+t
+		for _, c := range sp.Causes {
+			if c.Kind == CauseThrottled {
+				n++
+				break
+			}
 		}
+		ns += t
 	}
 	return n, ns
 }

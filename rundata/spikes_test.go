@@ -14,7 +14,7 @@ import (
 func TestCulprits(t *testing.T) {
 	ss := []Spike{
 		{LatencyNS: 5000, Causes: []Cause{{Kind: CauseThread, Name: "kworker/1:2", PID: 9, Policy: "SCHED_OTHER", NS: 3000}, {Kind: CauseIRQ, Name: "IRQ 24 ahci", NS: 1500}}, UnexplainedNS: 500},
-		{LatencyNS: 3000, Causes: []Cause{{Kind: CauseIRQ, Name: "IRQ 24 ahci", NS: 2000}, {Kind: CauseThread, Name: "kworker/1:2", PID: 11, Policy: "SCHED_OTHER", NS: 1000}}},
+		{DueNS: 10000, LatencyNS: 3000, Causes: []Cause{{Kind: CauseIRQ, Name: "IRQ 24 ahci", NS: 2000}, {Kind: CauseThread, Name: "kworker/1:2", PID: 11, Policy: "SCHED_OTHER", NS: 1000}}},
 	}
 	cs, total := Culprits(ss)
 	want := []Cause{
@@ -63,12 +63,42 @@ func FuzzDecodeSpikes(f *testing.F) {
 	})
 }
 
+// A thread held 30 ms at 1 ms periods makes 30 spikes whose windows all
+// end at the one wakeup: its time is 30 ms, counted once, from the strips
+// or, without them, in proportion (before: 465 ms, summed). Windows that
+// overlap in part count their new part only, each cause where it was.
+func TestCulpritsOverlapCountedOnce(t *testing.T) {
+	const ms = int64(1e6)
+	for _, withStrip := range []bool{true, false} {
+		var ss []Spike
+		for k := int64(0); k < 30; k++ {
+			w := 30*ms - k*ms
+			sp := Spike{Period: k, DueNS: k * ms, LatencyNS: w, Causes: []Cause{{Kind: CauseThread, Name: "hog", Policy: "SCHED_FIFO 90", NS: w}}}
+			if withStrip {
+				sp.Strip = []Slice{{Kind: CauseThread, Name: "hog", NS: w}}
+			}
+			ss = append(ss, sp)
+		}
+		cs, total := Culprits(ss)
+		if total != 30*ms || len(cs) != 1 || cs[0].NS != 30*ms {
+			t.Errorf("strip %v: %+v of %d ns, want hog 30 ms of 30 ms", withStrip, cs, total)
+		}
+	}
+	a := Spike{DueNS: 0, LatencyNS: 10 * ms, Causes: []Cause{{Kind: CauseThread, Name: "hog", NS: 10 * ms}}, Strip: []Slice{{Kind: CauseThread, Name: "hog", NS: 10 * ms}}}
+	b := Spike{DueNS: 5 * ms, LatencyNS: 15 * ms, Causes: []Cause{{Kind: CauseThread, Name: "hog", NS: 5 * ms}, {Kind: CauseIRQ, Name: "IRQ 9", NS: 10 * ms}},
+		Strip: []Slice{{Kind: CauseThread, Name: "hog", NS: 5 * ms}, {Kind: CauseIRQ, Name: "IRQ 9", StartNS: 5 * ms, NS: 10 * ms}}}
+	cs, total := Culprits([]Spike{b, a})
+	if want := []Cause{{Kind: CauseThread, Name: "hog", NS: 10 * ms}, {Kind: CauseIRQ, Name: "IRQ 9", NS: 10 * ms}}; total != 20*ms || !reflect.DeepEqual(cs, want) {
+		t.Errorf("partial overlap: %+v of %d ns, want %+v of 20 ms", cs, total, want)
+	}
+}
+
 func TestThrottled(t *testing.T) {
 	ss := []Spike{
 		{Phase: 0, Causes: []Cause{{Kind: CauseThrottled, Name: "RT throttling", NS: 300e6}, {Kind: CauseIdle, NS: 1e6}}},
-		{Phase: 0, Causes: []Cause{{Kind: CauseThread, Name: "hog", NS: 5e6}}},
-		{Phase: 1, Causes: []Cause{{Kind: CauseThrottled, Name: "RT throttling", NS: 200e6}}},
-		{Phase: 0, Causes: []Cause{{Kind: CauseHeld, Name: "hog", NS: 2e6}, {Kind: CauseThrottled, Name: "RT throttling", NS: 7e6}}},
+		{Phase: 0, DueNS: 400e6, Causes: []Cause{{Kind: CauseThread, Name: "hog", NS: 5e6}}},
+		{Phase: 1, DueNS: 2e9, Causes: []Cause{{Kind: CauseThrottled, Name: "RT throttling", NS: 200e6}}},
+		{Phase: 0, DueNS: 800e6, Causes: []Cause{{Kind: CauseHeld, Name: "hog", NS: 2e6}, {Kind: CauseThrottled, Name: "RT throttling", NS: 7e6}}},
 	}
 	if n, ns := Throttled(ss, 0); n != 2 || ns != 307e6 {
 		t.Errorf("phase 0: %d spikes, %d ns; want 2, 307 ms", n, ns)

@@ -696,6 +696,9 @@ func (d *Driver) woke(p *rundata.Sample) error {
 	if first.written {
 		avail += int64(d.periodFrames) // as found, before the write
 	}
+	if !first.xrun && first.seen {
+		avail = availAt(avail, int64(first.pcm.bufferFrames), p.Woke-first.lastTs, d.clock(first))
+	}
 	p.Avail = int32(avail)
 	switch {
 	case d.jumped:
@@ -708,6 +711,18 @@ func (d *Driver) woke(p *rundata.Sample) error {
 		p.Grid = d.grid.at(need)
 	}
 	return nil
+}
+
+// availAt is the room found at the last pointer update, avail frames,
+// as it stood sinceNS later at the wakeup: the card went on playing (or
+// capturing) meanwhile, a frame every nsPerFrame, up to the whole buffer.
+// The pointer is as of its last update (the interrupt), so without this
+// the headroom would read up to a period more than there was.
+func availAt(avail, buffer, sinceNS int64, nsPerFrame float64) int64 {
+	if sinceNS > 0 && nsPerFrame > 0 {
+		avail += int64(float64(sinceNS) / nsPerFrame)
+	}
+	return min(avail, buffer)
 }
 
 // waitInWrite is Wait for --access rw playback: when there is no room yet

@@ -93,3 +93,22 @@ func TestXrunLengthWithoutDSP(t *testing.T) {
 		}
 	}
 }
+
+// The room at a wakeup counts the frames played since the pointer's last
+// update, up to the buffer: woken 1 ms after an update that found 64
+// frames free at 48 kHz, 112 are.
+func TestAvailAtWakeup(t *testing.T) {
+	ns := 1e9 / 48000.0
+	for _, tc := range []struct {
+		avail, since, want int64
+	}{
+		{64, 1e6, 112},
+		{64, 0, 64},
+		{64, 10e6, 128}, // the buffer, no more
+		{64, -5, 64},    // an update stamped after the wakeup read: none
+	} {
+		if got := availAt(tc.avail, 128, tc.since, ns); got != tc.want {
+			t.Errorf("availAt(%d, 128, %d ns) = %d, want %d", tc.avail, tc.since, got, tc.want)
+		}
+	}
+}

@@ -35,6 +35,30 @@ func TestRunVerdict(t *testing.T) {
 	if line := fmt.Sprintf("verdict: 256 frames × 4 (21.3 ms) held under none of the phases; idle needs × %d", want); !strings.Contains(r.stdout, line) {
 		t.Errorf("no line %q in\n%s", line, r.stdout)
 	}
+	// The closing block answers first — did the sound break, the verdict,
+	// the worst wakeup — then the T: lines; `report --text DIR` prints the
+	// same block again from the results directory.
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	prefixes := []string{"sound: ", "verdict: ", "worst wakeup: ", "T: idle ", "results: "}
+	if len(lines) < len(prefixes) {
+		t.Fatalf("closing block %q", r.stdout)
+	}
+	k := 0
+	for _, l := range lines {
+		if k < len(prefixes) && strings.HasPrefix(l, prefixes[k]) {
+			k++
+		}
+	}
+	if k != len(prefixes) || !strings.HasPrefix(lines[0], "sound: ") {
+		t.Errorf("closing block not in the order %q:\n%s", prefixes, r.stdout)
+	}
+	if want := fmt.Sprintf("worst wakeup: %.0f µs late, in idle", run.Phases[0].Latency.Max); !strings.Contains(r.stdout, want) {
+		t.Errorf("no %q in\n%s", want, r.stdout)
+	}
+	text := latencytest(t, "report", "--text", out)
+	if want := strings.TrimSuffix(r.stdout, lines[len(lines)-1]+"\n"); text.code != 0 || text.stdout != want {
+		t.Errorf("report --text: exit %d\n%s\nwant\n%s", text.code, text.stdout, want)
+	}
 }
 
 // The first line says what is measured, and that --driver auto fell back
@@ -93,40 +117,6 @@ func TestRunGate(t *testing.T) {
 	}
 	for _, bad := range [][]string{{"--fail-above", "-1ms"}, {"--max-xruns", "-2"}, {"--max-xruns", "0", "--period", "64,128"}} {
 		oneLine(t, run(bad...), strings.Join(bad, " "))
-	}
-}
-
-// The closing block answers first — did the sound break, the verdict, the
-// worst wakeup — then the T: lines; `report --text DIR` prints the same
-// block again from the results directory.
-func TestRunClosingBlockAndReportText(t *testing.T) {
-	out := filepath.Join(t.TempDir(), "run")
-	r := latencytest(t, "run", "--driver", "timer", "--tests", "idle", "--duration", "2s", "--cpu-load", "0",
-		"--period", "256", "--periods", "4", "--test-stall", "100:30ms", "--out", out, "--no-report", "--quiet")
-	if r.code != 0 {
-		t.Fatalf("exit %d: %s", r.code, r.stderr)
-	}
-	run := readRun(t, out)
-	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
-	prefixes := []string{"sound: ", "verdict: ", "worst wakeup: ", "T: idle ", "results: "}
-	if len(lines) < len(prefixes) {
-		t.Fatalf("closing block %q", r.stdout)
-	}
-	k := 0
-	for _, l := range lines {
-		if k < len(prefixes) && strings.HasPrefix(l, prefixes[k]) {
-			k++
-		}
-	}
-	if k != len(prefixes) || !strings.HasPrefix(lines[0], "sound: ") {
-		t.Errorf("closing block not in the order %q:\n%s", prefixes, r.stdout)
-	}
-	if want := fmt.Sprintf("worst wakeup: %.0f µs late, in idle", run.Phases[0].Latency.Max); !strings.Contains(r.stdout, want) {
-		t.Errorf("no %q in\n%s", want, r.stdout)
-	}
-	text := latencytest(t, "report", "--text", out)
-	if want := strings.TrimSuffix(r.stdout, lines[len(lines)-1]+"\n"); text.code != 0 || text.stdout != want {
-		t.Errorf("report --text: exit %d\n%s\nwant\n%s", text.code, text.stdout, want)
 	}
 }
 

@@ -120,23 +120,10 @@ type attribution struct {
 // still runnable (preempted, or stopped by RT throttling).
 type wait struct {
 	from, to int64
-	// longIdle: the CPU idled from the wakeup on for throttleIdle or
-	// more, and what that means on this machine (idleMeaning); 0 when not.
-	longIdle idleMeaning
+	// idleThrottled: the CPU idled from the wakeup on for so long that
+	// only RT throttling explains it (throttleIdle).
+	idleThrottled bool
 }
-
-// idleMeaning is what a CPU kept idle for throttleIdle or more after
-// waking the real-time audio thread on it means: the scheduler picks idle
-// over a runnable real-time thread only while real-time threads are
-// throttled, but a hypervisor that does not run the virtual CPU looks the
-// same, so on a virtual machine it is the host's.
-type idleMeaning int
-
-const (
-	idleIsIdle         idleMeaning = iota // no real-time budget: the CPU was idle
-	idleThrottling                        // bare metal with a budget: RT throttling
-	idleMachineStopped                    // a virtual machine: the host did not run the CPU
-)
 
 // charge gives [a, b), clipped to the window, to what st was doing.
 func (at *attribution) charge(st *cpuState, a, b int64) {
@@ -165,8 +152,6 @@ func (at *attribution) charge(st *cpuState, a, b int64) {
 		return
 	case at.throttled(st, w):
 		c = rundata.Cause{Kind: rundata.CauseThrottled, Name: "RT throttling"}
-	case st.cur.pid == 0 && w != nil && w.longIdle == idleMachineStopped:
-		c = rundata.Cause{Kind: rundata.CauseIdle, Name: rundata.MachineStopped}
 	case st.cur.pid == 0:
 		c = rundata.Cause{Kind: rundata.CauseIdle, Name: "idle"}
 	case at.audio.is(st.cur.pid, st.cur.comm):
@@ -204,7 +189,7 @@ func (at *attribution) throttled(st *cpuState, w *wait) bool {
 	if w == nil || !st.known || at.audio.is(st.cur.pid, st.cur.comm) {
 		return false
 	}
-	if st.cur.pid == 0 && w.longIdle == idleThrottling {
+	if st.cur.pid == 0 && w.idleThrottled {
 		return true
 	}
 	return st.since >= w.from && (st.cur.pid == 0 || st.cur.prio >= 100)
@@ -231,16 +216,14 @@ const throttleIdle = 10e6
 // last wait alone (the one before the switch in that ended the window)
 // missed the stop during the previous period's work that a late wakeup
 // after a short sleep followed (arm64 VM, CI).
-func waitsOn(l *cpuLog, cpu int, audio Thread, from, to int64, idle idleMeaning) []wait {
+func waitsOn(l *cpuLog, cpu int, audio Thread, from, to int64, budget bool) []wait {
 	var ws []wait
 	st := l.base.clone()
 	running := st.known && audio.is(st.cur.pid, st.cur.comm)
 	open, idleWoken := -1, -1 // the wait under way; one woken on an idle CPU, until the CPU's next switch
 	switched := func(ts int64) {
 		if idleWoken >= 0 {
-			if ts-ws[idleWoken].from >= throttleIdle {
-				ws[idleWoken].longIdle = idle
-			}
+			ws[idleWoken].idleThrottled = budget && ts-ws[idleWoken].from >= throttleIdle
 			idleWoken = -1
 		}
 	}
@@ -379,7 +362,7 @@ func lastRun(l *cpuLog, audio Thread, woke int64) (ts int64, ok bool) {
 // switch-in before then), and shares out [due, woke) on that CPU. The
 // thread's wakeup (the last sched_wakeup in the window) splits the window
 // into the wakeup itself and the wait to run.
-func explain(cpus map[int]*cpuLog, audio Thread, due, woke int64, idle idleMeaning, names resolver) rundata.Spike {
+func explain(cpus map[int]*cpuLog, audio Thread, due, woke int64, budget bool, names resolver) rundata.Spike {
 	sp := rundata.Spike{LatencyNS: woke - due, CPU: -1, WakeupNS: -1, RunDelayNS: -1}
 	runTS, wakeTS := int64(-1), int64(-1)
 	for cpu, l := range cpus {
@@ -408,7 +391,7 @@ func explain(cpus map[int]*cpuLog, audio Thread, due, woke int64, idle idleMeani
 	// runs there only in kernel code it cannot be preempted in, or while
 	// real-time threads are throttled.
 	l := cpus[sp.CPU]
-	waits := waitsOn(l, sp.CPU, audio, due, woke, idle)
+	waits := waitsOn(l, sp.CPU, audio, due, woke, budget)
 	sp.Causes, sp.UnexplainedNS, sp.Strip = explainCPU(l.base, l.evs, due, woke, waits, audio, names)
 	return sp
 }

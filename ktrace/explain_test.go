@@ -34,10 +34,10 @@ func TestExplainWindow(t *testing.T) {
 	}
 	other := []Event{sw(100*us, 1, "lt-audio", 42, 19), sw(200*us, 1, "swapper/1", 0, 120)}
 	cpus := map[int]*cpuLog{0: {evs: evs}, 1: {evs: other}}
-	sp := explain(cpus, audio, 1000*us, 2510*us, idleThrottling, nil)
+	sp := explain(cpus, audio, 1000*us, 2510*us, true, nil)
 	// Woken for another CPU (or a SCHED_OTHER audio thread): no holding.
 	evs[5].TargetCPU = 1
-	if sp := explain(cpus, audio, 1000*us, 2510*us, idleThrottling, nil); sp.Causes[0].Kind != rundata.CauseThread || sp.Causes[0].NS != 1000*us {
+	if sp := explain(cpus, audio, 1000*us, 2510*us, true, nil); sp.Causes[0].Kind != rundata.CauseThread || sp.Causes[0].NS != 1000*us {
 		t.Errorf("woken elsewhere: %+v", sp.Causes)
 	}
 	evs[5].TargetCPU = 0
@@ -72,7 +72,7 @@ func TestExplainWindow(t *testing.T) {
 	if len(l.evs) != len(evs)-1 || l.base.cur.comm != "hog" {
 		t.Fatalf("prune: %d events left, base %+v", len(l.evs), l.base)
 	}
-	sp2 := explain(map[int]*cpuLog{0: l, 1: {evs: other}}, audio, 1000*us, 2510*us, idleThrottling, nil)
+	sp2 := explain(map[int]*cpuLog{0: l, 1: {evs: other}}, audio, 1000*us, 2510*us, true, nil)
 	if !reflect.DeepEqual(sp2.Causes, want) {
 		t.Errorf("after prune: %+v", sp2.Causes)
 	}
@@ -87,7 +87,7 @@ func TestExplainUnknownAndIdle(t *testing.T) {
 		sw(1400*us, 0, "rtjob", 9, 9),
 		sw(1900*us, 0, "lt-audio", 42, 19),
 	}
-	sp := explain(map[int]*cpuLog{0: {evs: evs}}, audio, 1000*us, 2000*us, idleThrottling, &procNames{policies: map[int]string{9: "SCHED_FIFO"}})
+	sp := explain(map[int]*cpuLog{0: {evs: evs}}, audio, 1000*us, 2000*us, true, &procNames{policies: map[int]string{9: "SCHED_FIFO"}})
 	want := []rundata.Cause{
 		{Kind: rundata.CauseThread, Name: "rtjob", PID: 9, Policy: "SCHED_FIFO 90", NS: 500 * us},
 		{Kind: rundata.CauseIdle, Name: "idle", NS: 100 * us}, // ties keep the order of the window
@@ -97,7 +97,7 @@ func TestExplainUnknownAndIdle(t *testing.T) {
 		t.Errorf("spike %+v", sp)
 	}
 	// No trace of the audio thread at all: everything unexplained.
-	sp = explain(map[int]*cpuLog{0: {evs: evs[:2]}}, audio, 1000*us, 2000*us, idleThrottling, nil)
+	sp = explain(map[int]*cpuLog{0: {evs: evs[:2]}}, audio, 1000*us, 2000*us, true, nil)
 	if sp.CPU != -1 || sp.UnexplainedNS != 1000*us || len(sp.Causes) != 0 {
 		t.Errorf("no audio thread: %+v", sp)
 	}
@@ -115,7 +115,7 @@ func TestExplainAudioRunningBeforeHistory(t *testing.T) {
 		{TS: 1400 * us, CPU: 1, Kind: evWakeup, PID: 42, Comm: "lt-audio", Prio: 19, TargetCPU: 1},
 	}}
 	l.prune(1000 * us) // the switch in lives in the base now
-	sp := explain(map[int]*cpuLog{1: l}, audio, 1000*us, 2000*us, idleThrottling, nil)
+	sp := explain(map[int]*cpuLog{1: l}, audio, 1000*us, 2000*us, true, nil)
 	want := []rundata.Cause{
 		{Kind: rundata.CauseAudio, Name: "lt-audio", PID: 42, NS: 900 * us},
 		{Kind: rundata.CauseIRQ, Name: "IRQ 11 arch_timer", NS: 100 * us},
@@ -140,7 +140,7 @@ func TestExplainThrottled(t *testing.T) {
 		sw(51000*us, 0, "lt-audio", 42, 19),
 	}
 	cpus := map[int]*cpuLog{0: {evs: evs}}
-	sp := explain(cpus, audio, 900*us, 51010*us, idleThrottling, nil)
+	sp := explain(cpus, audio, 900*us, 51010*us, true, nil)
 	want := []rundata.Cause{
 		{Kind: rundata.CauseThrottled, Name: "RT throttling", NS: 49900 * us},
 		{Kind: rundata.CauseThread, Name: "hog", PID: 7, Policy: "SCHED_OTHER", NS: 100 * us},
@@ -156,7 +156,7 @@ func TestExplainThrottled(t *testing.T) {
 	// The same switches with the audio thread not waiting on this CPU
 	// (woken for another) are ordinary threads and idle.
 	evs[1].TargetCPU = 1
-	sp = explain(cpus, audio, 900*us, 51010*us, idleThrottling, nil)
+	sp = explain(cpus, audio, 900*us, 51010*us, true, nil)
 	for _, c := range sp.Causes {
 		if c.Kind == rundata.CauseThrottled || c.Kind == rundata.CauseHeld {
 			t.Errorf("woken elsewhere: %+v", sp.Causes)
@@ -174,7 +174,7 @@ func TestExplainThrottledWhileRunning(t *testing.T) {
 		{TS: 800 * us, CPU: 0, Kind: evSwitch, PID: 7, Comm: "hog", Prio: 120, PrevPID: 42, PrevComm: "lt-audio", PrevPrio: 19, PrevRunnable: true},
 		sw(50800*us, 0, "lt-audio", 42, 19),
 	}
-	sp := explain(map[int]*cpuLog{0: {evs: evs}}, audio, 1000*us, 50900*us, idleThrottling, nil)
+	sp := explain(map[int]*cpuLog{0: {evs: evs}}, audio, 1000*us, 50900*us, true, nil)
 	want := []rundata.Cause{
 		{Kind: rundata.CauseThrottled, Name: "RT throttling", NS: 49800 * us},
 		{Kind: rundata.CauseAudio, Name: "lt-audio", PID: 42, NS: 100 * us},
@@ -185,7 +185,7 @@ func TestExplainThrottledWhileRunning(t *testing.T) {
 	// Preempted by a higher real-time thread instead: that thread is
 	// the cause, by name.
 	evs[1].Comm, evs[1].Prio = "irq/24-ahci", 49
-	sp = explain(map[int]*cpuLog{0: {evs: evs}}, audio, 1000*us, 50900*us, idleThrottling, nil)
+	sp = explain(map[int]*cpuLog{0: {evs: evs}}, audio, 1000*us, 50900*us, true, nil)
 	if sp.Causes[0].Kind != rundata.CauseThread || sp.Causes[0].Name != "irq/24-ahci" {
 		t.Errorf("preempted by a real-time thread: %+v", sp.Causes)
 	}
@@ -212,7 +212,7 @@ func TestExplainThrottledBeforeShortSleep(t *testing.T) {
 		{TS: 424948 * us, Kind: evIRQExit, IRQ: 11},
 		sw(425085*us, 0, "latencytest", 470, 19),
 	}
-	sp := explain(map[int]*cpuLog{0: {evs: evs}}, audio, 20000*us, 425152*us, idleThrottling, nil)
+	sp := explain(map[int]*cpuLog{0: {evs: evs}}, audio, 20000*us, 425152*us, true, nil)
 	want := []rundata.Cause{
 		{Kind: rundata.CauseThrottled, Name: "RT throttling", NS: (424192 - 30950) * us},
 		{Kind: rundata.CauseAudio, Name: "latencytest", PID: 470, NS: (30950 - 20000 + 424611 - 424192 + 425152 - 425085) * us},
@@ -228,7 +228,7 @@ func TestExplainThrottledBeforeShortSleep(t *testing.T) {
 	// Stopped by a real-time thread instead of the budget: that thread
 	// ran, nothing is throttling.
 	evs[1].Comm, evs[1].PID, evs[1].Prio = "irq/24-ahci", 24, 49
-	sp = explain(map[int]*cpuLog{0: {evs: evs}}, audio, 20000*us, 425152*us, idleThrottling, nil)
+	sp = explain(map[int]*cpuLog{0: {evs: evs}}, audio, 20000*us, 425152*us, true, nil)
 	if c := sp.Causes[0]; c.Kind != rundata.CauseThread || c.Name != "irq/24-ahci" {
 		t.Errorf("preempted by a real-time thread: %+v", sp.Causes)
 	}
@@ -246,7 +246,7 @@ func TestExplainThrottledIdle(t *testing.T) {
 		sw(301000*us, 0, "lt-audio", 42, 19),
 	}
 	cpus := map[int]*cpuLog{0: {evs: evs}}
-	sp := explain(cpus, audio, 900*us, 301010*us, idleThrottling, nil)
+	sp := explain(cpus, audio, 900*us, 301010*us, true, nil)
 	want := []rundata.Cause{
 		{Kind: rundata.CauseThrottled, Name: "RT throttling", NS: 300000 * us},
 		{Kind: rundata.CauseIdle, Name: "idle", NS: 100 * us},
@@ -255,11 +255,11 @@ func TestExplainThrottledIdle(t *testing.T) {
 	if !reflect.DeepEqual(sp.Causes, want) {
 		t.Errorf("causes\n %+v\nwant %+v", sp.Causes, want)
 	}
-	if sp := explain(cpus, audio, 900*us, 301010*us, idleIsIdle, nil); sp.Causes[0].Kind != rundata.CauseIdle {
+	if sp := explain(cpus, audio, 900*us, 301010*us, false, nil); sp.Causes[0].Kind != rundata.CauseIdle {
 		t.Errorf("no budget: %+v, want idle", sp.Causes)
 	}
 	evs[2].TS = 1500 * us // an idle exit of 500 µs
-	if sp := explain(cpus, audio, 900*us, 1510*us, idleThrottling, nil); sp.Causes[0].Kind != rundata.CauseIdle {
+	if sp := explain(cpus, audio, 900*us, 1510*us, true, nil); sp.Causes[0].Kind != rundata.CauseIdle {
 		t.Errorf("short idle exit: %+v, want idle", sp.Causes)
 	}
 }
@@ -278,7 +278,7 @@ func TestExplainOwnThreads(t *testing.T) {
 	names := newProcNames()
 	names.groups = map[int]int{7: 100, 8: 200, 9: 300}
 	names.owners = map[int]string{100: "latencytest parent", 200: "latencytest engine"}
-	sp := explain(map[int]*cpuLog{0: {evs: evs}}, audio, 1000*us, 1800*us, idleThrottling, &names)
+	sp := explain(map[int]*cpuLog{0: {evs: evs}}, audio, 1000*us, 1800*us, true, &names)
 	want := []rundata.Cause{
 		{Kind: rundata.CauseThread, Name: "latencytest parent", PID: 7, Policy: "SCHED_OTHER", NS: 300 * us}, // ties keep the order of the window
 		{Kind: rundata.CauseThread, Name: "latencytest engine", PID: 8, Policy: "SCHED_OTHER", NS: 300 * us},
@@ -289,7 +289,7 @@ func TestExplainOwnThreads(t *testing.T) {
 	}
 	// In a phase with a stressor, latencytest's other threads are its.
 	names.others = "latencytest stressor hackbench"
-	sp = explain(map[int]*cpuLog{0: {evs: evs}}, audio, 1000*us, 1800*us, idleThrottling, &names)
+	sp = explain(map[int]*cpuLog{0: {evs: evs}}, audio, 1000*us, 1800*us, true, &names)
 	want[2].Name = names.others
 	if !reflect.DeepEqual(sp.Causes, want) {
 		t.Errorf("causes %+v\nwant %+v", sp.Causes, want)
@@ -342,14 +342,14 @@ func TestExplainNamesTaskAsSwitchedOut(t *testing.T) {
 		{TS: 1800 * us, CPU: 0, Kind: evWakeup, PID: 42, Comm: "lt-audio", Prio: 19, TargetCPU: 0},
 		out(6000*us, "lt-culprit", 7, 9, "lt-audio", 42, 19),
 	}
-	sp := explain(map[int]*cpuLog{0: {evs: evs}}, audio, 1000*us, 6010*us, idleIsIdle, nil)
+	sp := explain(map[int]*cpuLog{0: {evs: evs}}, audio, 1000*us, 6010*us, false, nil)
 	if c := sp.Causes[0]; c.Name != "lt-culprit" || c.PID != 7 || c.Policy != "RT 90" || c.NS != 5000*us {
 		t.Errorf("causes %+v, want lt-culprit (7) RT 90 for 5 ms first", sp.Causes)
 	}
 	// The same with the run under way before the events kept (pruned).
 	l := &cpuLog{evs: append([]Event(nil), evs...)}
 	l.prune(900 * us)
-	sp = explain(map[int]*cpuLog{0: l}, audio, 1000*us, 6010*us, idleIsIdle, nil)
+	sp = explain(map[int]*cpuLog{0: l}, audio, 1000*us, 6010*us, false, nil)
 	if c := sp.Causes[0]; c.Name != "lt-culprit" || c.Policy != "RT 90" {
 		t.Errorf("after prune: causes %+v", sp.Causes)
 	}
@@ -379,41 +379,14 @@ func TestWaitsOn(t *testing.T) {
 		wake(1500),
 		sw(1600*us, 0, "lt-audio", 42, 19),
 	}}
-	got := waitsOn(l, 0, audio, 1000*us, 2000*us, idleThrottling)
+	got := waitsOn(l, 0, audio, 1000*us, 2000*us, true)
 	want := []wait{{from: 1100 * us, to: 1300 * us}, {from: 1500 * us, to: 1600 * us}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("waits %+v\nwant %+v", got, want)
 	}
 	// Woken for another CPU: no wait on this one.
 	l.evs[7].TargetCPU = 1
-	if got := waitsOn(l, 0, audio, 1000*us, 2000*us, idleThrottling); !reflect.DeepEqual(got, want[:1]) {
+	if got := waitsOn(l, 0, audio, 1000*us, 2000*us, true); !reflect.DeepEqual(got, want[:1]) {
 		t.Errorf("woken for CPU 1: waits %+v, want %+v", got, want[:1])
-	}
-}
-
-// A CPU kept idle 20 ms after waking the audio thread on it: RT
-// throttling on bare metal with a budget, the host's stop on a virtual
-// machine (a hypervisor not running the vCPU looks the same), the CPU's
-// idle without a budget.
-func TestExplainLongIdleAfterWakeup(t *testing.T) {
-	audio := Thread{TID: 42}
-	evs := []Event{
-		sw(500*us, 0, "swapper/0", 0, 120),
-		{TS: 1000 * us, CPU: 0, Kind: evWakeup, PID: 42, Comm: "lt-audio", Prio: 19},
-		sw(21000*us, 0, "lt-audio", 42, 19),
-	}
-	for _, tc := range []struct {
-		idle idleMeaning
-		want rundata.Cause
-		name string
-	}{
-		{idleThrottling, rundata.Cause{Kind: rundata.CauseThrottled, Name: "RT throttling", NS: 20000 * us}, "RT throttling"},
-		{idleMachineStopped, rundata.Cause{Kind: rundata.CauseIdle, Name: rundata.MachineStopped, NS: 20000 * us}, "the machine was stopped (the VM's host did not run its CPU)"},
-		{idleIsIdle, rundata.Cause{Kind: rundata.CauseIdle, Name: "idle", NS: 20000 * us}, "CPU idle"},
-	} {
-		sp := explain(map[int]*cpuLog{0: {evs: evs}}, audio, 1000*us, 21010*us, tc.idle, nil)
-		if len(sp.Causes) == 0 || sp.Causes[0] != tc.want || sp.Causes[0].String() != tc.name {
-			t.Errorf("idle meaning %d: %+v, want %+v named %q", tc.idle, sp.Causes, tc.want, tc.name)
-		}
 	}
 }

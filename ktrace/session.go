@@ -28,7 +28,6 @@ import (
 	"latencytest/internal/mono"
 	"latencytest/internal/procfile"
 	"latencytest/rundata"
-	"latencytest/sysinfo"
 )
 
 // defaultKeepNS is how much trace history each CPU keeps: more than the
@@ -58,11 +57,9 @@ type Session struct {
 	upTo   int64
 	lost   int64 // events the kernel dropped (its buffer was full)
 	keepNS int64
-	// idle is what a long idle after the audio thread's wakeup means
-	// here (idleMeaning): the kernel limits real-time threads' time, or
-	// not, or the machine is virtual.
+	// budget: the kernel limits real-time threads' time
 	// (sched_rt_runtime_us is not -1), so they can be throttled.
-	idle idleMeaning
+	budget bool
 	// names is what /proc said about threads when each was first seen
 	// running, while it was still there to be asked.
 	names procNames
@@ -130,7 +127,7 @@ func Start(o Options) (*Session, error) {
 	if keep <= 0 {
 		keep = defaultKeepNS
 	}
-	s := &Session{fs: fs, inst: inst, fd: -1, keepNS: keep, debug: o.Debug, idle: longIdleMeaning(), cpus: map[int]*cpuLog{}, names: newProcNames(), ownComm: procComm("self"), stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Session{fs: fs, inst: inst, fd: -1, keepNS: keep, debug: o.Debug, budget: rtBudget(), cpus: map[int]*cpuLog{}, names: newProcNames(), ownComm: procComm("self"), stop: make(chan struct{}), done: make(chan struct{})}
 	if err := s.setup(o, store, storeErr); err != nil {
 		s.teardown()
 		return nil, err
@@ -403,7 +400,7 @@ func (s *Session) Explain(audio Thread, due, woke int64) rundata.Spike {
 		time.Sleep(20 * time.Millisecond)
 	}
 	defer s.mu.Unlock()
-	sp := explain(s.cpus, audio, due, woke, s.idle, &s.names)
+	sp := explain(s.cpus, audio, due, woke, s.budget, &s.names)
 	if sp.CPU < 0 && s.debug != nil {
 		s.dumpNoAudio(due, woke)
 	}
@@ -512,20 +509,6 @@ func procPolicy(tid int) string {
 
 // traceWait is how long after a wakeup its trace may still arrive, ns.
 const traceWait = int64(time.Second)
-
-// longIdleMeaning is what a long idle after a wakeup means on this
-// machine: the host's stop on a virtual one (the CPU reports a
-// hypervisor), RT throttling where real-time threads have a budget, else
-// the CPU's idle.
-func longIdleMeaning() idleMeaning {
-	switch {
-	case sysinfo.Context(os.DirFS("/")).Virtual != "":
-		return idleMachineStopped
-	case rtBudget():
-		return idleThrottling
-	}
-	return idleIsIdle
-}
 
 // rtBudget reports whether real-time threads have a budget they can be
 // throttled at (sched_rt_runtime_us other than -1; the kernel's default

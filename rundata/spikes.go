@@ -100,11 +100,6 @@ func decodeSpikes(path string, r io.Reader) ([]Spike, error) {
 	return d.Spikes, nil
 }
 
-// MachineStopped names the idle time of a virtual machine's CPU that its
-// host did not run (CauseIdle): a CPU kept idle 10 ms or more after waking
-// the real-time audio thread, which on bare metal only RT throttling does.
-const MachineStopped = "machine stopped"
-
 // Culprits ranks what held the audio thread's CPU across spikes: the time
 // of each cause (threads by name and policy, whatever their thread id),
 // largest first, and the spikes' total time, to which they are shares.
@@ -206,9 +201,6 @@ func (c Cause) String() string {
 	case CauseAudio:
 		return "the audio thread itself"
 	case CauseIdle:
-		if c.Name == MachineStopped {
-			return "the machine was stopped (the VM's host did not run its CPU)"
-		}
 		return "CPU idle"
 	case CauseThrottled:
 		return "RT throttling"

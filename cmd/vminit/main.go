@@ -4,8 +4,10 @@
 // to test latencytest against a real kernel's ALSA (this machine's kernel,
 // and CI's, have no sound).
 //
-// It mounts proc, sys, devtmpfs and a tmpfs on /tmp and /dev/shm, loads
-// the kernel modules listed in /lib/modules/load.order with finit_module,
+// It mounts proc, sys, devtmpfs and a tmpfs on /tmp, /dev/shm and /run
+// (as a Debian system has it: the record of kernel settings a run changes
+// lives in /run/latencytest), loads the kernel modules listed in
+// /lib/modules/load.order with finit_module,
 // waits for the PCM device nodes, runs every /tests/*.test binary with
 // -test.v (streaming its output to the serial console), prints one line
 // "VMTEST RESULT: PASS" or "VMTEST RESULT: FAIL (...)", and powers the
@@ -120,6 +122,7 @@ func mountAll() error {
 		{"devtmpfs", "/dev", ""},
 		{"tmpfs", "/tmp", "mode=1777"},
 		{"tmpfs", "/dev/shm", "mode=1777"},
+		{"tmpfs", "/run", "mode=0755"},
 	} {
 		if err := os.MkdirAll(m.target, 0o755); err != nil {
 			return fmt.Errorf("mount %s: %w", m.target, err)

@@ -85,7 +85,7 @@ func (r *phaseRun) handOver(end, start int64) error {
 		// flags were good, and measured for a rotation or more.
 		return fmt.Errorf("rotation: %v", err)
 	}
-	r.stopProgress()
+	r.endProgress()
 	syncErr := r.stopSync()
 	r.stopProgress, r.stopSync = func() {}, func() error { return nil }
 	ph, acc := r.ph, r.acc

@@ -414,7 +414,7 @@ func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, s *sess
 	if err == nil {
 		err = r.rot.err
 	}
-	r.stopProgress()
+	r.endProgress()
 	syncErr := r.stopSync()
 	ph.EndWall = nowWall()
 	ph.Incomplete = false
@@ -596,15 +596,22 @@ func (r *phaseRun) finish(err, syncErr error) error {
 		}
 	}
 	acc.mu.Unlock()
-	if r.lines != nil {
-		r.lines.flush() // the samples are all read: no xrun comes after
-	}
 	acc.fill(r.ph) // without a start from the engine's bye (killed before it), the first period's due
 	if err == nil && r.file != nil {
 		err = closeSamples(r.file)
 		r.file = nil
 	}
 	return err
+}
+
+// endProgress ends the phase's terminal lines, the samples all read: the
+// sum of the last second's xrun lines, then the progress display and its
+// "done" line.
+func (r *phaseRun) endProgress() {
+	if r.lines != nil {
+		r.lines.flush()
+	}
+	r.stopProgress()
 }
 
 func (r *phaseRun) closeFile() {

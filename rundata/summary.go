@@ -70,7 +70,7 @@ func worstText(r *Run, spikes []Spike) string {
 	if worst < 0 {
 		return ""
 	}
-	t := fmt.Sprintf("%.0f µs late, in %s", r.Phases[worst].Latency.Max, r.Phases[worst].Label())
+	t := fmt.Sprintf("%d µs late, in %s", int64(math.Floor(r.Phases[worst].Latency.Max)), r.Phases[worst].Label()) // as the T: line
 	var sp *Spike
 	for i := range spikes {
 		if spikes[i].Phase == worst && (sp == nil || spikes[i].LatencyNS > sp.LatencyNS) {

@@ -3,6 +3,7 @@ package main
 import (
 	enc "encoding/binary"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,7 +53,7 @@ func TestRunVerdict(t *testing.T) {
 	if k != len(prefixes) || !strings.HasPrefix(lines[0], "sound: ") {
 		t.Errorf("closing block not in the order %q:\n%s", prefixes, r.stdout)
 	}
-	if want := fmt.Sprintf("worst wakeup: %.0f µs late, in idle", run.Phases[0].Latency.Max); !strings.Contains(r.stdout, want) {
+	if want := fmt.Sprintf("worst wakeup: %d µs late, in idle", int64(math.Floor(run.Phases[0].Latency.Max))); !strings.Contains(r.stdout, want) {
 		t.Errorf("no %q in\n%s", want, r.stdout)
 	}
 	text := latencytest(t, "report", "--text", out)

@@ -77,6 +77,7 @@ type side struct {
 	lastPos uint64
 	steps   stepStats
 	paces   stepStats // ns per paceFrames frames between those updates
+	paceNS  float64   // their median, ns per frame: the card's pace (0 until known)
 
 	// With read/write access each transfer syncs the hardware pointer
 	// first (WRITEI and READI do), which rewrites the status timestamp:
@@ -555,6 +556,7 @@ func (d *Driver) track(s *side, pos uint64, ts int64, onTime bool) {
 	if s.seen && ts > s.lastTs && pos-s.lastPos >= uint64(d.periodFrames)/2 {
 		s.steps.add(pos - s.lastPos)
 		s.paces.add(uint64(ts-s.lastTs) * paceFrames / (pos - s.lastPos))
+		s.paceNS = float64(s.paces.typical()) / paceFrames // once here, not at each of its uses in the period
 	}
 	s.seen, s.lastTs, s.lastPos = true, ts, pos
 }
@@ -579,7 +581,7 @@ func (d *Driver) lostBuffers(s *side, pos uint64, ts int64, onTime bool) bool {
 	}
 	// Until the pace is known (the stream's first three periods) a card
 	// that is slow cannot be told from one that lost buffers.
-	return s.seen && s.paces.typical() != 0 && ts-s.lastTs-int64(float64(pos-s.lastPos)*pace) > bufNS*3/4
+	return s.seen && s.paceNS != 0 && ts-s.lastTs-int64(float64(pos-s.lastPos)*pace) > bufNS*3/4
 }
 
 // clock is side s's ns per frame: the fitted grid's where it holds,

@@ -96,8 +96,8 @@ const clockOff = 0.05
 // pace is the card's ns per frame, as its pointer moved between the last
 // wakeups (the median), or nominal until three are known.
 func (s *side) pace(nominal float64) float64 {
-	if p := s.paces.typical(); p != 0 {
-		return float64(p) / paceFrames
+	if s.paceNS != 0 {
+		return s.paceNS
 	}
 	return nominal
 }

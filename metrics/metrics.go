@@ -47,9 +47,8 @@ type Set struct {
 	worst     worstWindow
 	now       func() int64 // CLOCK_MONOTONIC, the samples' time base
 	rotations prometheus.Counter
-	// covered is where the spikes counted so far end: the time of causes
-	// is counted once where windows overlap (rundata.Fresh).
-	covered int64
+	// once counts the causes' time once where windows overlap.
+	once rundata.Once
 }
 
 // New makes the metrics, labelled with l.
@@ -117,8 +116,7 @@ func (s *Set) Spike(sp rundata.Spike) {
 	} else {
 		s.spikes.WithLabelValues("unexplained", "").Inc()
 	}
-	causes, _, _ := rundata.Fresh(sp, s.covered)
-	s.covered = max(s.covered, sp.DueNS+sp.WindowNS())
+	causes, _, _ := s.once.Add(sp)
 	for _, c := range causes {
 		s.causeSec.WithLabelValues(c.Kind, c.Name).Add(float64(c.NS) / 1e9)
 	}

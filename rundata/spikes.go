@@ -116,10 +116,9 @@ func Culprits(ss []Spike) (cs []Cause, total int64) {
 		}
 		sum[k] += ns
 	}
-	var covered int64
+	var once Once
 	for _, s := range byDue(ss) {
-		causes, unexplained, n := Fresh(s, covered)
-		covered = max(covered, s.DueNS+s.WindowNS())
+		causes, unexplained, n := once.Add(s)
 		total += n
 		for _, c := range causes {
 			add(key{c.Kind, c.Name, c.Policy}, c.NS)
@@ -140,6 +139,17 @@ func byDue(ss []Spike) []Spike {
 	out := slices.Clone(ss)
 	slices.SortStableFunc(out, func(a, b Spike) int { return cmp.Compare(a.DueNS, b.DueNS) })
 	return out
+}
+
+// Once counts spikes' time once, in the order they became due: each spike's
+// part after the windows of those added before it (Fresh).
+type Once struct{ covered int64 }
+
+// Add is sp's part not yet counted, and counts it.
+func (o *Once) Add(sp Spike) (causes []Cause, unexplained, n int64) {
+	causes, unexplained, n = Fresh(sp, o.covered)
+	o.covered = max(o.covered, sp.DueNS+sp.WindowNS())
+	return causes, unexplained, n
 }
 
 // Fresh is the part of spike sp's window after covered (CLOCK_MONOTONIC
@@ -213,13 +223,12 @@ func (c Cause) String() string {
 // Throttled counts phase's spikes in which RT throttling held the audio
 // thread, and the time it held it, counted once (Fresh).
 func Throttled(ss []Spike, phase int) (n int, ns int64) {
-	var covered int64
+	var once Once
 	for _, sp := range byDue(ss) {
 		if sp.Phase != phase {
 			continue
 		}
-		causes, _, _ := Fresh(sp, covered)
-		covered = max(covered, sp.DueNS+sp.WindowNS())
+		causes, _, _ := once.Add(sp)
 		var t int64
 		for _, c := range causes {
 			if c.Kind == CauseThrottled {

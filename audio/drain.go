@@ -10,16 +10,18 @@ import (
 	"latencytest/rundata"
 )
 
-// Drainer moves samples from the ring to a file descriptor (the pipe to the
-// parent process) in the wire form. It runs on an ordinary goroutine and
-// does not allocate after its start either: the period loop shares the
-// process with it, and any allocation could end in a runtime pause the
-// loop would measure.
+// Drainer moves samples from the rings of one or more period loops to a
+// file descriptor (the pipe to the parent process) in the wire form, each
+// sample marked with its ring's index (Sample.Loop) so that the parent
+// tells the loops of run --cpus apart on one pipe. It runs on an ordinary
+// goroutine and does not allocate after its start either: the period
+// loops share the process with it, and any allocation could end in a
+// runtime pause a loop would measure.
 type Drainer struct {
-	ring *Ring
-	fd   int
-	buf  []byte
-	s    rundata.Sample
+	rings []*Ring
+	fd    int
+	buf   []byte
+	s     rundata.Sample
 }
 
 // DrainInterval is how long the drainer waits when the ring is empty, ns.
@@ -28,9 +30,10 @@ const DrainInterval = 100e6
 // drainBatch is how many samples one write carries at most.
 const drainBatch = 256
 
-// NewDrainer returns a drainer from ring to fd.
-func NewDrainer(ring *Ring, fd int) *Drainer {
-	d := &Drainer{ring: ring, fd: fd, buf: make([]byte, drainBatch*rundata.WireSize)}
+// NewDrainer returns a drainer from rings to fd; a sample of rings[i]
+// goes out with Loop i.
+func NewDrainer(fd int, rings ...*Ring) *Drainer {
+	d := &Drainer{rings: rings, fd: fd, buf: make([]byte, drainBatch*rundata.WireSize)}
 	clear(d.buf) // present before the run, like the ring
 	return d
 }
@@ -69,17 +72,26 @@ func (d *Drainer) Run(done <-chan struct{}) error {
 	}
 }
 
-// batch writes up to drainBatch samples from the ring and says how many.
+// batch writes up to drainBatch samples from each ring in turn and says
+// how many in all: a busy ring does not hold up the others' hand-over.
 func (d *Drainer) batch() (int, error) {
-	n := 0
-	for n < drainBatch && d.ring.Pop(&d.s) {
-		rundata.PutWire(d.buf[n*rundata.WireSize:], &d.s)
-		n++
+	all := 0
+	for i, r := range d.rings {
+		n := 0
+		for n < drainBatch && r.Pop(&d.s) {
+			d.s.Loop = int32(i)
+			rundata.PutWire(d.buf[n*rundata.WireSize:], &d.s)
+			n++
+		}
+		if n == 0 {
+			continue
+		}
+		if err := d.write(d.buf[:n*rundata.WireSize]); err != nil {
+			return all, err
+		}
+		all += n
 	}
-	if n == 0 {
-		return 0, nil
-	}
-	return n, d.write(d.buf[:n*rundata.WireSize])
+	return all, nil
 }
 
 func (d *Drainer) write(b []byte) error {

@@ -23,6 +23,12 @@ type Config struct {
 	ToneHz        float64 // play a sine of this frequency instead of silence (0: silence)
 	File          string  // play this WAV file in a loop instead of silence ("" : none)
 	Verbose       bool    // let the driver's own diagnostics through
+	// Loopback plays the loopback's signals (audio/sound.Loop): its sine on
+	// the first channel, its MLS on the second (ALSA duplex).
+	Loopback bool
+	// KeepFrames keeps the first this many frames the capture side reads,
+	// for the parent to analyse after the loop (Keeper; 0: none).
+	KeepFrames int
 }
 
 // PeriodNS is the nominal length of one period.
@@ -100,6 +106,21 @@ type CallbackDriver interface {
 // tracer (ktrace), which cannot be told that thread's id before the stream
 // runs, knows the audio thread by its name.
 const CallbackThreadName = "lt-audio"
+
+// A Keeper keeps what its capture side read (Config.KeepFrames) in memory
+// taken at Open, so that the loop only copies each period; KeptWAV hands it
+// over as a WAV file once the loop is over.
+type Keeper interface {
+	KeptWAV() []byte
+}
+
+// A DelayReporter says the delay its card reports beyond the buffer
+// (rundata.ReportedDelay), asked once the loop is over and before Close,
+// while the stream still runs; ok is false when it no longer does (it
+// stopped on an xrun) and so reports nothing.
+type DelayReporter interface {
+	ReportedDelay() (d rundata.ReportedDelay, ok bool)
+}
 
 // Devices is implemented by drivers that can list what they can open, for
 // `latencytest devices`.

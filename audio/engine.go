@@ -16,6 +16,14 @@ type Options struct {
 	// Duration ends the run after this many ns of stream time; periods due
 	// later are not measured. 0 runs until Stop.
 	Duration int64
+	// Loops ends the run once this many periods are measured, as
+	// cyclictest's -l counts its loops; 0: no count.
+	Loops int64
+	// BreakAbove ends the run at the first period whose wakeup is later
+	// than this many ns, that period measured, as cyclictest's -b does: the
+	// spike that was being hunted is the last sample, and a tracer
+	// recording beside the loop still holds its window. 0: never.
+	BreakAbove int64
 	// StallAt and StallFor are a test hook: at period StallAt the thread
 	// sleeps StallFor ns right after waking, as if it had been woken that
 	// much later. StallAt < 0 disables it.
@@ -38,6 +46,8 @@ type Engine struct {
 	end     int64   // last due instant that is measured (0: none)
 	next    int64   // index of the next period
 	sleep   Sleeper //
+	broke   int64   // index of the period that broke (BreakAbove), or -1
+	brokeNS int64   // and its wakeup latency
 	stop    atomic.Bool
 	stopped chan struct{} // closed by Stop, for callback drivers
 	once    sync.Once
@@ -46,8 +56,13 @@ type Engine struct {
 // NewEngine returns an engine for driver d, which must already be open with
 // periods of periodNS, pushing samples into ring.
 func NewEngine(d Driver, periodNS int64, opt Options, ring *Ring) *Engine {
-	return &Engine{d: d, opt: opt, periodNS: periodNS, ring: ring, nominal: periodNS * int64(opt.CPULoad) / 100, stopped: make(chan struct{})}
+	return &Engine{d: d, opt: opt, periodNS: periodNS, ring: ring, nominal: periodNS * int64(opt.CPULoad) / 100, broke: -1, stopped: make(chan struct{})}
 }
+
+// Broke is the index of the period whose wakeup was later than
+// Options.BreakAbove and ended the run, and its latency; ok is false when
+// none did.
+func (e *Engine) Broke() (index, latency int64, ok bool) { return e.broke, e.brokeNS, e.broke >= 0 }
 
 // NominalDSP is the DSP work each period should take, ns.
 func (e *Engine) NominalDSP() int64 { return e.nominal }
@@ -151,7 +166,18 @@ func (e *Engine) period(s *rundata.Sample) (done bool, err error) {
 	}
 	e.ring.Push(s)
 	e.next++
-	return false, nil
+	return e.enough(s), nil
+}
+
+// enough reports whether the period just measured, s, ends the run:
+// the count of Options.Loops reached, or a wakeup above
+// Options.BreakAbove (noted for Broke).
+func (e *Engine) enough(s *rundata.Sample) bool {
+	if e.opt.BreakAbove > 0 && s.Latency() > e.opt.BreakAbove {
+		e.broke, e.brokeNS = s.Index, s.Latency()
+		return true
+	}
+	return e.opt.Loops > 0 && e.next >= e.opt.Loops
 }
 
 func (e *Engine) begin(start int64) {
@@ -178,7 +204,7 @@ func (e *Engine) Step(p *rundata.Sample) bool {
 	e.work(p)
 	e.ring.Push(p)
 	e.next++
-	return true
+	return !e.enough(p)
 }
 
 // work applies the stall hook and burns the DSP load, timing it.

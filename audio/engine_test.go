@@ -49,7 +49,8 @@ func drain(r *audio.Ring) []rundata.Sample {
 func TestPeriodDoesNotAllocate(t *testing.T) {
 	d, period := openTimer(t, 16, 2)
 	ring := audio.NewRing(1 << 12)
-	e := audio.NewEngine(d, period, audio.Options{CPULoad: 20, StallAt: -1}, ring)
+	// The run controls' checks are on the path too (never met here).
+	e := audio.NewEngine(d, period, audio.Options{CPULoad: 20, StallAt: -1, Loops: 1 << 40, BreakAbove: 1 << 40}, ring)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	e.Calibrate()
@@ -139,6 +140,52 @@ func TestStallReadsBack(t *testing.T) {
 	// fewer than the 40 a catch-up flood would produce.
 	if n := len(ss); n < 25 || n > 32 {
 		t.Errorf("%d periods, want about 29", n)
+	}
+}
+
+// --loops: the loop ends after exactly that many periods, well before
+// its duration, as cyclictest -l; none of them broke.
+func TestEngineLoopsCountsExactly(t *testing.T) {
+	d, period := openTimer(t, 48, 8) // 1 ms
+	ring := audio.NewRing(1 << 10)
+	e := audio.NewEngine(d, period, audio.Options{Duration: 10e9, Loops: 37, StallAt: -1}, ring)
+	if err := runRT(e); err != nil {
+		t.Fatal(err)
+	}
+	ss := drain(ring)
+	if len(ss) != 37 || e.Periods() != 37 || ss[36].Index != 36 {
+		t.Fatalf("%d samples, %d periods counted; want 37 with --loops 37", len(ss), e.Periods())
+	}
+	if i, _, ok := e.Broke(); ok {
+		t.Errorf("broke at period %d without BreakAbove", i)
+	}
+}
+
+// --break-above: the loop ends at the first wakeup later than the limit,
+// that period measured and last, as cyclictest -b. The late wakeup is
+// the stall hook's at period 7; the limit is far above what scheduling
+// noise does to a SCHED_FIFO thread (and the test says so if it did).
+func TestEngineBreaksAtFirstLateWakeup(t *testing.T) {
+	const stall, limit int64 = 150e6, 60e6
+	d, period := openTimer(t, 480, 32) // 10 ms periods, 320 ms buffer: no xrun
+	ring := audio.NewRing(1 << 10)
+	e := audio.NewEngine(d, period, audio.Options{Duration: 10e9, BreakAbove: limit, StallAt: 7, StallFor: stall}, ring)
+	if err := runRT(e); err != nil {
+		t.Fatal(err)
+	}
+	ss := drain(ring)
+	i, lat, ok := e.Broke()
+	if !ok {
+		t.Fatalf("did not break; %d periods", len(ss))
+	}
+	for _, s := range ss[:len(ss)-1] {
+		if s.Latency() > limit {
+			t.Fatalf("period %d was %.1f ms late and did not break", s.Index, float64(s.Latency())/1e6)
+		}
+	}
+	last := ss[len(ss)-1]
+	if i != 7 || last.Index != 7 || last.Latency() < stall || lat != last.Latency() {
+		t.Fatalf("broke at %d, last sample %d %.1f ms late; want period 7, ≥ %d ms (the stall)", i, last.Index, float64(last.Latency())/1e6, stall/1e6)
 	}
 }
 

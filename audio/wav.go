@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 
 	"latencytest/rundata"
 )
@@ -71,4 +72,91 @@ func WAVFileFormat(path string) (WAVFormat, error) {
 	defer fh.Close()
 	f, _, err := ReadWAVHeader(fh)
 	return f, err
+}
+
+// MaxWAVData bounds the audio a WAV file may hold for DecodeWAV: the whole
+// file is decoded into memory (as float32, and for --file then in the
+// device's format), and ten minutes of 48 kHz stereo 32-bit is 220 MB.
+const MaxWAVData = 256 << 20
+
+// DecodeWAV reads a RIFF WAVE file with 16-, 24- or 32-bit integer PCM or
+// 32-bit float samples into interleaved samples in [-1, 1].
+func DecodeWAV(r io.Reader) (WAVFormat, []float32, error) {
+	f, size, err := ReadWAVHeader(r)
+	if err != nil {
+		return f, nil, err
+	}
+	samples, err := decodeSamples(r, size, f)
+	return f, samples, err
+}
+
+func decodeSamples(r io.Reader, size int64, f WAVFormat) ([]float32, error) {
+	tag, channels, rate, bits, align := f.Tag, f.Channels, f.Rate, f.Bits, f.Align
+	switch {
+	case tag == 1 && (bits == 16 || bits == 24 || bits == 32):
+	case tag == 3 && bits == 32:
+	default:
+		return nil, fmt.Errorf("%d-bit samples of format %d: want 16-, 24- or 32-bit integer PCM or 32-bit float", bits, tag)
+	}
+	if channels < 1 || rate < 1 {
+		return nil, fmt.Errorf("%d channels at %d Hz", channels, rate)
+	}
+	bps := bits / 8
+	if align != bps*channels {
+		return nil, fmt.Errorf("block align %d for %d channels of %d bits", align, channels, bits)
+	}
+	// Files written while streaming carry a size of 0 or 0xFFFFFFFF:
+	// read to the end then. A truncated file plays what is there. The
+	// data are read as they come, never allocated from the size the
+	// header claims, so memory follows the file's real content.
+	if size == 0 || size == 0xFFFFFFFF || size > MaxWAVData {
+		size = MaxWAVData + 1
+	}
+	raw, err := io.ReadAll(io.LimitReader(r, size))
+	if err != nil {
+		return nil, fmt.Errorf("data: %w", err)
+	}
+	if len(raw) > MaxWAVData {
+		return nil, fmt.Errorf("more than %d MB of audio", MaxWAVData>>20)
+	}
+	n := len(raw) / align * channels
+	if n == 0 {
+		return nil, errors.New("no samples")
+	}
+	samples := make([]float32, n)
+	le := binary.LittleEndian
+	for i := range samples {
+		b := raw[i*bps:]
+		switch {
+		case tag == 3:
+			samples[i] = math.Float32frombits(le.Uint32(b))
+		case bits == 16:
+			samples[i] = float32(int16(le.Uint16(b))) / (1 << 15)
+		case bits == 24:
+			samples[i] = float32(int32(uint32(b[0])<<8|uint32(b[1])<<16|uint32(b[2])<<24)>>8) / (1 << 23)
+		default:
+			samples[i] = float32(float64(int32(le.Uint32(b))) / (1 << 31))
+		}
+	}
+	return samples, nil
+}
+
+// WAVHeader is the 44-byte header of a WAV file of f holding dataBytes of
+// audio: integer PCM (tag 1) or float (tag 3), as f.Tag says.
+func WAVHeader(f WAVFormat, dataBytes int) []byte {
+	le := binary.LittleEndian
+	h := make([]byte, 44)
+	copy(h[0:], "RIFF")
+	le.PutUint32(h[4:], uint32(36+dataBytes))
+	copy(h[8:], "WAVEfmt ")
+	le.PutUint32(h[16:], 16)
+	le.PutUint16(h[20:], uint16(f.Tag))
+	le.PutUint16(h[22:], uint16(f.Channels))
+	le.PutUint32(h[24:], uint32(f.Rate))
+	le.PutUint32(h[28:], uint32(f.Rate*f.Align))
+	le.PutUint16(h[32:], uint16(f.Align))
+	le.PutUint16(h[34:], uint16(f.Bits))
+	copy(h[36:], "data")
+	le.PutUint32(h[40:], uint32(dataBytes))
+	return h
 }

@@ -74,6 +74,9 @@ func goodEnv() *env {
 			"proc/sys/kernel/sched_rt_runtime_us":                  file("-1\n"),
 			"proc/sys/kernel/sched_rt_period_us":                   file("1000000\n"),
 			"proc/812/task/812/stat":                               file(stat("812", "irq/129-snd_hda_intel:card0", 90, 1)),
+			"proc/irq/129/effective_affinity_list":                 file("2\n"),
+			"proc/irq/129/smp_affinity_list":                       file("0-3\n"),
+			"proc/irq/16/smp_affinity_list":                        file("0-3\n"),
 		},
 		audioPrio: 80,
 		rtprio:    limit{cur: 95},
@@ -133,6 +136,10 @@ func TestGoodMachine(t *testing.T) {
 	m := byName(fs)
 	if v := m["soundcard IRQ threads"].Value; !strings.Contains(v, "irq/129-snd_hda_intel:card0 (pid 812) SCHED_FIFO 90") {
 		t.Errorf("sound IRQ threads: %q", v)
+	}
+	// The kernel's choice where it says one, else the CPUs allowed.
+	if v := m[rundata.FindingSoundIRQCPUs].Value; v != "IRQ 16 on CPUs 0-3; IRQ 129 on CPU 2" {
+		t.Errorf("sound IRQ CPUs: %q", v)
 	}
 	if v := m["disk phases' directory"].Value; !strings.Contains(v, "/home/me/audio on / (ext4") {
 		t.Errorf("disk phases' directory: %q, want / (ext4)", v)

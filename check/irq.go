@@ -79,8 +79,6 @@ func isUSBHost(action string) bool {
 	return false
 }
 
-var policyNames = map[int]string{0: "SCHED_OTHER", 1: "SCHED_FIFO", 2: "SCHED_RR", 3: "SCHED_BATCH", 5: "SCHED_IDLE", 6: "SCHED_DEADLINE"}
-
 // irqThread is a threaded handler: "irq/16-snd_hda_intel".
 type irqThread struct {
 	comm         string
@@ -135,6 +133,8 @@ const (
 	fixIRQThreads  = "raise it: chrt -f -p 90 PID, or install rtirq (Debian: rtirq-init) to do it at boot"
 	whyIRQShared   = "another device on the soundcard's interrupt line runs its handler on every soundcard interrupt and vice versa, adding its latency to every period"
 	fixIRQShared   = "move the card to another slot or port, use MSI (the kernel's default where the device supports it), or disable the other device in the firmware"
+	whyIRQCPUs     = "the card's interrupt is handled on these CPUs and wakes the audio thread from there: an audio thread on another CPU is woken by an interprocessor interrupt, one on the same CPU shares it with the handler (run --cpus all names the best CPU for audio beside them)"
+	fixIRQCPUs     = "to move it: echo CPUS > /proc/irq/N/smp_affinity_list (irqbalance moves it back: ban the IRQ with IRQBALANCE_BANNED_IRQS, or stop irqbalance)"
 )
 
 // checkSoundIRQ finds the soundcard's interrupt lines and judges their
@@ -166,7 +166,7 @@ func checkSoundIRQ(e *env) []rundata.Finding {
 	if len(usb) > 0 {
 		what += " (the USB soundcard's host controller)"
 	}
-	out := []rundata.Finding{irqThreadsFinding(e.irqThreads(irqs), what)}
+	out := []rundata.Finding{irqThreadsFinding(e.irqThreads(irqs), what), e.irqCPUsFinding(sound)}
 	if shared := sharedLines(sound); len(shared) > 0 {
 		out = append(out, finding(nameIRQShared, WARN, strings.Join(shared, "; "), whyIRQShared, fixIRQShared))
 	} else {
@@ -220,7 +220,7 @@ func irqThreadsFinding(threads []irqThread, what string) rundata.Finding {
 	}
 	var low, parts []string
 	for _, t := range threads {
-		p := fmt.Sprintf("%s (pid %s) %s %d", t.comm, t.pid, policyNames[t.policy], t.prio)
+		p := fmt.Sprintf("%s (pid %s) %s %d", t.comm, t.pid, rundata.PolicyName(t.policy), t.prio)
 		parts = append(parts, p)
 		if t.prio <= defaultIRQPrio {
 			low = append(low, p)
@@ -230,6 +230,28 @@ func irqThreadsFinding(threads []irqThread, what string) rundata.Finding {
 		return finding(nameIRQThreads, WARN, strings.Join(low, "; ")+fmt.Sprintf(": not above the default IRQ priority %d", defaultIRQPrio), whyIRQThreads, fixIRQThreads)
 	}
 	return finding(nameIRQThreads, OK, strings.Join(parts, "; "), whyIRQThreads, "")
+}
+
+// irqCPUsFinding says on which CPUs the kernel handles each of the
+// soundcard's lines: the CPUs it last chose (effective_affinity_list),
+// else those allowed (smp_affinity_list).
+func (e *env) irqCPUsFinding(sound []irqLine) rundata.Finding {
+	var parts []string
+	for _, l := range sound {
+		cpus, err := e.read("/proc/irq/" + l.irq + "/effective_affinity_list")
+		if cpus = strings.TrimSpace(cpus); err != nil || cpus == "" {
+			cpus, err = e.read("/proc/irq/" + l.irq + "/smp_affinity_list")
+			if cpus = strings.TrimSpace(cpus); err != nil || cpus == "" {
+				return finding(rundata.FindingSoundIRQCPUs, INFO, "cannot read /proc/irq/"+l.irq+"/smp_affinity_list", whyIRQCPUs, "")
+			}
+		}
+		cpu := "CPU "
+		if strings.ContainsAny(cpus, ",-") {
+			cpu = "CPUs "
+		}
+		parts = append(parts, "IRQ "+l.irq+" on "+cpu+cpus)
+	}
+	return finding(rundata.FindingSoundIRQCPUs, OK, strings.Join(parts, "; "), whyIRQCPUs, fixIRQCPUs)
 }
 
 func isSoundLine(l irqLine) bool {

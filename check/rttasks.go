@@ -102,7 +102,7 @@ func (e *env) walkRTTasks(prio int, cpus []int) []rundata.RTTask {
 		tid, _ := strconv.Atoi(path.Base(dir))
 		pid, _ := strconv.Atoi(path.Base(path.Dir(path.Dir(dir))))
 		status, _ := e.read(dir + "/status")
-		task := rundata.RTTask{TID: tid, PID: pid, Comm: t.comm, Policy: policyNames[t.policy], Priority: t.prio,
+		task := rundata.RTTask{TID: tid, PID: pid, Comm: t.comm, Policy: rundata.PolicyName(t.policy), Priority: t.prio,
 			CPUs: allowedCPUs(status), Kernel: t.flags&pfKthread != 0}
 		if rest, ok := strings.CutPrefix(t.comm, "irq/"); ok {
 			_, action, _ := strings.Cut(rest, "-")

@@ -16,7 +16,8 @@ import (
 // The histogram file is cyclictest's --histfile format, so that tools made
 // for cyclictest read latencytest's histograms and latencytest reads
 // cyclictest's: "# Histogram", one line per µs bin with a count per thread
-// (here: per phase), then "# Total:", "# Min/Avg/Max Latencies:" and
+// (here: per phase, or per CPU of each phase under run --cpus), then
+// "# Total:", "# Min/Avg/Max Latencies:" and
 // "# Histogram Overflows:" with one value per column. latencytest adds rows
 // for negative bins (before bin 0) and a "# Histogram Underflows:" line
 // only when a histogram holds negative values; cyclictest's never do.
@@ -94,7 +95,10 @@ func EncodeHistFile(hists []*rundata.Histogram) []byte {
 // distribution (cyclictest's "all CPUs" view).
 type HistFile struct {
 	Hist    *rundata.Histogram
-	Columns int // threads (cyclictest) or phases (latencytest)
+	Columns int // threads (cyclictest), or phases and their CPUs (latencytest)
+	// PerColumn is each column's histogram, in the file's order: a
+	// thread's (cyclictest -t), a CPU's (run --cpus).
+	PerColumn []*rundata.Histogram
 	// Within says whether Hist.AtMost100US and Hist.AtMost1MS are known:
 	// a binned file cannot tell them when overflowed values lie beyond
 	// the histogram's range but maybe below the limit.
@@ -236,7 +240,33 @@ func buildHistFile(rows []histRow, summary map[string][]int64) (*HistFile, error
 			h.AddBin(r.bin, r.counts[t])
 		}
 	}
-	return finishHistFile(h, inBins, summary, cols)
+	hf, err := finishHistFile(h, inBins, summary, cols)
+	if err != nil {
+		return nil, err
+	}
+	for t := range cols {
+		ht := rundata.NewHistogram(rangeUS)
+		for _, r := range rows {
+			ht.AddBin(r.bin, r.counts[t])
+		}
+		one, err := finishHistFile(ht, inBins[t:t+1], columnOf(summary, t), 1)
+		if err != nil {
+			return nil, err
+		}
+		hf.PerColumn = append(hf.PerColumn, one.Hist)
+	}
+	return hf, nil
+}
+
+// columnOf is the summary lines' values of column t alone.
+func columnOf(summary map[string][]int64, t int) map[string][]int64 {
+	one := map[string][]int64{}
+	for k, v := range summary {
+		if t < len(v) {
+			one[k] = v[t : t+1]
+		}
+	}
+	return one
 }
 
 // finishHistFile sets the totals, min, max, average and "within" counts

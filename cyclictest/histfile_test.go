@@ -77,6 +77,20 @@ func TestHistFileCyclictest(t *testing.T) {
 	if hf.Columns != 2 || h.Count != 4000 || h.Overflow != 803 || h.RangeUS != 50 || h.MinNS != 18_000 || h.MaxNS != 6_244_000 {
 		t.Fatalf("%d columns, count %d, overflow %d, range %d, min %d, max %d", hf.Columns, h.Count, h.Overflow, h.RangeUS, h.MinNS, h.MaxNS)
 	}
+	// Each thread's column alone: its total and overflows, and its min and
+	// max from the summary lines.
+	want := []struct {
+		count, overflow uint64
+		min, max        int64
+	}{{2000, 291, 18_000, 6_244_000}, {2000, 512, 18_000, 6_090_000}}
+	if len(hf.PerColumn) != 2 {
+		t.Fatalf("%d columns kept, want 2", len(hf.PerColumn))
+	}
+	for i, c := range hf.PerColumn {
+		if w := want[i]; c.Count != w.count || c.Overflow != w.overflow || c.MinNS != w.min || c.MaxNS != w.max {
+			t.Errorf("thread %d: count %d, overflow %d, min %d, max %d; want %+v", i, c.Count, c.Overflow, c.MinNS, c.MaxNS, w)
+		}
+	}
 	// 803 of 4000 beyond 50 µs: p80 is within the bins, p90 beyond them.
 	if p := h.Percentile(0.9); p != 50 || !h.Stats().Beyond(p) {
 		t.Errorf("p90 = %g, want the range 50 read as beyond", p)

@@ -2,6 +2,7 @@ package ktrace
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"latencytest/rundata"
@@ -70,10 +71,10 @@ func (st *cpuState) clone() cpuState {
 type resolver interface {
 	// policy is a real-time thread's policy (SCHED_FIFO or SCHED_RR), or "".
 	policy(pid int) string
-	// owner names the part of latencytest a thread belongs to (its
-	// parent, the engine), or "" for any other thread: they all share
-	// one command name.
-	owner(pid int) string
+	// owner names the part of latencytest thread pid, which ran as
+	// comm, belongs to (its parent, the engine, the stressor), or "" for
+	// any other thread: the first two share one command name.
+	owner(pid int, comm string) string
 }
 
 // policyName tells a scheduling class from the kernel's priority as
@@ -96,7 +97,7 @@ func policyName(pid, prio int, names resolver) string {
 // threadName is t's command name, or the part of latencytest it is.
 func (at *attribution) threadName(t task) string {
 	if at.names != nil {
-		if o := at.names.owner(t.pid); o != "" {
+		if o := at.names.owner(t.pid, t.comm); o != "" {
 			return o
 		}
 	}
@@ -120,9 +121,13 @@ type attribution struct {
 // still runnable (preempted, or stopped by RT throttling).
 type wait struct {
 	from, to int64
-	// idleThrottled: the CPU idled from the wakeup on for so long that
-	// only RT throttling explains it (throttleIdle).
-	idleThrottled bool
+	// idleLong: the CPU idled from the wakeup on for throttleIdle or
+	// more, which RT throttling explains where the budget was spent.
+	// spent: the trace allows that the real-time budget was used up
+	// (rtLimit.spent); without it nothing in the wait is throttling.
+	// stopped: a long idle the budget does not explain, on a virtual
+	// machine: its hypervisor did not run the CPU.
+	idleLong, spent, stopped bool
 }
 
 // charge gives [a, b), clipped to the window, to what st was doing.
@@ -146,12 +151,14 @@ func (at *attribution) charge(st *cpuState, a, b int64) {
 	case len(st.stack) > 0:
 		f := st.stack[len(st.stack)-1]
 		c = rundata.Cause{Kind: f.kind, Name: f.name}
-	case !st.known:
+	case !st.known || st.cur.pid == unknownPID:
 		at.unknown += b - a
 		at.slice("", "unexplained", a, b)
 		return
 	case at.throttled(st, w):
 		c = rundata.Cause{Kind: rundata.CauseThrottled, Name: "RT throttling"}
+	case st.cur.pid == 0 && w != nil && w.stopped:
+		c = rundata.Cause{Kind: rundata.CauseStopped, Name: "the machine was stopped"}
 	case st.cur.pid == 0:
 		c = rundata.Cause{Kind: rundata.CauseIdle, Name: "idle"}
 	case at.audio.is(st.cur.pid, st.cur.comm):
@@ -189,10 +196,10 @@ func (at *attribution) throttled(st *cpuState, w *wait) bool {
 	if w == nil || !st.known || at.audio.is(st.cur.pid, st.cur.comm) {
 		return false
 	}
-	if st.cur.pid == 0 && w.idleThrottled {
+	if st.cur.pid == 0 && w.idleLong && w.spent {
 		return true
 	}
-	return st.since >= w.from && (st.cur.pid == 0 || st.cur.prio >= 100)
+	return w.spent && st.since >= w.from && (st.cur.pid == 0 || st.cur.prio >= 100)
 }
 
 // throttleIdle is how long an idle CPU must leave the woken real-time
@@ -207,6 +214,62 @@ func (at *attribution) throttled(st *cpuState, w *wait) bool {
 // has no real-time budget it is never throttling.
 const throttleIdle = 10e6
 
+// rtLimit is the kernel's real-time budget: real-time threads may run
+// runtimeNS of every periodNS on a CPU, then they are throttled until the
+// period ends. The zero value is no budget (sched_rt_runtime_us −1).
+// virtual says the machine is a virtual one, whose CPUs its hypervisor
+// can stop: an idle CPU that kept a runnable real-time thread waiting,
+// the budget not spent, was stopped.
+type rtLimit struct {
+	runtimeNS, periodNS int64
+	virtual             bool
+}
+
+func (b rtLimit) on() bool { return b.periodNS > 0 }
+
+// spent says whether the trace allows that real-time threads were
+// throttled on the CPU of l at t: the budget had been used up. A throttle
+// active at t began within the period t is in, so real-time tasks ran at
+// least runtimeNS in the period before it began, all of which lies in the
+// two periods before t. Where the history does not reach that far back,
+// the trace cannot tell, and it is allowed. (The trace counts the
+// interrupts inside a real-time task as its time; a kernel without
+// interrupt time accounting does too, one with it less: either way no more
+// than the trace.)
+func (b rtLimit) spent(l *cpuLog, t int64) bool {
+	if !b.on() {
+		return false
+	}
+	ns, known := rtBusy(l, t-2*b.periodNS, t)
+	return !known || ns >= b.runtimeNS
+}
+
+// rtBusy is how long real-time tasks ran on the CPU of l in [from, to);
+// known is false when its history does not reach back to from.
+func rtBusy(l *cpuLog, from, to int64) (ns int64, known bool) {
+	st := l.base.clone()
+	if !st.known || st.since > from {
+		return 0, false
+	}
+	run := func(until int64) {
+		if st.cur.pid != 0 && realtime(st.cur.prio) {
+			ns += max(0, min(until, to)-max(st.since, from))
+		}
+	}
+	for i := range l.evs {
+		ev := &l.evs[i]
+		if ev.TS >= to {
+			break
+		}
+		if ev.Kind == evSwitch {
+			run(ev.TS)
+		}
+		st.apply(ev)
+	}
+	run(to)
+	return ns, true
+}
+
 // waitsOn finds every wait of the real-time audio thread on cpu, whose
 // log is l, that overlaps [from, to): from its wakeup for the CPU (not while
 // it runs: a timer that expires before the thread has left the CPU wakes
@@ -216,19 +279,20 @@ const throttleIdle = 10e6
 // last wait alone (the one before the switch in that ended the window)
 // missed the stop during the previous period's work that a late wakeup
 // after a short sleep followed (arm64 VM, CI).
-func waitsOn(l *cpuLog, cpu int, audio Thread, from, to int64, budget bool) []wait {
+func waitsOn(l *cpuLog, cpu int, audio Thread, from, to int64, budget rtLimit, moves []Event) []wait {
 	var ws []wait
+	evs := withMoves(l.evs, moves)
 	st := l.base.clone()
 	running := st.known && audio.is(st.cur.pid, st.cur.comm)
 	open, idleWoken := -1, -1 // the wait under way; one woken on an idle CPU, until the CPU's next switch
 	switched := func(ts int64) {
 		if idleWoken >= 0 {
-			ws[idleWoken].idleThrottled = budget && ts-ws[idleWoken].from >= throttleIdle
+			ws[idleWoken].idleLong = ts-ws[idleWoken].from >= throttleIdle
 			idleWoken = -1
 		}
 	}
-	for i := range l.evs {
-		ev := &l.evs[i]
+	for i := range evs {
+		ev := &evs[i]
 		if ev.TS >= to {
 			if ev.Kind == evSwitch {
 				switched(ev.TS)
@@ -239,12 +303,16 @@ func waitsOn(l *cpuLog, cpu int, audio Thread, from, to int64, budget bool) []wa
 			continue
 		}
 		switch {
-		case ev.Kind == evWakeup && !running && open < 0 && ev.TargetCPU == cpu && realtime(ev.Prio) && audio.is(ev.PID, ev.Comm):
+		case (ev.Kind == evWakeup || ev.Kind == evMigrate) && !running && open < 0 && ev.TargetCPU == cpu && realtime(ev.Prio) && audio.is(ev.PID, ev.Comm):
+			// Woken for this CPU, or moved to its run queue.
 			ws = append(ws, wait{from: ev.TS, to: to})
 			open = len(ws) - 1
 			if st.known && st.cur.pid == 0 {
 				idleWoken = open
 			}
+		case ev.Kind == evMigrate && open >= 0 && ev.OrigCPU == cpu && audio.is(ev.PID, ev.Comm):
+			// Moved off this CPU's run queue: it waits elsewhere now.
+			ws[open].to, open, idleWoken = ev.TS, -1, -1
 		case ev.Kind == evSwitch:
 			switched(ev.TS)
 			in := audio.is(ev.PID, ev.Comm)
@@ -362,19 +430,18 @@ func lastRun(l *cpuLog, audio Thread, woke int64) (ts int64, ok bool) {
 // switch-in before then), and shares out [due, woke) on that CPU. The
 // thread's wakeup (the last sched_wakeup in the window) splits the window
 // into the wakeup itself and the wait to run.
-func explain(cpus map[int]*cpuLog, audio Thread, due, woke int64, budget bool, names resolver) rundata.Spike {
+func explain(cpus map[int]*cpuLog, audio Thread, due, woke int64, budget rtLimit, names resolver) rundata.Spike {
 	sp := rundata.Spike{LatencyNS: woke - due, CPU: -1, WakeupNS: -1, RunDelayNS: -1}
 	runTS, wakeTS := int64(-1), int64(-1)
 	for cpu, l := range cpus {
 		if ts, ok := lastRun(l, audio, woke); ok && ts > runTS {
 			runTS, sp.CPU = ts, cpu
 		}
-		for i := len(l.evs) - 1; i >= 0 && l.evs[i].TS >= due; i-- {
-			ev := &l.evs[i]
-			if ev.Kind == evWakeup && ev.TS <= woke && audio.is(ev.PID, ev.Comm) {
-				wakeTS = max(wakeTS, ev.TS)
-				break
-			}
+	}
+	moves := audioMoves(cpus, audio, due, woke)
+	for _, m := range moves {
+		if m.Kind == evWakeup {
+			wakeTS = m.TS // the last, in time order
 		}
 	}
 	if sp.CPU < 0 {
@@ -387,11 +454,118 @@ func explain(cpus map[int]*cpuLog, audio Thread, due, woke int64, budget bool, n
 			sp.RunDelayNS = runTS - wakeTS
 		}
 	}
-	// While a real-time audio thread waits on its CPU, an ordinary thread
-	// runs there only in kernel code it cannot be preempted in, or while
-	// real-time threads are throttled.
-	l := cpus[sp.CPU]
-	waits := waitsOn(l, sp.CPU, audio, due, woke, budget)
-	sp.Causes, sp.UnexplainedNS, sp.Strip = explainCPU(l.base, l.evs, due, woke, waits, audio, names)
+	var merged causeSum
+	for _, sg := range onCPUs(moves, due, woke, sp.CPU) {
+		l := cpus[sg.cpu]
+		if l == nil {
+			merged.add(nil, sg.to-sg.from, []rundata.Slice{{Kind: "", Name: "unexplained", StartNS: sg.from - due, NS: sg.to - sg.from}})
+			continue
+		}
+		// While a real-time audio thread waits on its CPU, an ordinary
+		// thread runs there only in kernel code it cannot be preempted
+		// in, or while real-time threads are throttled.
+		waits := waitsOn(l, sg.cpu, audio, sg.from, sg.to, budget, moves)
+		for i := range waits {
+			// Throttling in a wait began in the period of its end at the latest.
+			w := &waits[i]
+			w.spent = budget.spent(l, w.to)
+			w.stopped = w.idleLong && !w.spent && budget.virtual
+		}
+		c, u, strip := explainCPU(l.base, l.evs, sg.from, sg.to, waits, audio, names)
+		for i := range strip {
+			strip[i].StartNS += sg.from - due
+		}
+		merged.add(c, u, strip)
+		if sg.cpu != sp.CPU || len(sp.CPUs) > 0 {
+			sp.CPUs = append(sp.CPUs, sg.cpu)
+		}
+	}
+	sp.Causes, sp.UnexplainedNS, sp.Strip = merged.causes, merged.unexplained, merged.strip
 	return sp
+}
+
+// audioMoves are the audio thread's wakeups and migrations in [from, to]
+// from every CPU's log, in time order: a wakeup is written on the waker's
+// CPU (an interrupt on another), a migration on the CPU that moved it.
+func audioMoves(cpus map[int]*cpuLog, audio Thread, from, to int64) []Event {
+	var moves []Event
+	for _, l := range cpus {
+		for i := len(l.evs) - 1; i >= 0 && l.evs[i].TS >= from; i-- {
+			ev := l.evs[i]
+			if (ev.Kind == evWakeup || ev.Kind == evMigrate) && ev.TS <= to && audio.is(ev.PID, ev.Comm) {
+				moves = append(moves, ev)
+			}
+		}
+	}
+	sort.SliceStable(moves, func(i, j int) bool { return moves[i].TS < moves[j].TS })
+	return moves
+}
+
+// withMoves is evs, a CPU's own events, with the audio thread's moves
+// from other CPUs' logs put in time order among them (its own are in evs
+// already).
+func withMoves(evs, moves []Event) []Event {
+	var foreign []Event
+	for _, m := range moves {
+		if len(evs) == 0 || m.CPU != evs[0].CPU {
+			foreign = append(foreign, m)
+		}
+	}
+	if len(foreign) == 0 {
+		return evs
+	}
+	out := make([]Event, 0, len(evs)+len(foreign))
+	j := 0
+	for i := range evs {
+		for j < len(foreign) && foreign[j].TS < evs[i].TS {
+			out = append(out, foreign[j])
+			j++
+		}
+		out = append(out, evs[i])
+	}
+	return append(out, foreign[j:]...)
+}
+
+// segment is a stretch of a window on one CPU.
+type segment struct {
+	cpu      int
+	from, to int64
+}
+
+// onCPUs cuts [from, to) where the audio thread migrated: each stretch is
+// charged to the CPU whose run queue it was on (before the first move,
+// the one it left), the last to the CPU it ran on, run.
+func onCPUs(moves []Event, from, to int64, run int) []segment {
+	var sgs []segment
+	for _, m := range moves {
+		if m.Kind != evMigrate || m.TS <= from || m.TS >= to || m.OrigCPU == m.TargetCPU {
+			continue
+		}
+		sgs = append(sgs, segment{m.OrigCPU, from, m.TS})
+		from = m.TS
+	}
+	return append(sgs, segment{run, from, to})
+}
+
+// causeSum adds up the accounts of a window's stretches.
+type causeSum struct {
+	causes      []rundata.Cause
+	unexplained int64
+	strip       []rundata.Slice
+}
+
+func (c *causeSum) add(causes []rundata.Cause, unexplained int64, strip []rundata.Slice) {
+	for _, x := range causes {
+		k := slices.IndexFunc(c.causes, func(y rundata.Cause) bool {
+			return y.Kind == x.Kind && y.Name == x.Name && y.PID == x.PID && y.Policy == x.Policy
+		})
+		if k < 0 {
+			c.causes = append(c.causes, x)
+		} else {
+			c.causes[k].NS += x.NS
+		}
+	}
+	sort.SliceStable(c.causes, func(i, j int) bool { return c.causes[i].NS > c.causes[j].NS })
+	c.unexplained += unexplained
+	c.strip = append(c.strip, strip...)
 }

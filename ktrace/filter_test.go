@@ -3,16 +3,18 @@ package ktrace
 import (
 	"latencytest/internal/mono"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// Once Audio names the audio thread, the kernel records its wakeups only;
-// after Audio(Thread{}), every thread's again. The audio thread here is a
-// locked thread woken by its timer every millisecond; the others are this
-// process's sleeping goroutines' threads and the machine's own.
+// Once Audio names the audio threads, the kernel records their wakeups
+// only; after Audio(Thread{}), every thread's again. The audio threads
+// here are two locked threads woken by their timers every millisecond (run
+// --cpus has one per CPU); the others are this process's sleeping
+// goroutines' threads and the machine's own.
 func TestAudioFiltersWakeups(t *testing.T) {
 	s, err := Start(Options{})
 	if err != nil {
@@ -21,13 +23,20 @@ func TestAudioFiltersWakeups(t *testing.T) {
 	defer s.Stop()
 	stop, tids := make(chan struct{}), make(chan int)
 	go sleeper(stop, tids)
-	audio := Thread{TID: <-tids}
+	go sleeper(stop, tids)
+	a, b := Thread{TID: <-tids}, Thread{TID: <-tids}
 	defer close(stop)
 	for _, c := range []struct {
 		name   string
-		filter Thread
-	}{{"filtered", audio}, {"unfiltered", Thread{}}, {"filtered again", audio}} {
-		if err := s.Audio(c.filter); err != nil {
+		filter []Thread
+		kept   []Thread // whose wakeups are recorded, besides any other's
+	}{
+		{"one", []Thread{a}, []Thread{a}},
+		{"unfiltered", []Thread{{}}, []Thread{a, b}},
+		{"both", []Thread{a, b}, []Thread{a, b}},
+		{"none named", nil, []Thread{a, b}},
+	} {
+		if err := s.Audio(c.filter...); err != nil {
 			t.Fatal(err)
 		}
 		from := mono.Now()
@@ -36,13 +45,26 @@ func TestAudioFiltersWakeups(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 		to := mono.Now()
-		own, others := wakeupsBetween(t, s, audio, from, to)
-		t.Logf("%s: %d wakeups of the audio thread in 300 ms, %d of others", c.name, own, others)
-		if own == 0 {
-			t.Errorf("%s: no wakeup of the audio thread recorded", c.name)
+		filtered := len(c.filter) > 0 && c.filter[0] != (Thread{})
+		for _, th := range []Thread{a, b} {
+			own, others := wakeupsBetween(t, s, th, from, to)
+			t.Logf("%s: %d wakeups of thread %d in 300 ms, %d of others", c.name, own, th.TID, others)
+			if kept := slices.Contains(c.kept, th); kept != (own > 0) {
+				t.Errorf("%s: %d wakeups of thread %d recorded; want them kept: %v", c.name, own, th.TID, kept)
+			}
+			if !filtered && others == 0 {
+				t.Errorf("%s: no other thread's wakeup recorded", c.name)
+			}
 		}
-		if filtered := c.filter != (Thread{}); filtered != (others == 0) {
-			t.Errorf("%s: %d wakeups of other threads recorded", c.name, others)
+		if filtered {
+			own, others := wakeupsBetween(t, s, a, from, to)
+			if len(c.kept) == 2 {
+				own2, _ := wakeupsBetween(t, s, b, from, to)
+				others -= own2
+			}
+			if others != 0 {
+				t.Errorf("%s: %d wakeups of threads not named recorded (%d of thread %d)", c.name, others, own, a.TID)
+			}
 		}
 	}
 }

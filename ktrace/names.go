@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+
+	"latencytest/internal/procfile"
 )
 
 // maxNoted bounds each of procNames' maps: thread ids are reused, and
@@ -15,25 +17,49 @@ const maxNoted = 4096
 // when each was first seen running.
 type procNames struct {
 	policies map[int]string // thread → real-time policy
-	groups   map[int]int    // thread with latencytest's command name → its thread group
+	groups   map[int]member // thread with latencytest's command name → its thread group
 	owners   map[int]string // thread group → the part of latencytest it is (Session.Own)
 	// others names latencytest's threads in no group of owners: the
-	// current phase's stressor (Session.Load), "" when it has none.
-	others string
+	// current phase's stressor (Session.Load), "" when it has none;
+	// loadComm is the command name that stressor's threads and the
+	// processes they fork carry (stress.Comm).
+	others, loadComm string
 }
 
 func newProcNames() procNames {
-	return procNames{policies: map[int]string{}, groups: map[int]int{}, owners: map[int]string{}}
+	return procNames{policies: map[int]string{}, groups: map[int]member{}, owners: map[int]string{}}
+}
+
+// member is the thread group a thread id belonged to when it was first
+// seen, and that thread's start: a thread id is reused once its thread is
+// gone, by another process (the next phase's stressor, or not latencytest
+// at all), so the group is asked again when the start differs.
+type member struct {
+	group int
+	start uint64
 }
 
 func (n *procNames) policy(pid int) string { return n.policies[pid] }
 
-func (n *procNames) owner(pid int) string {
-	g, ok := n.groups[pid]
+func (n *procNames) owner(pid int, comm string) string {
+	if comm != "" && comm == n.loadComm {
+		return n.others
+	}
+	m, ok := n.groups[pid]
 	if !ok {
 		return ""
 	}
-	if o, ok := n.owners[g]; ok {
+	if now := procMember(pid); now.start != 0 && now.start != m.start {
+		// Another thread holds the id now: its group, if it is
+		// latencytest's at all; the name the trace gave the thread that
+		// ran is latencytest's, or it would not have been noted.
+		m = now
+		n.groups[pid] = m
+	}
+	if m.group == 0 {
+		return ""
+	}
+	if o, ok := n.owners[m.group]; ok {
 		return o
 	}
 	return n.others
@@ -56,27 +82,36 @@ func (n *procNames) note(tid, prio int, own bool) {
 			if len(n.groups) >= maxNoted {
 				clear(n.groups)
 			}
-			n.groups[tid] = procTGID(tid)
+			n.groups[tid] = procMember(tid)
 		}
 	}
 }
 
-// procTGID is a thread's thread group (its process), 0 when it has gone.
-func procTGID(tid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", tid))
+// procMember is a thread's thread group (its process) and start, zero
+// when it has gone.
+func procMember(tid int) member {
+	b, err := procfile.ReadAll(fmt.Sprintf("/proc/%d/status", tid))
 	if err != nil {
-		return 0
+		return member{}
 	}
 	i := bytes.Index(b, []byte("\nTgid:"))
 	if i < 0 {
-		return 0
+		return member{}
 	}
 	f := bytes.Fields(b[i+len("\nTgid:"):])
 	if len(f) == 0 {
-		return 0
+		return member{}
 	}
 	g, _ := strconv.Atoi(string(f[0]))
-	return g
+	st, err := procfile.ReadAll(fmt.Sprintf("/proc/%d/stat", tid))
+	if err != nil {
+		return member{}
+	}
+	stat, ok := procfile.ParseStat(st)
+	if !ok {
+		return member{}
+	}
+	return member{group: g, start: stat.Start}
 }
 
 // procComm is a task's command name as the tracer shows it ("self": this

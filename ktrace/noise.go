@@ -190,13 +190,23 @@ func disagree(sp rundata.Spike) bool {
 // events explainNoise reads for it, and the others from the earliest
 // start among those (noiseReach) to the window's end; times in µs from
 // its start.
-func dumpWindow(w io.Writer, evs []Event, from, to int64) {
+func dumpWindow(w io.Writer, why string, l *cpuLog, from, to int64) {
+	evs := l.evs
 	first := min(from, noiseReach(evs, from, to))
-	fmt.Fprintf(w, "ktrace: the two accounts of the window %d–%d disagree; its events (µs from its start):\n", from, to)
+	fmt.Fprintf(w, "ktrace: the window %d–%d (%s); its events (µs from its start):\n", from, to, why)
+	fmt.Fprintf(w, "  history %d events from %d, base %+v since %d, gaps %v, losing %v\n", len(evs), firstTS(evs), l.base.cur, l.base.since, l.gaps, l.losing)
+	before := -1 // the last switch before the window: who ran as it began
+	for i := range evs {
+		if evs[i].TS < first && evs[i].Kind == evSwitch {
+			before = i
+		}
+	}
 	for i := range evs {
 		ev := &evs[i]
 		at := float64(ev.TS-from) / 1e3
 		switch {
+		case i == before:
+			fmt.Fprintf(w, "  %10.1f switch %s/%d -> %s/%d\n", at, ev.PrevComm, ev.PrevPID, ev.Comm, ev.PID)
 		case ev.Kind == evNoise:
 			if ev.TS > first && ev.NoiseStart < to {
 				fmt.Fprintf(w, "  %10.1f noise kind %d %s/%d %s start %+.1f net %.1f\n", at, ev.NoiseKind, ev.Comm, ev.PID, ev.Name,
@@ -209,4 +219,12 @@ func dumpWindow(w io.Writer, evs []Event, from, to int64) {
 			fmt.Fprintf(w, "  %10.1f kind %d irq %d %s pid %d\n", at, ev.Kind, ev.IRQ, ev.Name, ev.PID)
 		}
 	}
+}
+
+// firstTS is the time of the first of evs, or -1.
+func firstTS(evs []Event) int64 {
+	if len(evs) == 0 {
+		return -1
+	}
+	return evs[0].TS
 }

@@ -253,7 +253,7 @@ func TestDisagreeDumpsTheWindow(t *testing.T) {
 	}
 	var b strings.Builder
 	evs := []Event{noise(5207*us, noiseThread, 100*us, 5000*us, "lt-culprit", 9)}
-	dumpWindow(&b, evs, 0, 6000*us)
+	dumpWindow(&b, "the two accounts disagree", &cpuLog{evs: evs}, 0, 6000*us)
 	if !strings.Contains(b.String(), "lt-culprit/9") || !strings.Contains(b.String(), "start +100.0 net 5000.0") {
 		t.Errorf("dump:\n%s", b.String())
 	}

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"latencytest/internal/bintest"
 	"latencytest/internal/culprit"
 	"latencytest/internal/procfile"
 	"latencytest/rundata"
@@ -73,7 +74,7 @@ func TestVMKnownCulpritOsnoise(t *testing.T) {
 	}
 	// The culprit starts once the phase measures: under TCG the run's
 	// start takes up to 2 s, and bursts before it were spikes nobody saw.
-	if err := waitMeasuring(filepath.Join(out, "samples", "01-idle.bin"), 30*time.Second); err != nil {
+	if err := bintest.WaitMeasuring(filepath.Join(out, "samples", "01-idle.bin"), 30*time.Second); err != nil {
 		run.Process.Kill()
 		run.Wait()
 		t.Fatalf("%v\n%s", err, stderr.String())
@@ -277,7 +278,7 @@ func killTracingRun(t *testing.T, fs *tracefs, haveNoise, guard bool) string {
 	}
 	// Once the phase measures the guard is ready (killed while it starts,
 	// it cannot clean up).
-	if err := waitMeasuring(filepath.Join(out, "samples", "01-idle.bin"), 30*time.Second); err != nil {
+	if err := bintest.WaitMeasuring(filepath.Join(out, "samples", "01-idle.bin"), 30*time.Second); err != nil {
 		run.Process.Kill()
 		run.Wait()
 		t.Fatalf("%v\n%s", err, stderr.String())
@@ -379,22 +380,6 @@ func causesNS(cs []rundata.Cause) string {
 }
 
 func abs(x int64) int64 { return max(x, -x) }
-
-// waitMeasuring waits until the samples file grows: the engine measures.
-func waitMeasuring(samples string, timeout time.Duration) error {
-	size := int64(-1)
-	for end := time.Now().Add(timeout); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-		fi, err := os.Stat(samples)
-		if err != nil {
-			continue
-		}
-		if size >= 0 && fi.Size() > size {
-			return nil
-		}
-		size = fi.Size()
-	}
-	return fmt.Errorf("%s did not grow within %v", samples, timeout)
-}
 
 // osnoiseBefore finds tracefs, whether the osnoise tracer can be used, and
 // its settings before a test, to compare with after it.

@@ -16,6 +16,7 @@ const (
 	evVectorEntry            // irq_vectors *_entry: Name is the vector ("local_timer")
 	evVectorExit             //
 	evNoise                  // osnoise:*_noise: the kernel's own measure of one interference (Noise)
+	evMigrate                // sched_migrate_task: PID moved from OrigCPU's run queue to TargetCPU's
 )
 
 // Kinds of noise (the osnoise tracer's events), innermost last: a context
@@ -45,7 +46,8 @@ type Event struct {
 	PrevPrio     int
 	PrevRunnable bool
 
-	TargetCPU int // sched_wakeup: the CPU whose run queue the task joins
+	TargetCPU int // sched_wakeup, sched_migrate_task: the CPU whose run queue the task joins
+	OrigCPU   int // sched_migrate_task: the CPU it leaves
 
 	IRQ  int    // irq_handler_*: the line; softirq_*: the vector
 	Name string // the IRQ handler, softirq action or vector name
@@ -57,6 +59,12 @@ type Event struct {
 	NoiseKind  int
 	NoiseStart int64
 	NoiseNS    int64
+
+	// Current is the task that was running on the CPU when the record was
+	// written (its common_pid; 0 the idle task), when CurrentKnown. It
+	// shows a sched_switch the kernel did not record (missed.go).
+	Current      int
+	CurrentKnown bool
 }
 
 // parseLine parses one line of a tracefs trace (or trace_pipe) in the
@@ -99,6 +107,15 @@ func parseLine(line string) (ev Event, ok bool) {
 		return ev, false
 	}
 	ev.TS, ev.CPU = ts, cpu
+	task := strings.TrimSpace(line[:open])
+	if i := strings.LastIndexByte(task, '('); i > 0 && strings.HasSuffix(task, ")") {
+		task = strings.TrimSpace(task[:i]) // record-tgid's "(  123)"
+	}
+	if dash := strings.LastIndexByte(task, '-'); dash >= 0 {
+		if pid, err := strconv.Atoi(task[dash+1:]); err == nil {
+			ev.Current, ev.CurrentKnown = pid, true
+		}
+	}
 	switch name {
 	case "sched_switch":
 		return parseSwitch(ev, body)
@@ -108,6 +125,14 @@ func parseLine(line string) (ev Event, ok bool) {
 		ev.PID, ok = intField(body, " pid=")
 		ev.Prio, _ = intField(body, " prio=")
 		ev.TargetCPU, _ = intField(body, " target_cpu=")
+		return ev, ok && ev.Comm != ""
+	case "sched_migrate_task":
+		ev.Kind = evMigrate
+		ev.Comm = field(body, "comm=", " pid=")
+		ev.PID, ok = intField(body, " pid=")
+		ev.Prio, _ = intField(body, " prio=")
+		ev.OrigCPU, _ = intField(body, " orig_cpu=")
+		ev.TargetCPU, _ = intField(body, " dest_cpu=")
 		return ev, ok && ev.Comm != ""
 	case "irq_handler_entry":
 		ev.Kind = evIRQEntry

@@ -68,6 +68,9 @@ const (
 	fDuration
 	fVector
 	fDesc
+	fOrigCPU
+	fDestCPU
+	fCommonPID
 	nFields
 )
 
@@ -76,6 +79,7 @@ var fieldNames = [nFields]string{
 	fNextComm: "next_comm", fNextPID: "next_pid", fNextPrio: "next_prio",
 	fComm: "comm", fPID: "pid", fPrio: "prio", fTargetCPU: "target_cpu",
 	fIRQ: "irq", fName: "name", fVec: "vec", fStart: "start", fDuration: "duration", fVector: "vector", fDesc: "desc",
+	fOrigCPU: "orig_cpu", fDestCPU: "dest_cpu", fCommonPID: "common_pid",
 }
 
 // indexed returns e's fields by index; one the event lacks is the zero
@@ -162,6 +166,8 @@ func rawKind(name string) int {
 		return evSwitch
 	case "sched_wakeup", "sched_wakeup_new":
 		return evWakeup
+	case "sched_migrate_task":
+		return evMigrate
 	case "irq_handler_entry":
 		return evIRQEntry
 	case "irq_handler_exit":
@@ -350,6 +356,9 @@ func (f *rawFormat) decodeRecord(rec []byte, ts int64, cpu int, emit func(Event)
 	}
 	r := rawRecord{rec, e.indexed(), f.names}
 	ev := Event{TS: ts, CPU: cpu, Kind: e.kind}
+	if r.fs[fCommonPID].size > 0 {
+		ev.Current, ev.CurrentKnown = r.int(fCommonPID), true
+	}
 	switch e.kind {
 	case evSwitch:
 		ev.PrevComm, ev.PrevPID, ev.PrevPrio = r.str(fPrevComm), r.int(fPrevPID), r.int(fPrevPrio)
@@ -359,6 +368,9 @@ func (f *rawFormat) decodeRecord(rec []byte, ts int64, cpu int, emit func(Event)
 		ev.Comm, ev.PID, ev.Prio = r.str(fNextComm), r.int(fNextPID), r.int(fNextPrio)
 	case evWakeup:
 		ev.Comm, ev.PID, ev.Prio, ev.TargetCPU = r.str(fComm), r.int(fPID), r.int(fPrio), r.int(fTargetCPU)
+	case evMigrate:
+		ev.Comm, ev.PID, ev.Prio = r.str(fComm), r.int(fPID), r.int(fPrio)
+		ev.OrigCPU, ev.TargetCPU = r.int(fOrigCPU), r.int(fDestCPU)
 	case evIRQEntry:
 		ev.IRQ, ev.Name = r.int(fIRQ), r.str(fName)
 	case evIRQExit:

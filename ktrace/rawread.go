@@ -148,15 +148,18 @@ func (s *Session) readRaw() {
 func (s *Session) addRaw(c *rawCPU, evs []Event, lost, drained int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, ev := range evs {
-		s.record(ev)
-		c.upTo = max(c.upTo, ev.TS)
-	}
 	switch {
 	case lost < 0:
 		s.lost++ // lost, how many the kernel did not keep
 	case lost > 0:
 		s.lost += lost
+	}
+	if lost != 0 {
+		s.log(c.cpu).lose() // before this page: after the last event read
+	}
+	for _, ev := range evs {
+		s.record(ev)
+		c.upTo = max(c.upTo, ev.TS)
 	}
 	c.upTo = max(c.upTo, drained)
 	up := c.upTo

@@ -87,9 +87,12 @@ func (r *Recorder) run() {
 		if it.s.Xrun != 0 {
 			end += max(it.s.DSP, 0)
 		}
-		sp := r.s.Explain(it.audio, it.s.Due, end)
+		// From the period's end on the card's clock: a late interrupt
+		// is part of the spike, and its cause in the window.
+		due := it.s.Boundary()
+		sp := r.s.Explain(it.audio, due, end)
 		sp.LatencyNS = it.s.Latency()
-		sp.Phase, sp.Period, sp.DueNS, sp.XrunNS = it.phase, it.s.Index, it.s.Due, it.s.Xrun
+		sp.Phase, sp.Period, sp.DueNS, sp.XrunNS = it.phase, it.s.Index, due, it.s.Xrun
 		r.mu.Lock()
 		r.spikes = append(r.spikes, sp)
 		r.mu.Unlock()

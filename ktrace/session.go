@@ -38,6 +38,39 @@ const defaultKeepNS = 3e9
 type cpuLog struct {
 	base cpuState
 	evs  []Event
+	// gaps are the stretches in which the kernel dropped this CPU's events
+	// (its buffer was full): from the last event read before the loss to
+	// the first after it. A window over one is explained from what is
+	// left, and says so (rundata.Spike.EventsLost). lostFrom is the start
+	// of a loss whose end is not read yet (losing).
+	gaps     [][2]int64
+	losing   bool
+	lostFrom int64
+	occ      occupant // to find the switches the kernel did not record
+}
+
+// lose notes that events were dropped after the last one read.
+func (l *cpuLog) lose() {
+	if l.losing {
+		return
+	}
+	l.losing, l.lostFrom = true, l.base.since
+	if n := len(l.evs); n > 0 {
+		l.lostFrom = l.evs[n-1].TS
+	}
+}
+
+// lostIn says whether events were dropped in [from, to).
+func (l *cpuLog) lostIn(from, to int64) bool {
+	if l.losing && l.lostFrom < to {
+		return true
+	}
+	for _, g := range l.gaps {
+		if g[0] < to && from < g[1] {
+			return true
+		}
+	}
+	return false
 }
 
 // Session is a running trace.
@@ -57,9 +90,9 @@ type Session struct {
 	upTo   int64
 	lost   int64 // events the kernel dropped (its buffer was full)
 	keepNS int64
-	// budget: the kernel limits real-time threads' time
-	// (sched_rt_runtime_us is not -1), so they can be throttled.
-	budget bool
+	// budget: how the kernel limits real-time threads' time, so that
+	// they can be throttled (none: sched_rt_runtime_us is -1).
+	budget rtLimit
 	// names is what /proc said about threads when each was first seen
 	// running, while it was still there to be asked.
 	names procNames
@@ -94,8 +127,15 @@ type Options struct {
 	KeepNS int64
 	// Debug, if not nil, gets every event of a spike's window whose two
 	// accounts (sched/irq and osnoise) disagree on the top cause's time by
-	// more than 5 %: the evidence to find which one is wrong.
+	// more than 5 %: the evidence to find which one is wrong. Without the
+	// osnoise account, every spike's window: the evidence a test that
+	// knows the culprit needs when the one account is wrong.
 	Debug io.Writer
+
+	// Virtual says the machine is virtual (sysinfo's Context.Virtual):
+	// a CPU that stayed idle with the real-time audio thread runnable on
+	// it, the real-time budget not spent, was stopped by its hypervisor.
+	Virtual bool
 
 	// Store records the osnoise tracer's shared settings while they are
 	// changed (nil: held.OpenKernel's, /run/latencytest); without one the
@@ -127,7 +167,7 @@ func Start(o Options) (*Session, error) {
 	if keep <= 0 {
 		keep = defaultKeepNS
 	}
-	s := &Session{fs: fs, inst: inst, fd: -1, keepNS: keep, debug: o.Debug, budget: rtBudget(), cpus: map[int]*cpuLog{}, names: newProcNames(), ownComm: procComm("self"), stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Session{fs: fs, inst: inst, fd: -1, keepNS: keep, debug: o.Debug, budget: rtBudget(o.Virtual), cpus: map[int]*cpuLog{}, names: newProcNames(), ownComm: procComm("self"), stop: make(chan struct{}), done: make(chan struct{})}
 	if err := s.setup(o, store, storeErr); err != nil {
 		s.teardown()
 		return nil, err
@@ -137,46 +177,65 @@ func Start(o Options) (*Session, error) {
 	return s, nil
 }
 
-// Audio limits the wakeups recorded to those of the audio thread t, the
-// only ones the attribution reads. Under a load that switches tasks often
-// (hackbench), every other task's wakeup is one more event written on the
-// audio thread's CPUs and decoded by the parent, as many as the switches.
-// The kernel filters them before they are written. The zero Thread records
-// every wakeup again: between phases, so that the next audio thread's first
-// wakeups are kept before its id is known.
-func (s *Session) Audio(t Thread) error {
-	filter := "0" // clears the filter
-	switch {
-	case t.TID != 0:
-		filter = "pid == " + strconv.Itoa(t.TID)
-	case t.Comm != "":
-		if strings.ContainsFunc(t.Comm, func(r rune) bool { return r == '"' || r == '\\' || r < ' ' || r > '~' }) {
-			return fmt.Errorf("tracefs: audio thread name %q: not filtered on (quotes, backslashes or non-ASCII)", t.Comm)
-		}
-		filter = `comm == "` + t.Comm + `"`
+// Audio limits the wakeups recorded to those of the audio threads (one,
+// or one per CPU under run --cpus), the only ones the attribution reads.
+// Under a load that switches tasks often (hackbench), every other task's
+// wakeup is one more event written on the audio thread's CPUs and decoded
+// by the parent, as many as the switches. The kernel filters them before
+// they are written. No thread, or a zero Thread, records every wakeup
+// again: between phases, so that the next audio thread's first wakeups are
+// kept before its id is known.
+func (s *Session) Audio(threads ...Thread) error {
+	filter, err := wakeupFilter(threads)
+	if err != nil {
+		return err
 	}
 	var errs []error
-	for _, ev := range []string{"sched_wakeup", "sched_wakeup_new"} {
+	for _, ev := range []string{"sched_wakeup", "sched_wakeup_new", "sched_migrate_task"} {
 		errs = append(errs, writeFile(s.inst, filepath.Join("events", "sched", ev, "filter"), filter))
 	}
 	return errors.Join(errs...)
 }
 
+// wakeupFilter is the kernel's filter that keeps the threads' wakeups
+// only; "0" clears it (no thread, or a zero Thread among them).
+func wakeupFilter(threads []Thread) (string, error) {
+	var terms []string
+	for _, t := range threads {
+		switch {
+		case t.TID != 0:
+			terms = append(terms, "pid == "+strconv.Itoa(t.TID))
+		case t.Comm != "":
+			if strings.ContainsFunc(t.Comm, func(r rune) bool { return r == '"' || r == '\\' || r < ' ' || r > '~' }) {
+				return "", fmt.Errorf("tracefs: audio thread name %q: not filtered on (quotes, backslashes or non-ASCII)", t.Comm)
+			}
+			terms = append(terms, `comm == "`+t.Comm+`"`)
+		default:
+			return "0", nil
+		}
+	}
+	if len(terms) == 0 {
+		return "0", nil
+	}
+	return strings.Join(terms, " || "), nil
+}
+
 // Load names the current phase's stressor, whose processes run
-// latencytest's own binary: its threads, in no process named by Own, are
-// named after it ("" when the phase has no stressor).
-func (s *Session) Load(name string) {
+// latencytest's own binary: its threads, in no process named by Own or
+// running as comm (stress.Comm), are named after it ("" when the phase has
+// no stressor).
+func (s *Session) Load(name, comm string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.names.others = ""
+	s.names.others, s.names.loadComm = "", ""
 	if name != "" {
-		s.names.others = "latencytest stressor " + name
+		s.names.others, s.names.loadComm = "latencytest stressor "+name, comm
 	}
 }
 
 // OwnGroupOf names the process thread tid belongs to, as Own does.
 func (s *Session) OwnGroupOf(tid int, label string) {
-	if g := procTGID(tid); g > 0 {
+	if g := procMember(tid).group; g > 0 {
 		s.Own(g, label)
 	}
 }
@@ -246,7 +305,7 @@ func (s *Session) setup(o Options, store *held.Store, storeErr error) error {
 // tracedEvents are the events the attribution reads; a kernel without some
 // (irq_vectors is x86's) records the others.
 var tracedEvents = []string{
-	"sched/sched_switch", "sched/sched_wakeup", "sched/sched_wakeup_new",
+	"sched/sched_switch", "sched/sched_wakeup", "sched/sched_wakeup_new", "sched/sched_migrate_task",
 	"irq/irq_handler_entry", "irq/irq_handler_exit", "irq/softirq_entry", "irq/softirq_exit",
 	"irq_vectors",
 }
@@ -322,8 +381,9 @@ func (s *Session) add(chunk []byte) {
 		} else {
 			chunk = nil
 		}
-		if n, ok := lostEvents(line); ok {
+		if n, cpu, ok := lostEvents(line); ok {
 			s.lost += n
+			s.log(cpu).lose()
 			continue
 		}
 		if ev, ok := parseLine(string(line)); ok {
@@ -334,16 +394,33 @@ func (s *Session) add(chunk []byte) {
 	s.prune()
 }
 
-// record adds an event to its CPU's log; s.mu is held.
-func (s *Session) record(ev Event) {
-	l := s.cpus[ev.CPU]
+// log is cpu's log, made on first use; s.mu is held.
+func (s *Session) log(cpu int) *cpuLog {
+	l := s.cpus[cpu]
 	if l == nil {
 		l = &cpuLog{}
-		s.cpus[ev.CPU] = l
+		s.cpus[cpu] = l
+	}
+	return l
+}
+
+// record adds an event to its CPU's log; s.mu is held.
+func (s *Session) record(ev Event) {
+	l := s.log(ev.CPU)
+	if l.losing {
+		l.gaps = append(l.gaps, [2]int64{l.lostFrom, ev.TS})
+		l.losing = false
 	}
 	if ev.Kind == evNoise {
 		// Into the instance's clock (clockMap).
 		ev.NoiseStart += s.clk.note(ev.TS, ev.TS-ev.NoiseStart-ev.NoiseNS)
+	}
+	if ev.Kind == evSwitch {
+		for _, m := range l.occ.switched(&ev) {
+			l.insert(m)
+		}
+	} else {
+		l.occ.see(&ev)
 	}
 	l.evs = append(l.evs, ev)
 	s.latest = max(s.latest, ev.TS)
@@ -360,14 +437,16 @@ func (s *Session) prune() {
 }
 
 // lostEvents reads trace_pipe's "CPU:1 [LOST 123 EVENTS]" lines.
-func lostEvents(line []byte) (int64, bool) {
+func lostEvents(line []byte) (n int64, cpu int, ok bool) {
 	i := bytes.Index(line, []byte("[LOST "))
 	if i < 0 {
-		return 0, false
+		return 0, 0, false
 	}
-	var n int64
 	_, err := fmt.Sscanf(string(line[i:]), "[LOST %d EVENTS]", &n)
-	return n, err == nil
+	if j := bytes.Index(line, []byte("CPU:")); j >= 0 && j < i {
+		fmt.Sscanf(string(line[j:]), "CPU:%d", &cpu)
+	}
+	return n, cpu, err == nil
 }
 
 // prune folds the events before t into the base state, keeping at least
@@ -377,6 +456,9 @@ func (l *cpuLog) prune(t int64) {
 	for k < len(l.evs)-1 && l.evs[k].TS < t {
 		l.base.apply(&l.evs[k])
 		k++
+	}
+	for len(l.gaps) > 0 && l.gaps[0][1] < t {
+		l.gaps = l.gaps[1:]
 	}
 	if k > len(l.evs)/2 && k > 0 {
 		l.evs = append(l.evs[:0], l.evs[k:]...)
@@ -401,6 +483,9 @@ func (s *Session) Explain(audio Thread, due, woke int64) rundata.Spike {
 	}
 	defer s.mu.Unlock()
 	sp := explain(s.cpus, audio, due, woke, s.budget, &s.names)
+	if sp.CPU >= 0 {
+		sp.EventsLost = s.cpus[sp.CPU].lostIn(due, woke)
+	}
 	if sp.CPU < 0 && s.debug != nil {
 		s.dumpNoAudio(due, woke)
 	}
@@ -408,8 +493,10 @@ func (s *Session) Explain(audio Thread, due, woke int64) rundata.Spike {
 		sp.KernelNoise, sp.KernelNoiseUnexplainedNS = explainNoise(s.cpus[sp.CPU].evs, due, woke, audio)
 		namePolicies(sp.KernelNoise, sp.Causes)
 		if s.debug != nil && disagree(sp) {
-			dumpWindow(s.debug, s.cpus[sp.CPU].evs, due, woke)
+			dumpWindow(s.debug, "the two accounts disagree", s.cpus[sp.CPU], due, woke)
 		}
+	} else if s.debug != nil && sp.CPU >= 0 {
+		dumpWindow(s.debug, "a spike", s.cpus[sp.CPU], due, woke)
 	}
 	return sp
 }
@@ -496,24 +583,33 @@ func procPolicy(tid int) string {
 		return ""
 	}
 	st, ok := procfile.ParseStat(b)
-	switch {
-	case !ok || !st.Sched:
+	if !ok || !st.Sched || (st.Policy != unix.SCHED_FIFO && st.Policy != unix.SCHED_RR) {
 		return ""
-	case st.Policy == unix.SCHED_FIFO:
-		return "SCHED_FIFO"
-	case st.Policy == unix.SCHED_RR:
-		return "SCHED_RR"
 	}
-	return ""
+	return rundata.PolicyName(st.Policy)
 }
 
 // traceWait is how long after a wakeup its trace may still arrive, ns.
 const traceWait = int64(time.Second)
 
-// rtBudget reports whether real-time threads have a budget they can be
-// throttled at (sched_rt_runtime_us other than -1; the kernel's default
-// is 950000 of every 1000000 µs). Unreadable counts as yes, as the default.
-func rtBudget() bool {
-	b, err := os.ReadFile("/proc/sys/kernel/sched_rt_runtime_us")
-	return err != nil || strings.TrimSpace(string(b)) != "-1"
+// rtBudget is the kernel's limit on real-time threads' time
+// (sched_rt_runtime_us of every sched_rt_period_us; the default, 950000
+// of 1000000 µs, where they cannot be read).
+func rtBudget(virtual bool) rtLimit {
+	read := func(name string, def int64) int64 {
+		b, err := os.ReadFile("/proc/sys/kernel/" + name)
+		if err != nil {
+			return def
+		}
+		v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		if err != nil {
+			return def
+		}
+		return v
+	}
+	rt := read("sched_rt_runtime_us", 950000)
+	if rt < 0 {
+		return rtLimit{virtual: virtual}
+	}
+	return rtLimit{runtimeNS: rt * 1000, periodNS: read("sched_rt_period_us", 1000000) * 1000, virtual: virtual}
 }

@@ -276,3 +276,36 @@ func TestExplainDoesNotWaitForAQuietTrace(t *testing.T) {
 		t.Errorf("a fresh spike on a quiet trace waited %v, want a second for its events", d)
 	}
 }
+
+// When the kernel drops a CPU's events (its buffer full), a spike whose
+// window on that CPU spans the loss says so; one before it, or on another
+// CPU, does not. Both ways the loss is read: trace_pipe's "[LOST n EVENTS]"
+// line, and a raw page's missed-events flag.
+func TestSpikeSaysEventsLost(t *testing.T) {
+	sw := func(cpu int, ts string, prev, next string, prevPID, nextPID int) string {
+		return fmt.Sprintf(" x-1 [%03d] d..2. %s: sched_switch: prev_comm=%s prev_pid=%d prev_prio=120 prev_state=S ==> next_comm=%s next_pid=%d next_prio=19\n",
+			cpu, ts, prev, prevPID, next, nextPID)
+	}
+	audio := Thread{TID: 50, Comm: "audio"}
+	for _, raw := range []bool{false, true} {
+		s := &Session{cpus: map[int]*cpuLog{}, names: newProcNames(), keepNS: 10e9}
+		// The audio thread runs on CPU 0 at 1.000 s, 1.010 s and 1.020 s;
+		// CPU 0 lost events between 1.012 s and 1.018 s.
+		s.add([]byte(sw(0, "1.000000", "swapper/0", "audio", 0, 50) + sw(0, "1.001000", "audio", "swapper/0", 50, 0) +
+			sw(0, "1.010000", "swapper/0", "audio", 0, 50) + sw(0, "1.012000", "audio", "swapper/0", 50, 0)))
+		if raw {
+			s.raw = &rawReader{cpus: []rawCPU{{cpu: 0}}}
+			s.addRaw(&s.raw.cpus[0], nil, 7, 0)
+		} else {
+			s.add([]byte("CPU:0 [LOST 7 EVENTS]\n"))
+		}
+		s.add([]byte(sw(0, "1.018000", "swapper/0", "audio", 0, 50) + sw(0, "1.019000", "audio", "swapper/0", 50, 0) +
+			sw(0, "1.020000", "swapper/0", "audio", 0, 50) + sw(1, "1.030000", "swapper/1", "other", 0, 60)))
+		if sp := s.Explain(audio, 1_009_000_000, 1_010_000_000); sp.CPU != 0 || sp.EventsLost {
+			t.Errorf("raw %v: a window before the loss: cpu %d, events lost %v", raw, sp.CPU, sp.EventsLost)
+		}
+		if sp := s.Explain(audio, 1_011_000_000, 1_020_000_000); sp.CPU != 0 || !sp.EventsLost {
+			t.Errorf("raw %v: a window over the loss: cpu %d, events lost %v", raw, sp.CPU, sp.EventsLost)
+		}
+	}
+}

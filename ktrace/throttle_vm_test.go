@@ -19,12 +19,22 @@ const vmBinary = "/bin/latencytest"
 
 const rtRuntime = "/proc/sys/kernel/sched_rt_runtime_us"
 
-// TestVMRTThrottling forces RT throttling: a real-time budget of half of
-// every second, and an audio thread that wants 80 % of its CPU. The kernel
-// stops the thread for the rest of each second once the budget is used
-// up; the tracer must name that as RT throttling (not as the kernel's
+// budgetUS is the real-time budget the test sets, of the default period of
+// a second.
+const budgetUS = "200000"
+
+// TestVMRTThrottling forces RT throttling: a real-time budget of a fifth
+// of every second, and an audio thread that wants 80 % of its CPU. The
+// kernel stops the thread for the rest of each second once the budget is
+// used up; the tracer must name that as RT throttling (not as the kernel's
 // latency, nor as the idle CPU or the threads that ran meanwhile), count
 // it in the phase, and say so on the terminal. The budget is restored.
+//
+// A fifth, not a half: the DSP loop is calibrated as the engine starts,
+// while the VM's other vCPU starts the run's other processes, and under
+// TCG that can make it far lighter than asked. A CI rehearsal (3 Dec 2026)
+// measured 31.7 % of the CPU for --cpu-load 80, below a budget of half,
+// and the thread was never throttled (logWhyNotThrottled).
 func TestVMRTThrottling(t *testing.T) {
 	old, err := os.ReadFile(rtRuntime)
 	if err != nil {
@@ -35,7 +45,7 @@ func TestVMRTThrottling(t *testing.T) {
 			t.Errorf("restore %s to %s: %v", rtRuntime, bytes.TrimSpace(old), err)
 		}
 	})
-	if err := os.WriteFile(rtRuntime, []byte("500000"), 0); err != nil {
+	if err := os.WriteFile(rtRuntime, []byte(budgetUS), 0); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "x")
@@ -57,8 +67,8 @@ func TestVMRTThrottling(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Each throttled stretch is what is left of a second once half of it
-	// went to real-time work: hundreds of ms, while the thread waits for
+	// Each throttled stretch is what is left of a second once a fifth of
+	// it went to real-time work: hundreds of ms, while the thread waits for
 	// its period or does its period's work (then the period woke in time
 	// and its xrun's window runs to the end of the work). Every spike
 	// window that long must owe most of it to the throttling.
@@ -77,7 +87,8 @@ func TestVMRTThrottling(t *testing.T) {
 		}
 	}
 	if long == 0 {
-		t.Fatalf("no spike of 100 ms or more in 4 s at a budget of half a second: was the thread throttled? %d spikes", len(ss))
+		logWhyNotThrottled(t, r, out)
+		t.Fatalf("no spike of 100 ms or more in 4 s at a budget of %s µs a second: was the thread throttled? %d spikes", budgetUS, len(ss))
 	}
 	ph := r.Phases[0]
 	if ph.RTThrottled < long || ph.RTThrottledNS < int64(long)*50e6 {
@@ -86,4 +97,29 @@ func TestVMRTThrottling(t *testing.T) {
 	if !strings.Contains(string(b), "RT throttled:") {
 		t.Errorf("the terminal does not say RT throttled")
 	}
+}
+
+// logWhyNotThrottled logs what decides whether the kernel throttles the
+// audio thread: its policy and CPU as obtained, the budget now, and the
+// CPU its DSP work really took per period (a loop calibrated while the
+// emulator ran slow is lighter than asked). A run that was never
+// throttled once left none of this to read.
+func logWhyNotThrottled(t *testing.T, r *rundata.Run, out string) {
+	budget, _ := os.ReadFile(rtRuntime)
+	period, _ := os.ReadFile("/proc/sys/kernel/sched_rt_period_us")
+	t.Logf("obtained %+v (refused %q); sched_rt_runtime_us %s of sched_rt_period_us %s",
+		r.RT.Obtained, r.RT.Refused, bytes.TrimSpace(budget), bytes.TrimSpace(period))
+	ph := r.Phases[0]
+	ss, err := rundata.ReadSamples(filepath.Join(out, ph.SamplesFile))
+	if err != nil || len(ss) < 2 {
+		t.Logf("samples: %v", err)
+		return
+	}
+	var dsp int64
+	for _, s := range ss {
+		dsp += s.DSP
+	}
+	span := ss[len(ss)-1].Woke - ss[0].Woke
+	t.Logf("cpu loop %+v; the DSP work took %.1f %% of the %.2f s from the first wakeup to the last",
+		ph.CPULoop, 100*float64(dsp)/float64(span), float64(span)/1e9)
 }

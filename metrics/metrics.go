@@ -105,7 +105,7 @@ func (s *Set) Sample(smp *rundata.Sample) {
 		s.xruns.Inc()
 		s.xrunSec.Add(float64(smp.Xrun) / 1e9)
 	}
-	s.worst.add(smp.Due, lat)
+	s.worst.add(smp.Boundary(), lat)
 }
 
 // Spike counts a spike the tracer explained.

@@ -102,6 +102,27 @@ func CompareGated(ins []Input, out, jsonOut string, g *Gate) (Ranking, error) {
 	})
 }
 
+// expandCPUs follows each phase of run --cpus with a phase per CPU,
+// "idle CPU 0", so that compare has a section, a table and a ranking per
+// CPU beside the phase's over all CPUs: two runs --cpus compare CPU by
+// CPU. The spikes keep their phases.
+func (c *compared) expandCPUs() {
+	var phases []*phaseData
+	spikes := map[int][]rundata.Spike{}
+	for i, p := range c.phases {
+		if ss, ok := c.spikes[i]; ok {
+			spikes[len(phases)] = ss
+		}
+		phases = append(phases, p)
+		for _, cp := range p.cpus {
+			one := *cp
+			one.Name, one.Repeat = p.Name+" "+cp.Name, p.Repeat
+			phases = append(phases, &one)
+		}
+	}
+	c.phases, c.spikes = phases, spikes
+}
+
 // maxCyclictestBytes bounds a cyclictest file: -h 100000 with 64 threads
 // is about 50 MB of histogram text.
 const maxCyclictestBytes = 256 << 20
@@ -128,6 +149,7 @@ func loadInput(in Input) (*compared, error) {
 		if !labelled && rd.run.Label != "" {
 			c.Label = rd.run.Label // run --label's
 		}
+		c.expandCPUs()
 		c.poolRepeats()
 		return c, nil
 	}
@@ -325,6 +347,9 @@ func fillSection(sv *sectionView, cs []*compared, name string) []histSeries {
 	}
 	markBest(ps, byPhase)
 	for mi, m := range metrics {
+		if sometimes[m.key] && !measuredIn(compareCells(byPhase, mi), 0) {
+			continue
+		}
 		cr := compareRow{Key: m.key, Label: m.label}
 		for i := range ps {
 			if ps[i] == nil {
@@ -419,4 +444,16 @@ func compareCulprits(cs []*compared, name string) *culpritCompare {
 		}
 	}
 	return cc
+}
+
+// compareCells is column mi of a comparison's rows, each a row of one
+// cell, for measuredIn.
+func compareCells(byPhase [][]cell, mi int) []statsRow {
+	rows := make([]statsRow, 0, len(byPhase))
+	for _, cs := range byPhase {
+		if cs != nil {
+			rows = append(rows, statsRow{Cells: cs[mi : mi+1]})
+		}
+	}
+	return rows
 }

@@ -164,17 +164,18 @@ func TestCompareTwoRuns(t *testing.T) {
 				t.Errorf("%s %s: best marks %v/%v, values %v/%v", name, m.key, hasClass(cells[0], "best"), hasClass(cells[1], "best"), m.a, m.b)
 			}
 		}
-		if got := cellValue(t, &html.Node{Type: html.ElementNode, Data: "tr", FirstChild: cells0(rows["p999_us"])}, "p999_us"); got != pa.Latency.P999 {
+		if got := cellValue(t, rowOf(rows["p999_us"], 0), "p999_us"); got != pa.Latency.P999 {
 			t.Errorf("%s p99.9 of rt = %v, run.json %v", name, got, pa.Latency.P999)
 		}
 	}
 }
 
-// cells0 detaches the first cell of a row so cellValue can read it alone.
-func cells0(cs []*html.Node) *html.Node {
-	c := *cs[0]
+// rowOf is cell i of a row, detached into a row of its own, so that
+// cellValue can read it alone.
+func rowOf(cs []*html.Node, i int) *html.Node {
+	c := *cs[i]
 	c.NextSibling, c.PrevSibling, c.Parent = nil, nil, nil
-	return &c
+	return &html.Node{Type: html.ElementNode, Data: "tr", FirstChild: &c}
 }
 
 func TestCompareCyclictest(t *testing.T) {

@@ -31,6 +31,7 @@ var (
 	colPeriod  = color.NRGBA{0xff, 0xd7, 0x00, 0xff}
 	colCPU     = color.NRGBA{0x3c, 0xe0, 0x5a, 0xff}
 	colXrun    = color.NRGBA{0xff, 0x6a, 0x2a, 0xff}
+	colGlitch  = color.NRGBA{0xc0, 0x6c, 0xff, 0xff} // a break heard in the loopback's sine
 	colNominal = color.NRGBA{0x6e, 0xc6, 0xff, 0xff}
 )
 
@@ -162,6 +163,9 @@ func timeFigure(pd *phaseData, periodMS, bufferMS float64) (template.HTML, strin
 		// The caption names the marks (and says when they are simulated):
 		// a legend would sit on top of them.
 		p.Add(&Marks{X: marks, Color: colXrun})
+	}
+	if len(pd.heardAt) > 0 {
+		p.Add(&Marks{X: pd.heardAt, Color: colGlitch, Below: true})
 	}
 	s, err := svgOf(p, figW, figHTime)
 	return s, caption, err

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"latencytest/internal/badinput"
 	"latencytest/rundata"
@@ -30,6 +32,15 @@ type phaseData struct {
 	// for a latencytest phase or a cyclictest histogram, one per run of
 	// a cyclictest log.
 	runMaxUS []float64
+	// runP999US is each pooled run's p99.9, when every run has one.
+	runP999US []float64
+	// cpus are, under run --cpus, each CPU's thread, loaded as a phase
+	// of its own from its samples file; the phase's hist is then theirs
+	// merged, and it has no env.
+	cpus []*phaseData
+	// heardAt are the times (s from the first period's due, as the
+	// envelope's) of the periods a loopback heard the sine break in.
+	heardAt []float64
 }
 
 // runData is a results directory loaded for drawing.
@@ -67,32 +78,82 @@ func load(dir string) (*runData, error) {
 	for i := range r.Phases {
 		pd := &phaseData{Phase: r.Phases[i]}
 		rd.phases = append(rd.phases, pd)
-		if pd.Skipped != "" {
-			continue
-		}
-		if pd.SamplesFile == "" {
-			pd.note = "no samples file recorded for this phase"
-			continue
-		}
-		if !filepath.IsLocal(filepath.FromSlash(pd.SamplesFile)) {
-			pd.note = "its samples file is named outside the results directory"
-			continue
-		}
-		wg.Go(func() {
-			rec, e, err := readSamples(filepath.Join(dir, filepath.FromSlash(pd.SamplesFile)), pd)
-			if err != nil {
-				pd.note = err.Error()
-				return
+		switch {
+		case pd.Skipped != "":
+		case len(pd.CPUs) > 0:
+			for k := range pd.CPUs {
+				c := &phaseData{Phase: pd.CPUs[k].Phase}
+				c.Name, c.Repeat = fmt.Sprintf("CPU %d", pd.CPUs[k].CPU), 0 // its name in the phase's table and figures
+				pd.cpus = append(pd.cpus, c)
+				c.loadSamples(dir, wg)
 			}
-			if rec.Hist.Count == 0 {
-				pd.note = "the samples file holds no period (the run ended before this phase measured one)"
-				return
-			}
-			pd.hist, pd.env, pd.sides = rec.Hist, e, rec.Sides
-		})
+		default:
+			pd.loadSamples(dir, wg)
+		}
 	}
 	wg.Wait()
+	for _, pd := range rd.phases {
+		pd.mergeCPUs()
+	}
 	return rd, nil
+}
+
+// loadSamples reads pd's samples file on wg (a phase's, or under run
+// --cpus one CPU's), or says in pd.note why there is none to read.
+func (pd *phaseData) loadSamples(dir string, wg *group) {
+	if pd.SamplesFile == "" {
+		pd.note = "no samples file recorded for this phase"
+		return
+	}
+	if !filepath.IsLocal(filepath.FromSlash(pd.SamplesFile)) {
+		pd.note = "its samples file is named outside the results directory"
+		return
+	}
+	wg.Go(func() {
+		rec, e, err := readSamples(filepath.Join(dir, filepath.FromSlash(pd.SamplesFile)), pd)
+		if err != nil {
+			pd.note = err.Error()
+			return
+		}
+		if rec.Hist.Count == 0 {
+			pd.note = "the samples file holds no period (the run ended before this phase measured one)"
+			return
+		}
+		pd.hist, pd.env, pd.sides = rec.Hist, e, rec.Sides
+	})
+}
+
+// mergeCPUs gives a phase of run --cpus the histogram of every CPU's
+// periods together, for the overlay of all phases; its figures over time
+// are each CPU's. A phase whose figures were never written (the run was
+// killed) gets them from its CPUs', each recovered from its samples file
+// (readSamples), as the run would have written them (Phase.FromCPUs).
+func (pd *phaseData) mergeCPUs() {
+	if len(pd.cpus) == 0 {
+		return
+	}
+	h := rundata.NewHistogram(rundata.DefaultHistUS)
+	var notes []string
+	for _, c := range pd.cpus {
+		if c.hist == nil {
+			notes = append(notes, c.Name+": "+c.note)
+			continue
+		}
+		h.Merge(c.hist)
+	}
+	if h.Count > 0 {
+		pd.hist = h
+	}
+	pd.note = strings.Join(notes, "; ")
+	if pd.Incomplete || pd.Periods == 0 {
+		pd.CPUs = slices.Clone(pd.CPUs) // the run's own records stay as run.json has them
+		for k, c := range pd.cpus {
+			name, repeat := pd.CPUs[k].Name, pd.CPUs[k].Repeat
+			pd.CPUs[k].Phase = c.Phase
+			pd.CPUs[k].Name, pd.CPUs[k].Repeat = name, repeat
+		}
+		pd.FromCPUs(h)
+	}
 }
 
 // readSamples makes one pass over a samples file. For a phase whose
@@ -115,6 +176,7 @@ func readSamples(path string, pd *phaseData) (*rundata.Accumulator, *envelope, e
 	rec := rundata.NewAccumulator(sr.Header, rundata.NominalDSP(&pd.Phase))
 	e := newEnvelope()
 	first := sr.Header.FirstDue
+	breaks := glitchPeriods(pd.Sound)
 	var s rundata.Sample
 	for {
 		if err := sr.Next(&s); err != nil {
@@ -125,6 +187,12 @@ func readSamples(path string, pd *phaseData) (*rundata.Accumulator, *envelope, e
 		}
 		rec.Add(&s)
 		e.add(float64(s.Due-first)/1e9, float32(s.Latency())/1e6, float32(s.DSP)/1e6, s.Xrun != 0)
+		for len(breaks) > 0 && breaks[0] <= s.Index {
+			if breaks[0] == s.Index {
+				pd.heardAt = append(pd.heardAt, float64(s.Due-first)/1e9)
+			}
+			breaks = breaks[1:]
+		}
 	}
 	if pd.Incomplete || pd.Periods == 0 {
 		rec.Fill(&pd.Phase)
@@ -132,4 +200,18 @@ func readSamples(path string, pd *phaseData) (*rundata.Accumulator, *envelope, e
 	}
 	pd.act = float64(rec.LastLatency()) / 1000
 	return rec, e, nil
+}
+
+// glitchPeriods are the periods, in order, a loopback heard the sine
+// break in (rundata.Glitch.Period); none without one.
+func glitchPeriods(snd *rundata.Sound) []int64 {
+	if snd == nil {
+		return nil
+	}
+	ps := make([]int64, 0, len(snd.Glitches))
+	for _, g := range snd.Glitches {
+		ps = append(ps, g.Period)
+	}
+	slices.Sort(ps)
+	return ps
 }

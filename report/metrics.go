@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -67,7 +68,55 @@ var metrics = []metric{
 	// the host gave to others (steal). Context, neither better nor worse.
 	{"loadavg", "load avg", 0, func(p *phaseData) float64 { return p.LoadAvg }, fmtLoad, false},
 	{"steal_pct", "steal %", 0, func(p *phaseData) float64 { return p.StealPct }, fmtPct, false},
+	// What a loopback heard (run --loopback): the round trip from the
+	// application's write to its read, and the breaks in the sine.
+	{"round_trip_ms", "round trip ms", -1, func(p *phaseData) float64 {
+		if p.Sound == nil || p.Sound.CardDelay == nil {
+			return math.NaN()
+		}
+		return p.Sound.RoundTripMS
+	}, fmtUS, false},
+	{"sound_breaks", "sound broke", -1, func(p *phaseData) float64 {
+		if p.Sound == nil || !p.Sound.Judged {
+			return math.NaN()
+		}
+		return float64(len(p.Sound.Glitches))
+	}, fmtInt, false},
 }
+
+// sometimes are the metrics only some runs measure (a loopback's): a table
+// shows their columns only where a row has them, so a run without a
+// loopback keeps the table it always had. stats.csv keeps every column.
+var sometimes = map[string]bool{"round_trip_ms": true, "sound_breaks": true}
+
+// dropUnmeasured removes from t the columns of sometimes-metrics that no
+// row measured.
+func (t *statsTable) dropUnmeasured() {
+	for i := len(metrics) - 1; i >= 0; i-- {
+		if !sometimes[metrics[i].key] || measuredIn(t.Rows, i) {
+			continue
+		}
+		t.Head = slices.Delete(t.Head, i, i+1)
+		for r := range t.Rows {
+			if len(t.Rows[r].Cells) > i {
+				t.Rows[r].Cells = slices.Delete(t.Rows[r].Cells, i, i+1)
+			}
+		}
+	}
+}
+
+// measuredIn says whether any of rows has a value in column i.
+func measuredIn(rows []statsRow, i int) bool {
+	for _, r := range rows {
+		if len(r.Cells) > i && r.Cells[i].Text != unmeasured {
+			return true
+		}
+	}
+	return false
+}
+
+// unmeasured is how a cell reads without a value.
+const unmeasured = "—"
 
 func fmtLoad(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
 

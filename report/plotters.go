@@ -160,6 +160,10 @@ func (v *VLine) Plot(c draw.Canvas, p *plot.Plot) {
 type Marks struct {
 	X     []float64
 	Color color.Color
+	// Below draws them on the bottom edge, pointing up, so that a second
+	// kind of event (the breaks a loopback heard) stands apart from the
+	// xruns on the top edge.
+	Below bool
 }
 
 // Plot implements plot.Plotter.
@@ -173,9 +177,13 @@ func (m *Marks) Plot(c draw.Canvas, p *plot.Plot) {
 			continue
 		}
 		last = float64(x)
-		tri.Move(vg.Point{X: x - 3, Y: c.Max.Y})
-		tri.Line(vg.Point{X: x + 3, Y: c.Max.Y})
-		tri.Line(vg.Point{X: x, Y: c.Max.Y - 7})
+		edge, tip := c.Max.Y, c.Max.Y-7
+		if m.Below {
+			edge, tip = c.Min.Y, c.Min.Y+7
+		}
+		tri.Move(vg.Point{X: x - 3, Y: edge})
+		tri.Line(vg.Point{X: x + 3, Y: edge})
+		tri.Line(vg.Point{X: x, Y: tip})
 		tri.Close()
 	}
 	c.SetColor(m.Color)

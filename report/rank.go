@@ -18,9 +18,13 @@ import (
 )
 
 // Ranking is compare's opening table, and what `compare -json` writes:
-// per phase, each source's run-to-run figures, ranked by the worst of its
-// runs' maxima (the figure the lists compare kernels by: one bad run in a
-// dozen is the finding).
+// per phase, each source's run-to-run figures, ranked by p99.9 where every
+// source has a histogram: one maximum is one wakeup, and on a shared
+// machine even cyclictest against itself spreads 0.2–3× in max from run to
+// run. The worst run's max, the figure the lists compare kernels by (one
+// bad run in a dozen is the finding), stays beside it, and ranks where a
+// source has no percentiles (a cyclictest log); the page says when the two
+// rankings disagree.
 type Ranking struct {
 	Phases []RankedPhase `json:"phases"`
 	// Differs says, a line each, what differs between the sources besides
@@ -34,10 +38,18 @@ type Ranking struct {
 type RankedPhase struct {
 	Phase   string         `json:"phase"`
 	Sources []RankedSource `json:"sources"` // in the order given
+	// By is the figure ranked by: "p99.9" or "worst max".
+	By string `json:"by,omitempty"`
 	// Best and Worst name the sources with the smallest and the largest
-	// worst max ("" with fewer than two sources that ran the phase).
+	// figure By ("" with fewer than two sources that ran the phase, or
+	// when NotRanked says why they are not ranked).
 	Best  string `json:"best,omitempty"`
 	Worst string `json:"worst,omitempty"`
+	// BestMax and WorstMax are Best and Worst by the worst run's max,
+	// when By is p99.9 and they differ.
+	BestMax   string `json:"best_by_max,omitempty"`
+	WorstMax  string `json:"worst_by_max,omitempty"`
+	NotRanked string `json:"not_ranked,omitempty"`
 }
 
 // RankedSource is one source's figures in a phase. Figures a source does
@@ -47,14 +59,22 @@ type RankedSource struct {
 	Label       string    `json:"label"`
 	Skipped     string    `json:"skipped,omitempty"`
 	Runs        int       `json:"runs"`
-	MaxUS       []float64 `json:"max_us"` // each run's max
+	Periods     int64     `json:"periods"` // measured, every run's together
+	MaxUS       []float64 `json:"max_us"`  // each run's max
 	MedianMaxUS float64   `json:"median_max_us"`
 	WorstMaxUS  float64   `json:"worst_max_us"`
 	// WorstVsBest is WorstMaxUS over the best source's: 1 for the best,
 	// 2.5 for a source whose worst run is two and a half times as late.
 	WorstVsBest float64  `json:"worst_max_vs_best"`
 	P99US       *float64 `json:"p99_us,omitempty"`
-	Xruns       *int     `json:"xruns,omitempty"`
+	// P999US is the p99.9 of every run pooled, RunP999US each run's when
+	// there were several: their spread is the run-to-run noise.
+	P999US    *float64  `json:"p999_us,omitempty"`
+	RunP999US []float64 `json:"run_p999_us,omitempty"`
+	// VsBest is the figure ranked by (RankedPhase.By) over the best
+	// source's.
+	VsBest float64 `json:"vs_best,omitempty"`
+	Xruns  *int    `json:"xruns,omitempty"`
 }
 
 // rank ranks the sources in every phase, phases in order of first
@@ -68,11 +88,53 @@ func rank(cs []*compared) Ranking {
 				rp.Sources = append(rp.Sources, rankedSource(c.Label, p))
 			}
 		}
-		rp.Best, rp.Worst = bestWorst(rp.Sources)
+		rankPhase(&rp)
+		if why := unrankable(cs); why != "" {
+			rp.Best, rp.Worst, rp.BestMax, rp.WorstMax, rp.NotRanked = "", "", "", "", why
+		}
 		r.Phases = append(r.Phases, rp)
 	}
 	r.Differs = differs(cs)
 	return r
+}
+
+// rankPhase ranks rp's sources by p99.9 when all that ran have one, else
+// by the worst run's max; and by the max too, said when it disagrees.
+func rankPhase(rp *RankedPhase) {
+	worstMax := func(s RankedSource) float64 { return s.WorstMaxUS }
+	rp.Best, rp.Worst = bestWorst(rp.Sources, worstMax)
+	for i := range rp.Sources {
+		rp.Sources[i].WorstVsBest = rp.Sources[i].VsBest
+	}
+	rp.By = "worst max"
+	for _, s := range rp.Sources {
+		if s.Runs > 0 && s.P999US == nil {
+			return
+		}
+	}
+	bm, wm := rp.Best, rp.Worst
+	rp.By = "p99.9"
+	rp.Best, rp.Worst = bestWorst(rp.Sources, func(s RankedSource) float64 { return *s.P999US })
+	if bm != rp.Best || wm != rp.Worst {
+		rp.BestMax, rp.WorstMax = bm, wm
+	}
+}
+
+// unrankable says why the sources are not ranked at all: PortAudio's
+// figures are its callback's jitter, not a latency from the card.
+func unrankable(cs []*compared) string {
+	pa, other := false, false
+	for _, c := range cs {
+		if c.run != nil && c.run.Driver == "portaudio" {
+			pa = true
+		} else {
+			other = true
+		}
+	}
+	if pa && other {
+		return "PortAudio's jitter is not ranked against another driver's latency"
+	}
+	return ""
 }
 
 // differs lists the conditions of measurement that differ between the
@@ -127,6 +189,7 @@ func rankedSource(label string, p *phaseData) RankedSource {
 	if p.Skipped != "" {
 		return s
 	}
+	s.Periods = p.Periods
 	s.MaxUS = p.runMaxUS
 	if len(s.MaxUS) == 0 {
 		s.MaxUS = []float64{p.Latency.Max}
@@ -136,6 +199,12 @@ func rankedSource(label string, p *phaseData) RankedSource {
 	if v := p.Latency.P99; !math.IsNaN(v) {
 		s.P99US = &v
 	}
+	if v := p.Latency.P999; !math.IsNaN(v) {
+		s.P999US = &v
+		if len(p.runP999US) > 1 {
+			s.RunP999US = p.runP999US
+		}
+	}
 	if !p.noLoop {
 		x := p.Xruns
 		s.Xruns = &x
@@ -143,18 +212,18 @@ func rankedSource(label string, p *phaseData) RankedSource {
 	return s
 }
 
-// bestWorst names the sources with the smallest and largest worst max and
-// sets each source's ratio to the best.
-func bestWorst(ss []RankedSource) (best, worst string) {
+// bestWorst names the sources with the smallest and largest figure fig
+// and sets each source's VsBest, its figure over the best's.
+func bestWorst(ss []RankedSource, fig func(RankedSource) float64) (best, worst string) {
 	b, w := -1, -1
 	for i, s := range ss {
 		if s.Runs == 0 {
 			continue
 		}
-		if b < 0 || s.WorstMaxUS < ss[b].WorstMaxUS {
+		if b < 0 || fig(s) < fig(ss[b]) {
 			b = i
 		}
-		if w < 0 || s.WorstMaxUS > ss[w].WorstMaxUS {
+		if w < 0 || fig(s) > fig(ss[w]) {
 			w = i
 		}
 	}
@@ -162,8 +231,8 @@ func bestWorst(ss []RankedSource) (best, worst string) {
 		return "", ""
 	}
 	for i := range ss {
-		if ss[i].Runs > 0 && ss[b].WorstMaxUS > 0 {
-			ss[i].WorstVsBest = ss[i].WorstMaxUS / ss[b].WorstMaxUS
+		if ss[i].Runs > 0 && fig(ss[b]) > 0 {
+			ss[i].VsBest = fig(ss[i]) / fig(ss[b])
 		}
 	}
 	if b == w {
@@ -246,7 +315,7 @@ type rankView struct {
 
 type rankRow struct {
 	Label, Runs, PerRun string
-	Cells               []cell // median max, worst max, ratio, p99, xruns
+	Cells               []cell // median max, worst max, p99, p99.9, × best, xruns
 }
 
 // rankViews formats r for the page, marking the best of each column.
@@ -254,9 +323,7 @@ func rankViews(r Ranking) ([]rankView, error) {
 	var vs []rankView
 	for _, rp := range r.Phases {
 		v := rankView{Phase: rp.Phase}
-		if rp.Best != "" {
-			v.Verdict = fmt.Sprintf("Best: %s; worst: %s (by the worst run's max).", rp.Best, rp.Worst)
-		}
+		v.Verdict = rankVerdict(rp)
 		cols := [][]float64{}
 		for _, s := range rp.Sources {
 			row := rankRow{Label: s.Label}
@@ -271,15 +338,22 @@ func rankViews(r Ranking) ([]rankView, error) {
 				per[i] = fmtUS(m)
 			}
 			row.Runs, row.PerRun = strconv.Itoa(s.Runs), strings.Join(per, " · ")
-			vals := []float64{s.MedianMaxUS, s.WorstMaxUS, s.WorstVsBest, math.NaN(), math.NaN()}
+			nan := math.NaN()
+			vals := []float64{s.MedianMaxUS, s.WorstMaxUS, nan, nan, s.VsBest, nan}
 			if s.P99US != nil {
-				vals[3] = *s.P99US
+				vals[2] = *s.P99US
+			}
+			if s.P999US != nil {
+				vals[3] = *s.P999US
 			}
 			if s.Xruns != nil {
-				vals[4] = float64(*s.Xruns)
+				vals[5] = float64(*s.Xruns)
 			}
-			for i, f := range []func(float64) string{fmtUS, fmtUS, fmtRatio, fmtUS, fmtInt} {
+			for i, f := range []func(float64) string{fmtUS, fmtUS, fmtUS, fmtUS, fmtRatio, fmtInt} {
 				row.Cells = append(row.Cells, cell{Key: rankKeys[i], Text: f(vals[i])})
+			}
+			if len(s.RunP999US) > 1 {
+				row.Cells[3].Text += fmt.Sprintf(" (%s–%s)", fmtUS(slices.Min(s.RunP999US)), fmtUS(slices.Max(s.RunP999US)))
 			}
 			v.Rows = append(v.Rows, row)
 			cols = append(cols, vals)
@@ -335,7 +409,25 @@ func maximaFigure(labels []string, columns [][]float64) (template.HTML, error) {
 	return svgOf(p, figW, figHCPU+30)
 }
 
-var rankKeys = []string{"median_max_us", "worst_max_us", "worst_vs_best", "p99_us", "xruns"}
+var rankKeys = []string{"median_max_us", "worst_max_us", "p99_us", "p999_us", "vs_best", "xruns"}
+
+// rankVerdict says which source ranked best and worst, by what, and where
+// the worst run's max ranks them otherwise.
+func rankVerdict(rp RankedPhase) string {
+	switch {
+	case rp.NotRanked != "":
+		return "Not ranked: " + rp.NotRanked + "."
+	case rp.Best == "":
+		return ""
+	case rp.By == "p99.9":
+		v := fmt.Sprintf("Best: %s; worst: %s (by p99.9, pooled over each source's runs).", rp.Best, rp.Worst)
+		if rp.BestMax != "" {
+			v += fmt.Sprintf(" By the worst run's max: best %s, worst %s — one wakeup each, weigh it against the runs' spread.", rp.BestMax, rp.WorstMax)
+		}
+		return v
+	}
+	return fmt.Sprintf("Best: %s; worst: %s (by the worst run's max: not every source has percentiles).", rp.Best, rp.Worst)
+}
 
 func fmtRatio(v float64) string {
 	if math.IsNaN(v) || v == 0 {
@@ -345,9 +437,9 @@ func fmtRatio(v float64) string {
 }
 
 // WriteRanking writes the ranking as a plain-text table, a phase at a
-// time, each source on a line: the worst of its runs' maxima and how many
-// times the best source's that is, the median max, p99 and xruns where
-// the source has them; "best" and "worst" marked.
+// time, each source on a line: the worst of its runs' maxima, the median
+// max, p99 and p99.9 where the source has them, how many times the best
+// source's its ranked figure is, and xruns; "best" and "worst" marked.
 func WriteRanking(w io.Writer, r Ranking) {
 	for _, d := range r.Differs {
 		fmt.Fprintf(w, "not like with like: %s\n", d)
@@ -360,15 +452,18 @@ func WriteRanking(w io.Writer, r Ranking) {
 		if i > 0 {
 			fmt.Fprintln(tw)
 		}
-		fmt.Fprintf(tw, "%s\truns\tworst max µs\t× best\tmedian max µs\tp99 µs\txruns\t\n", ph.Phase)
+		fmt.Fprintf(tw, "%s\truns\tworst max µs\tmedian max µs\tp99 µs\tp99.9 µs\t× best (%s)\txruns\t\n", ph.Phase, ph.By)
 		for _, s := range ph.Sources {
 			if s.Skipped != "" {
 				fmt.Fprintf(tw, "  %s\tskipped: %s\t\t\t\t\t\t\n", s.Label, s.Skipped)
 				continue
 			}
-			p99, xruns := "—", "—"
+			p99, p999, xruns := "—", "—", "—"
 			if s.P99US != nil {
 				p99 = fmtNum(*s.P99US)
+			}
+			if s.P999US != nil {
+				p999 = fmtNum(*s.P999US)
 			}
 			if s.Xruns != nil {
 				xruns = strconv.Itoa(*s.Xruns)
@@ -380,29 +475,39 @@ func WriteRanking(w io.Writer, r Ranking) {
 			case ph.Worst:
 				mark = "worst"
 			}
-			fmt.Fprintf(tw, "  %s\t%d\t%s\t%.2f\t%s\t%s\t%s\t%s\n", s.Label, s.Runs, fmtNum(s.WorstMaxUS), s.WorstVsBest,
-				fmtNum(s.MedianMaxUS), p99, xruns, mark)
+			fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\t%s\t%.2f\t%s\t%s\n", s.Label, s.Runs, fmtNum(s.WorstMaxUS),
+				fmtNum(s.MedianMaxUS), p99, p999, s.VsBest, xruns, mark)
+		}
+		if ph.NotRanked != "" {
+			fmt.Fprintf(tw, "  not ranked: %s\n", ph.NotRanked)
+		} else if ph.BestMax != "" {
+			fmt.Fprintf(tw, "  by the worst run's max: best %s, worst %s\n", ph.BestMax, ph.WorstMax)
 		}
 	}
 	tw.Flush()
 }
 
-// WorseThanFirst says, a line each, where a source's worst max is more
-// than pct percent above the first source's in the same phase (compare
-// --fail-if-worse): the first source is the reference, e.g. the kernel
-// before an upgrade. Phases the first source did not run, and sources
-// that skipped one, are not judged.
+// WorseThanFirst says, a line each, where a source's ranked figure (p99.9,
+// or the worst run's max where not every source has percentiles:
+// RankedPhase.By) is more than pct percent above the first source's in the
+// same phase (compare --fail-if-worse): the first source is the reference,
+// e.g. the kernel before an upgrade. Phases the first source did not run,
+// and sources that skipped one, are not judged.
 func (r Ranking) WorseThanFirst(pct float64) []string {
 	var out []string
 	for _, ph := range r.Phases {
 		if len(ph.Sources) < 2 || ph.Sources[0].Skipped != "" || ph.Sources[0].Runs == 0 {
 			continue
 		}
+		fig := func(s RankedSource) float64 { return s.WorstMaxUS }
+		if ph.By == "p99.9" {
+			fig = func(s RankedSource) float64 { return *s.P999US }
+		}
 		ref := ph.Sources[0]
 		for _, s := range ph.Sources[1:] {
-			if s.Skipped == "" && s.Runs > 0 && s.WorstMaxUS > ref.WorstMaxUS*(1+pct/100) {
-				out = append(out, fmt.Sprintf("%s: %s's worst max %s µs is %.0f %% above %s's %s µs (--fail-if-worse %g%%)",
-					ph.Phase, s.Label, fmtNum(s.WorstMaxUS), 100*(s.WorstMaxUS/ref.WorstMaxUS-1), ref.Label, fmtNum(ref.WorstMaxUS), pct))
+			if s.Skipped == "" && s.Runs > 0 && fig(s) > fig(ref)*(1+pct/100) {
+				out = append(out, fmt.Sprintf("%s: %s's %s %s µs is %.0f %% above %s's %s µs (--fail-if-worse %g%%)",
+					ph.Phase, s.Label, ph.By, fmtNum(fig(s)), 100*(fig(s)/fig(ref)-1), ref.Label, fmtNum(fig(ref)), pct))
 			}
 		}
 	}

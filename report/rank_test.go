@@ -151,13 +151,19 @@ func TestCompareRunBesideLog(t *testing.T) {
 
 // --fail-if-worse judges each later source against the first, per phase.
 func TestWorseThanFirst(t *testing.T) {
+	p := func(v float64) *float64 { return &v }
 	r := Ranking{Phases: []RankedPhase{
-		{Phase: "idle", Sources: []RankedSource{{Label: "old", Runs: 3, WorstMaxUS: 100}, {Label: "new", Runs: 3, WorstMaxUS: 109}}},
-		{Phase: "hackbench", Sources: []RankedSource{{Label: "old", Runs: 3, WorstMaxUS: 200}, {Label: "new", Runs: 3, WorstMaxUS: 260}}},
-		{Phase: "x11", Sources: []RankedSource{{Label: "old", Skipped: "no display"}, {Label: "new", Runs: 1, WorstMaxUS: 900}}},
+		{Phase: "idle", By: "worst max", Sources: []RankedSource{{Label: "old", Runs: 3, WorstMaxUS: 100}, {Label: "new", Runs: 3, WorstMaxUS: 109}}},
+		{Phase: "hackbench", By: "worst max", Sources: []RankedSource{{Label: "old", Runs: 3, WorstMaxUS: 200}, {Label: "new", Runs: 3, WorstMaxUS: 260}}},
+		{Phase: "x11", By: "worst max", Sources: []RankedSource{{Label: "old", Skipped: "no display"}, {Label: "new", Runs: 1, WorstMaxUS: 900}}},
+		// By p99.9: a max twice the reference's does not fail, a p99.9 3 % up does not either.
+		{Phase: "disk", By: "p99.9", Sources: []RankedSource{{Label: "old", Runs: 1, WorstMaxUS: 100, P999US: p(40)}, {Label: "new", Runs: 1, WorstMaxUS: 200, P999US: p(41.2)}}},
 	}}
 	if got := r.WorseThanFirst(10); len(got) != 1 || !strings.HasPrefix(got[0], "hackbench: new's worst max 260 µs is 30 % above old's 200 µs") {
 		t.Errorf("10 %%: %q", got)
+	}
+	if got := r.WorseThanFirst(2); len(got) != 3 || !strings.HasPrefix(got[2], "disk: new's p99.9 41.2 µs is 3 % above old's 40.0 µs") {
+		t.Errorf("2 %%: %q", got)
 	}
 	if got := r.WorseThanFirst(5); len(got) != 2 {
 		t.Errorf("5 %%: %q", got)
@@ -186,5 +192,62 @@ func TestRankingDiffers(t *testing.T) {
 	}
 	if !slices.Equal(d, want) {
 		t.Errorf("differs\n%q\nwant\n%q", d, want)
+	}
+}
+
+// Runs with histograms rank by p99.9, pooled over each source's runs, with
+// each run's beside it; where the worst run's max ranks them otherwise the
+// ranking says so. A source whose one bad wakeup tops the max is not the
+// worst when its p99.9 is the best.
+func TestRankByP999(t *testing.T) {
+	src := func(label string, p999 []float64, maxes []float64) *compared {
+		c := &compared{Input: Input{Label: label}, run: &rundata.Run{Driver: "alsa"}}
+		var runs []*phaseData
+		for i := range p999 {
+			// 10000 wakeups: 9989 at 10 µs, 10 at the p99.9, one at the max.
+			h := rundata.NewHistogram(rundata.DefaultHistUS)
+			for k := range 10000 {
+				switch {
+				case k < 9989:
+					h.Add(10_000)
+				case k < 9999:
+					h.Add(int64(p999[i] * 1000))
+				default:
+					h.Add(int64(maxes[i] * 1000))
+				}
+			}
+			p := &phaseData{hist: h}
+			p.Name = "idle"
+			rundata.FillPhase(&p.Phase, h)
+			runs = append(runs, p)
+		}
+		c.phases = []*phaseData{pool(runs)}
+		return c
+	}
+	cs := []*compared{
+		src("calm", []float64{40, 44}, []float64{900, 120}), // one bad wakeup
+		src("busy", []float64{300, 280}, []float64{500, 450}),
+	}
+	r := rank(cs)
+	ph := r.Phases[0]
+	if ph.By != "p99.9" || ph.Best != "calm" || ph.Worst != "busy" || ph.BestMax != "busy" || ph.WorstMax != "calm" {
+		t.Fatalf("ranked %+v", ph)
+	}
+	// Pooled, the p99.9s are the lower run's: 40 and 280 µs.
+	if s := ph.Sources[1]; s.VsBest != 280.0/40 || s.WorstVsBest != 1 || ph.Sources[0].WorstVsBest != 900.0/500 || !slices.Equal(s.RunP999US, []float64{300, 280}) {
+		t.Errorf("busy: %+v", s)
+	}
+	var b strings.Builder
+	WriteRanking(&b, r)
+	if !strings.Contains(b.String(), "by the worst run's max: best busy, worst calm") {
+		t.Errorf("terminal table does not say the max ranks them otherwise:\n%s", b.String())
+	}
+	if v := rankVerdict(ph); !strings.Contains(v, "by p99.9") || !strings.Contains(v, "By the worst run's max: best busy, worst calm") {
+		t.Errorf("verdict %q", v)
+	}
+	// PortAudio beside ALSA: its jitter is not a latency from the card.
+	cs[1].run.Driver = "portaudio"
+	if ph := rank(cs).Phases[0]; ph.Best != "" || ph.Worst != "" || ph.NotRanked == "" {
+		t.Errorf("portaudio beside alsa ranked: %+v", ph)
 	}
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"html/template"
 	"math"
+	"slices"
 
 	"latencytest/rundata"
 )
@@ -45,7 +46,16 @@ func pool(ps []*phaseData) *phaseData {
 		out.RTThrottledNS += p.RTThrottledNS
 		headroom = min(headroom, p.HeadroomMinUS)
 		loopWithin += p.CPULoop.Within100USPct * float64(p.Periods)
+		out.CPULoop.NominalUS = p.CPULoop.NominalUS
+		out.CPULoop.MaxUS = max(out.CPULoop.MaxUS, p.CPULoop.MaxUS)
+		if p.CPULoop.MinUS > 0 && (out.CPULoop.MinUS == 0 || p.CPULoop.MinUS < out.CPULoop.MinUS) {
+			out.CPULoop.MinUS = p.CPULoop.MinUS
+		}
 		out.runMaxUS = append(out.runMaxUS, p.Latency.Max)
+		out.runP999US = append(out.runP999US, p.Latency.P999)
+	}
+	if slices.ContainsFunc(out.runP999US, math.IsNaN) {
+		out.runP999US = nil
 	}
 	if hist != nil {
 		out.hist = hist
@@ -102,6 +112,7 @@ func spreadTables(ps []*phaseData) []statsTable {
 		if pl := pool(g); pl != nil {
 			t.Rows = append(t.Rows, statsRow{Name: "pooled", Cells: row(pl)})
 		}
+		t.dropUnmeasured()
 		ts = append(ts, t)
 	}
 	return ts

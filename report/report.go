@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"html/template"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -130,19 +131,33 @@ type phaseView struct {
 	RTThrottledMS                    string
 	Overflow                         uint64
 	Lost                             int64
-	Grid                             string
+	Update, AfterUpdate              string
+	Heard                            string // what a loopback heard (heardLine)
+	HeardMarks                       bool   // its breaks are marked on the time figure
+	// PerCPU are, under run --cpus, each CPU's figures; Hist then
+	// overlays their histograms.
+	PerCPU []cpuView
 	// What made it late (run --trace): the culprits across the phase's
 	// spikes and a timeline of the worst.
-	Series   []string // the load's per-round figures, listed on demand
-	Traced   bool
-	Spikes   int
-	Culprits []culpritRow
-	Strips   template.HTML
+	Series []string // the load's per-round figures, listed on demand
+	Traced bool
+	Spikes int
+	// SpikesLost counts the spikes whose window lost trace events.
+	SpikesLost int
+	Culprits   []culpritRow
+	Strips     template.HTML
+}
+
+// cpuView is one CPU's figures in a phase of run --cpus.
+type cpuView struct {
+	Name, Note, PerColumn string
+	Time, Hist            template.HTML
 }
 
 type indexPage struct {
 	Title, Started, Duration string
 	Verdict                  string // the buffer verdict (rundata.VerdictText)
+	CPUs                     string // the best and worst CPU of run --cpus (rundata.CPUsText)
 	Run                      *rundata.Run
 	Banners                  []string
 	Overview                 statsTable
@@ -188,13 +203,14 @@ func runBanners(rd *runData) []string {
 func newPhaseView(id string, pd *phaseData, sr statsRow) phaseView {
 	pv := phaseView{ID: id, Name: pd.Label(), Stressor: pd.Stressor, Skipped: pd.Skipped, Note: pd.note, Series: stressorSeries(pd.StressorStats),
 		Xruns: pd.Xruns, PointerJumps: pd.PointerJumps, RTThrottled: pd.RTThrottled, RTThrottledMS: fmtNum(float64(pd.RTThrottledNS) / 1e6), Overflow: pd.Overflow, Lost: pd.Lost, Nominal: fmtNum(pd.CPULoop.NominalUS / 1000)}
-	if g := pd.GridLateness; g != nil {
-		pv.Grid = fmt.Sprintf("min %s, p50 %s, p99 %s, p99.9 %s, p99.99 %s, max %s µs",
-			fmtUS(g.Min), fmtPercentile(*g, g.P50), fmtPercentile(*g, g.P99), fmtPercentile(*g, g.P999), fmtPercentile(*g, g.P9999), fmtUS(g.Max))
+	if u, w := pd.UpdateDelay, pd.AfterUpdate; u != nil && w != nil {
+		pv.Update, pv.AfterUpdate = statsLine(u), statsLine(w)
 	}
 	pv.Apart, pv.Poll = sidesLines(&pd.Phase)
-	sr.Link = ""
+	pv.Heard, pv.HeardMarks = heardLine(pd.Sound, pd.CardReported), len(pd.heardAt) > 0
+	sr.Link, sr.Cells = "", slices.Clone(sr.Cells) // the overview's row keeps its own
 	pv.Table = statsTable{First: "phase", Extra: "stressor throughput", Head: metricHeads(), Rows: []statsRow{sr}}
+	pv.Table.dropUnmeasured()
 	return pv
 }
 
@@ -202,7 +218,7 @@ func newPhaseView(id string, pd *phaseData, sr statsRow) phaseView {
 // parallel.
 func renderIndex(rd *runData) ([]byte, error) {
 	r := rd.run
-	pg := &indexPage{Run: r, Title: "latencytest report: " + r.System.Hostname, Verdict: rundata.VerdictText(r),
+	pg := &indexPage{Run: r, Title: "latencytest report: " + r.System.Hostname, Verdict: rundata.VerdictText(r), CPUs: rundata.CPUsText(r),
 		Started: r.Start.UTC().Format("2006-01-02 15:04:05 UTC")}
 	if !r.End.IsZero() {
 		pg.Duration = r.End.Sub(r.Start).Round(time.Second).String()
@@ -243,11 +259,19 @@ func renderIndex(rd *runData) ([]byte, error) {
 		if tr := r.Trace; tr != nil && tr.Enabled {
 			ss := rd.spikes[i]
 			pv.Traced, pv.Spikes, pv.Culprits = true, len(ss), culpritRows(ss)
+			pv.SpikesLost = spikesLost(ss)
 			wg.Go(func() {
 				var err error
 				pv.Strips, err = spikeFigure(ss, worstShown)
 				spikeErrs[i] = err
 			})
+		}
+		if len(pd.cpus) > 0 {
+			for _, c := range pd.cpus {
+				pv.Table.Rows = append(pv.Table.Rows, statsRow{Name: c.Label(), Cells: row(c)})
+			}
+			wg.Go(func() { errs[i] = drawCPUs(pv, pd, r) })
+			continue
 		}
 		if pd.env == nil || pd.hist == nil {
 			if pv.Note == "" {
@@ -257,6 +281,7 @@ func renderIndex(rd *runData) ([]byte, error) {
 		}
 		wg.Go(func() { errs[i] = drawPhase(pv, pd, r) })
 	}
+	pg.Overview.dropUnmeasured()
 	var overlayErr error
 	wg.Go(func() {
 		pg.Overlay, overlayErr = histFigure("latency histograms, all phases", overlay, r.PeriodUS, r.BufferUS, colLatency)
@@ -268,7 +293,7 @@ func renderIndex(rd *runData) ([]byte, error) {
 		}
 	}
 	pg.Config = configKV(r)
-	pg.RT = rtRows(&r.RT)
+	pg.RT = rtRows(r)
 	pg.System = systemKV(&r.System)
 	var b bytes.Buffer
 	if err := tmpl.ExecuteTemplate(&b, "index", pg); err != nil {
@@ -299,6 +324,36 @@ func drawPhase(pv *phaseView, pd *phaseData, r *rundata.Run) error {
 		{label: "after the playback side's due", h: pd.sides.Playback},
 		{label: "after the capture side's due", h: pd.sides.Capture},
 	}, r.PeriodUS, r.BufferUS, colLatency)
+	return err
+}
+
+// drawCPUs draws the figures of a phase of run --cpus: its CPUs'
+// histograms overlaid, and each CPU's latency over time and histogram,
+// drawn as a phase's.
+func drawCPUs(pv *phaseView, pd *phaseData, r *rundata.Run) error {
+	var all []histSeries
+	pv.PerCPU = make([]cpuView, len(pd.cpus))
+	for k, c := range pd.cpus {
+		cv := &pv.PerCPU[k]
+		cv.Name, cv.Note = c.Label(), c.note
+		if c.env == nil || c.hist == nil {
+			continue
+		}
+		all = append(all, histSeries{label: c.Label(), h: c.hist})
+		var err error
+		if cv.Time, _, err = timeFigure(c, r.PeriodUS/1000, r.BufferUS/1000); err != nil {
+			return err
+		}
+		cv.PerColumn = fmt.Sprintf("at least %d periods each", c.env.per)
+		if cv.Hist, err = histFigure("latency histogram, "+c.Label(), []histSeries{{label: c.Label(), h: c.hist}}, r.PeriodUS, r.BufferUS, colLatency); err != nil {
+			return err
+		}
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	var err error
+	pv.Hist, err = histFigure("latency histograms, one per CPU", all, r.PeriodUS, r.BufferUS, colLatency)
 	return err
 }
 
@@ -359,7 +414,30 @@ func configKV(r *rundata.Run) []kv {
 	return kvs
 }
 
-func rtRows(rt *rundata.RTSetup) []rtRow {
+// pinned is, under run --cpus, the CPUs whose thread the kernel pinned
+// there, as the first phase that measured says (each thread's obtained
+// affinity): the run's CPUs less those whose pinning was refused.
+func pinned(r *rundata.Run) []int {
+	for _, ph := range r.Phases {
+		if len(ph.CPUs) == 0 || ph.CPUs[0].TID == 0 {
+			continue
+		}
+		var cpus []int
+		for _, c := range ph.CPUs {
+			if slices.Equal(c.RT.Obtained.Affinity, []int{c.CPU}) {
+				cpus = append(cpus, c.CPU)
+			}
+		}
+		return cpus
+	}
+	return nil
+}
+
+// rtRows are the real-time set-up's rows, asked and obtained; under run
+// --cpus the affinity row says a thread was pinned to each CPU (each
+// thread's own is in its phase's row).
+func rtRows(r *rundata.Run) []rtRow {
+	rt := &r.RT
 	aff := func(c []int) string {
 		if len(c) == 0 {
 			return "all CPUs"
@@ -372,11 +450,15 @@ func rtRows(rt *rundata.RTSetup) []rtRow {
 	}
 	yes := map[bool]string{true: "yes", false: "no"}
 	a, o := &rt.Asked, &rt.Obtained
+	affinity := rtRow{"CPU affinity", aff(a.Affinity), aff(o.Affinity)}
+	if len(r.CPUs) > 0 {
+		affinity = rtRow{"CPU affinity", "a thread pinned to each of CPUs " + aff(r.CPUs), "a thread pinned to each of CPUs " + aff(pinned(r))}
+	}
 	return []rtRow{
 		{"scheduling policy", a.Policy, o.Policy},
 		{"priority", strconv.Itoa(a.Priority), strconv.Itoa(o.Priority)},
 		{"mlockall", yes[a.Mlockall], yes[o.Mlockall]},
-		{"CPU affinity", aff(a.Affinity), aff(o.Affinity)},
+		affinity,
 		{"cpu_dma_latency 0", yes[a.DMALatency], yes[o.DMALatency]},
 	}
 }
@@ -431,7 +513,7 @@ func statsRecord(p *phaseData) []string {
 		return strconv.FormatFloat(v, 'f', -1, 64)
 	}
 	rec = append(rec, num(p.CPULoop.NominalUS), num(p.CPULoop.MaxUS), num(float64(p.Lost)), num(float64(p.Overflow)), num(float64(p.Underflow)))
-	if g := p.GridLateness; g != nil && p.Skipped == "" {
+	if g := p.AfterUpdate; g != nil && p.Skipped == "" {
 		pct := func(v float64) string {
 			if g.Beyond(v) {
 				return ">=" + num(v)
@@ -465,7 +547,7 @@ func writeStats(w *bytes.Buffer, phases []*phaseData) error {
 		head = append(head, m.key)
 	}
 	head = append(head, "cpu_loop_nominal_us", "cpu_loop_max_us", "lost", "histogram_overflow", "histogram_underflow",
-		"grid_p50_us", "grid_p99_us", "grid_p9999_us", "grid_max_us", "stressor_stats")
+		"after_update_p50_us", "after_update_p99_us", "after_update_p9999_us", "after_update_max_us", "stressor_stats")
 	if err := cw.Write(head); err != nil {
 		return err
 	}
@@ -473,10 +555,23 @@ func writeStats(w *bytes.Buffer, phases []*phaseData) error {
 		if err := cw.Write(statsRecord(p)); err != nil {
 			return err
 		}
+		for _, c := range p.cpus { // run --cpus: a row per CPU after the phase's, "idle CPU 0" as compare names it
+			one := *c
+			one.Name = p.Name + " " + c.Name
+			if err := cw.Write(statsRecord(&one)); err != nil {
+				return err
+			}
+		}
 	}
 	cw.Flush()
 	if err := cw.Error(); err != nil {
 		return fmt.Errorf("write %s: %w", StatsFile, err)
 	}
 	return nil
+}
+
+// statsLine is a distribution in one line of text.
+func statsLine(g *rundata.LatencyStats) string {
+	return fmt.Sprintf("min %s, p50 %s, p99 %s, p99.9 %s, p99.99 %s, max %s µs",
+		fmtUS(g.Min), fmtPercentile(*g, g.P50), fmtPercentile(*g, g.P99), fmtPercentile(*g, g.P999), fmtPercentile(*g, g.P9999), fmtUS(g.Max))
 }

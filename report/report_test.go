@@ -130,14 +130,15 @@ func TestRenderStructure(t *testing.T) {
 	c.Phases[1].StallProb = 5e-3 // some xruns for sure in 3750 periods
 	c.Phases = append(c.Phases, synth.Phase{Name: "disk-write", Stressor: "disk-write", Skipped: "no writable temp dir"})
 	dir, r := writeRun(t, c)
-	// A soundcard driver also records the lateness against its clock grid.
-	r.Phases[0].GridLateness = &rundata.LatencyStats{Min: 0.5, Avg: 2, P50: 2, P90: 3, P99: 7, P999: 11, P9999: 13, Max: 21.5}
+	// A soundcard driver also splits the latency at the pointer update.
+	r.Phases[0].UpdateDelay = &rundata.LatencyStats{Min: 1, Avg: 3, P50: 3, P90: 4, P99: 8, P999: 12, P9999: 14, Max: 5000}
+	r.Phases[0].AfterUpdate = &rundata.LatencyStats{Min: 0.5, Avg: 2, P50: 2, P90: 3, P99: 7, P999: 11, P9999: 13, Max: 21.5}
 	if err := rundata.WriteRun(dir, r); err != nil {
 		t.Fatal(err)
 	}
 	out, doc := renderDoc(t, dir)
 	if !strings.Contains(out, "p99 7.0, p99.9 11.0, p99.99 13.0, max 21.5 µs") {
-		t.Error("the grid lateness is not shown")
+		t.Error("the wakeup after the pointer update is not shown")
 	}
 
 	// The overview table has one row per phase, in order, and its figures
@@ -268,8 +269,8 @@ func TestRenderStructure(t *testing.T) {
 		if v, _ := strconv.ParseFloat(rec[col["p9999_us"]], 64); v != p.Latency.P9999 {
 			t.Errorf("stats.csv %s p9999 = %v, want %v", p.Name, v, p.Latency.P9999)
 		}
-		if g := p.GridLateness; g != nil && rec[col["grid_max_us"]] != "21.5" {
-			t.Errorf("stats.csv %s grid_max_us = %q", p.Name, rec[col["grid_max_us"]])
+		if g := p.AfterUpdate; g != nil && rec[col["after_update_max_us"]] != "21.5" {
+			t.Errorf("stats.csv %s after_update_max_us = %q", p.Name, rec[col["after_update_max_us"]])
 		}
 		if v, _ := strconv.Atoi(rec[col["xruns"]]); v != p.Xruns {
 			t.Errorf("stats.csv %s xruns = %v, want %v", p.Name, v, p.Xruns)
@@ -434,5 +435,73 @@ func TestRenderDuplex(t *testing.T) {
 		if got, want := text(lines[1]), "max "+fmtUS(w.Max)+" µs"; !strings.Contains(got, want) {
 			t.Errorf("poll line %q lacks %q", got, want)
 		}
+	}
+}
+
+// A loopback phase's line says what it heard, its strings escaped.
+func TestRenderHeard(t *testing.T) {
+	c := synth.Default()
+	c.PhaseLength = time.Second
+	dir, _ := writeRun(t, c)
+	r, err := rundata.ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Phases[0].Sound = &rundata.Sound{ToneHz: 997.5, Judged: true, BufferFrames: 1024, RoundTripMS: 27.5, RoundTrips: 9, RoundTripsBeforeBreak: 4,
+		CardDelay: &rundata.FrameStats{Min: 296, Median: 296, Max: 300}, Glitches: []rundata.Glitch{{AtMS: 1500, Period: 281, LengthMS: 50, With: rundata.GlitchXrun}}, XrunsHeard: 1, XrunsNotHeard: 2}
+	r.Phases[0].CardReported = &rundata.ReportedDelay{PlaybackFrames: 40, CaptureFrames: 24}
+	r.Phases[1].Sound = &rundata.Sound{Note: `<script>alert("note")</script>`, RoundTripsMissing: 3}
+	if err := rundata.WriteRun(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	out, doc := renderDoc(t, dir)
+	lines := findAll(doc, func(n *html.Node) bool { return hasClass(n, "sound") })
+	if len(lines) != 2 {
+		t.Fatalf("%d lines of what was heard, want 2", len(lines))
+	}
+	want := []string{
+		"Heard through the loopback: the 997.5 Hz sine broke once: at 1500.0 ms for 50.0 ms (period 281, an xrun); of the xruns 1 heard, 2 not; 0 breaks with no xrun or pointer jump; round trip 27.5 ms: the playback buffer's 1024 frames and a card delay of 296 frames (min 296, max 300; 9 repetitions read, 4 before the sound first broke, 0 missing); the drivers report 64 frames of it (playback 40, capture 24).",
+		`Heard through the loopback: the sine was not judged (<script>alert("note")</script>); round trip not found (3 repetitions looked in).`,
+	}
+	for i, l := range lines {
+		if text(l) != want[i] {
+			t.Errorf("line %d:\n%q\nwant\n%q", i, text(l), want[i])
+		}
+	}
+	if strings.Contains(out, "<script>alert") {
+		t.Error("the note became markup")
+	}
+	// The break is marked on the first phase's time figure, at the
+	// bottom in its own colour; the second phase heard none.
+	caps := findAll(doc, func(n *html.Node) bool {
+		return n.Data == "figcaption" && strings.HasPrefix(text(n), "White: wakeup latency")
+	})
+	if len(caps) < 2 || !strings.Contains(text(caps[0]), "Violet marks") || strings.Contains(text(caps[1]), "Violet marks") {
+		t.Errorf("time figures' captions: %d, want the first only to name the violet marks", len(caps))
+	}
+	if n := strings.Count(out, "fill:#C06CFF"); n != 1 {
+		t.Errorf("%d marks in the glitches' colour, want 1", n)
+	}
+	// The overview's columns: the round trip and the breaks, "—" where
+	// a phase did not judge them; none of the two without a loopback.
+	cells := func(doc *html.Node, class string) []string {
+		var got []string
+		for _, n := range findAll(doc, func(n *html.Node) bool { return n.Data == "td" && hasClass(n, class) }) {
+			got = append(got, text(n))
+		}
+		return got
+	}
+	if got := cells(doc, "round_trip_ms"); len(got) < 2 || got[0] != "27.5" || got[1] != "—" {
+		t.Errorf("round trip cells %q, want 27.5 then —", got)
+	}
+	if got := cells(doc, "sound_breaks"); len(got) < 2 || got[0] != "1" || got[1] != "—" {
+		t.Errorf("sound broke cells %q, want 1 then —", got)
+	}
+	r.Phases[0].Sound, r.Phases[1].Sound = nil, nil
+	if err := rundata.WriteRun(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	if _, doc := renderDoc(t, dir); len(cells(doc, "round_trip_ms"))+len(cells(doc, "sound_breaks")) != 0 {
+		t.Error("a run without a loopback has the loopback's columns")
 	}
 }

@@ -22,13 +22,14 @@ var kindColors = map[string]color.NRGBA{
 	rundata.CauseThrottled: {0xff, 0x40, 0xb0, 0xff},
 	rundata.CauseAudio:     {0x81, 0xe6, 0x84, 0xff},
 	rundata.CauseIdle:      {0x70, 0x78, 0x80, 0xff},
+	rundata.CauseStopped:   {0xb0, 0xa0, 0x60, 0xff},
 	"":                     {0x3a, 0x3f, 0x44, 0xff}, // unexplained
 }
 
 // kindOrder is the legend's order.
 var kindOrder = []struct{ kind, label string }{
 	{rundata.CauseIRQ, "IRQ"}, {rundata.CauseSoftIRQ, "softirq"}, {rundata.CauseThread, "other thread"},
-	{rundata.CauseHeld, "held the CPU"}, {rundata.CauseThrottled, "RT throttling"}, {rundata.CauseAudio, "audio thread"}, {rundata.CauseIdle, "idle"}, {"", "unexplained"},
+	{rundata.CauseHeld, "held the CPU"}, {rundata.CauseThrottled, "RT throttling"}, {rundata.CauseAudio, "audio thread"}, {rundata.CauseIdle, "idle"}, {rundata.CauseStopped, "machine stopped"}, {"", "unexplained"},
 }
 
 // causeLabel is how a cause reads in the culprit table.
@@ -40,6 +41,8 @@ func causeLabel(c rundata.Cause) string {
 		return "CPU idle (the wakeup itself came late)"
 	case rundata.CauseThrottled:
 		return "RT throttling: the real-time budget (sched_rt_runtime_us) was used up and the kernel stopped the audio thread"
+	case rundata.CauseStopped:
+		return "the machine was stopped: its CPU stayed idle with the audio thread runnable, the real-time budget not used up (the hypervisor did not run it; see steal time)"
 	case "":
 		return "unexplained (no trace event accounts for it)"
 	}
@@ -146,4 +149,16 @@ func spikeFigure(ss []rundata.Spike, n int) (template.HTML, error) {
 	}
 	p.Legend.Top, p.Legend.Left = false, false
 	return svgOf(p, figW, vg.Length(60+22*len(w)))
+}
+
+// spikesLost counts the spikes whose window lost trace events: their
+// causes are what the kernel's buffer kept.
+func spikesLost(ss []rundata.Spike) int {
+	n := 0
+	for _, sp := range ss {
+		if sp.EventsLost {
+			n++
+		}
+	}
+	return n
 }

@@ -64,6 +64,7 @@ func TestRenderSpikes(t *testing.T) {
 	}
 	ss := testSpikes()
 	ss[0].Causes[0].Name = `<img src=x>kworker`
+	ss[1].EventsLost = true
 	if err := rundata.WriteSpikes(dir, ss); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestRenderSpikes(t *testing.T) {
 	}
 	first := byID(doc, "phase-1")
 	txt := text(first)
-	for _, want := range []string{"What made it late", "<img src=x>kworker (SCHED_OTHER)", "40 %", "NET_RX softirq", "Across 2 spikes"} {
+	for _, want := range []string{"What made it late", "<img src=x>kworker (SCHED_OTHER)", "40 %", "NET_RX softirq", "Across 2 spikes", "In 1 of them the kernel dropped trace events"} {
 		if !strings.Contains(txt, want) {
 			t.Errorf("phase 1 lacks %q", want)
 		}

@@ -9,14 +9,16 @@ import "math"
 // verdicts — for the run as it measures and for a reader rebuilding the
 // figures of a killed run from its samples file, so that the two cannot
 // disagree. What a samples file does not hold stays as run.json has it on
-// recovery: the lateness against the grid (the file keeps no grid instant).
+// recovery: the split of the latency at the pointer update (the file keeps
+// each period's Boundary, not the update's own instant).
 type Accumulator struct {
 	// Hist is the latency histogram of the periods added so far.
 	Hist *Histogram
 	// Sides holds the duplex sides' and the poll wait's distributions.
 	Sides *SideStats
 
-	grid      *Histogram // lateness against the fitted grid, when the driver has one
+	update    *Histogram // the period's end to its pointer update (Sample.UpdateSplit)
+	wake      *Histogram // the pointer update to the wakeup
 	late      LateMeter
 	periodNS  int64
 	bufFrames int64 // frames in the whole buffer
@@ -29,6 +31,7 @@ type Accumulator struct {
 	jumps    int   // pointer jumps (FlagPointerJump)
 	headroom int64 // least frames queued at a wakeup without an xrun; -1 before one
 	dspMax   int64
+	dspMin   int64 // shortest CPU loop; -1 before one
 	dspNear  int64 // CPU loops within 100 µs of the nominal
 	firstDue int64
 	lastDue  int64
@@ -56,10 +59,10 @@ func (c *clockSpan) add(s *Sample) {
 		return
 	}
 	if !c.on {
-		c.on, c.fromIdx, c.fromNS = true, s.Index, s.Due
+		c.on, c.fromIdx, c.fromNS = true, s.Index, s.Boundary()
 		return
 	}
-	if ns := s.Due - c.fromNS; ns > c.bestNS {
+	if ns := s.Boundary() - c.fromNS; ns > c.bestNS {
 		c.bestN, c.bestNS = s.Index-c.fromIdx, ns
 	}
 }
@@ -84,13 +87,15 @@ func NewAccumulator(h SampleHeader, nominalDSP int64) *Accumulator {
 	return &Accumulator{
 		Hist:      NewHistogram(DefaultHistUS),
 		Sides:     newSideStats(),
-		grid:      NewHistogram(DefaultHistUS),
+		update:    NewHistogram(DefaultHistUS),
+		wake:      NewHistogram(DefaultHistUS),
 		periodNS:  periodOf(h),
 		bufFrames: int64(h.Frames) * int64(h.Periods),
 		rate:      int64(h.Rate),
 		frames:    int64(h.Frames),
 		nominal:   nominalDSP,
 		headroom:  -1,
+		dspMin:    -1,
 	}
 }
 
@@ -100,16 +105,18 @@ func (a *Accumulator) Add(s *Sample) {
 	a.Hist.Add(lat)
 	a.Sides.Add(s)
 	a.late.Add(s)
-	if s.Grid != 0 {
-		a.grid.Add(s.Woke - s.Grid)
+	if u, w, ok := s.UpdateSplit(); ok {
+		a.update.Add(u)
+		a.wake.Add(w)
 	}
+	due := s.Boundary()
 	if a.periods == 0 {
-		a.firstDue = s.Due
+		a.firstDue = due
 	}
-	if a.periods > 0 && s.Due < a.lastWoke {
+	if a.periods > 0 && due < a.lastWoke {
 		a.caughtUp++
 	}
-	a.lastDue, a.lastLat, a.lastWoke = s.Due, lat, s.Woke
+	a.lastDue, a.lastLat, a.lastWoke = due, lat, s.Woke
 	a.periods++
 	a.clock.add(s)
 	if s.Xrun > 0 {
@@ -123,6 +130,9 @@ func (a *Accumulator) Add(s *Sample) {
 	}
 	if a.nominal > 0 {
 		a.dspMax = max(a.dspMax, s.DSP)
+		if a.dspMin < 0 || s.DSP < a.dspMin {
+			a.dspMin = s.DSP
+		}
 		if d := s.DSP - a.nominal; d <= 100_000 && d >= -100_000 {
 			a.dspNear++
 		}
@@ -136,9 +146,9 @@ func (a *Accumulator) Add(s *Sample) {
 func (a *Accumulator) Fill(p *Phase) {
 	p.Periods = a.periods
 	FillPhase(p, a.Hist)
-	if a.grid.Count > 0 {
-		g := a.grid.Stats()
-		p.GridLateness = &g
+	if a.update.Count > 0 {
+		u, w := a.update.Stats(), a.wake.Stats()
+		p.UpdateDelay, p.AfterUpdate = &u, &w
 	}
 	a.Sides.Fill(p)
 	p.Xruns = a.xruns
@@ -162,6 +172,7 @@ func (a *Accumulator) Fill(p *Phase) {
 	}
 	if a.nominal > 0 {
 		p.CPULoop.MaxUS = float64(a.dspMax) / 1000
+		p.CPULoop.MinUS = float64(max(a.dspMin, 0)) / 1000
 		p.CPULoop.Within100USPct = 100 * float64(a.dspNear) / float64(a.periods)
 	}
 }

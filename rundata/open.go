@@ -15,6 +15,11 @@ import (
 const (
 	MaxRunFileBytes = 16 << 20
 	MaxPhases       = 128
+	// MaxCPUPhases bounds a run --cpus's CPUs × phases: each is a record
+	// of up to some 100 values in run.json, which with MaxPhases phases
+	// must stay within the values a reader decodes (runShape;
+	// TestMaxCPUPhasesRead): 7 phases of 128 CPUs, say.
+	MaxCPUPhases = 1024
 )
 
 // ErrNotRegular is returned for a path that is a FIFO, a device, a socket

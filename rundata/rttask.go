@@ -1,5 +1,26 @@
 package rundata
 
+// PolicyName is run.json's name of the scheduling policy numbered p, as
+// sched_setattr and /proc/PID/stat number them (SCHED_* of
+// linux/sched.h); "" for a number this table does not know.
+func PolicyName(p int) string {
+	switch p {
+	case 0:
+		return "SCHED_OTHER"
+	case 1:
+		return "SCHED_FIFO"
+	case 2:
+		return "SCHED_RR"
+	case 3:
+		return "SCHED_BATCH"
+	case 5:
+		return "SCHED_IDLE"
+	case 6:
+		return "SCHED_DEADLINE"
+	}
+	return ""
+}
+
 // RTTask is one thread that runs under a real-time policy (SCHED_FIFO,
 // SCHED_RR or SCHED_DEADLINE), kernel threads and IRQ threads included: the
 // tasks that can run before the audio thread whatever the load.
@@ -30,6 +51,10 @@ type Spike struct {
 	LatencyNS int64 `json:"latency_ns"` // woke − due; for an xrun the causes run on to the end of its work (WindowNS)
 	XrunNS    int64 `json:"xrun_ns,omitempty"`
 	CPU       int   `json:"cpu"` // the CPU the audio thread ran on
+	// CPUs are the CPUs the window was charged to, in order, when the
+	// audio thread migrated during it: each stretch to the CPU whose run
+	// queue it was on. Absent when it stayed on CPU.
+	CPUs []int `json:"cpus,omitempty"`
 	// WakeupNS is from due until the kernel made the audio thread
 	// runnable (its sched_wakeup); RunDelayNS from then until it ran.
 	// -1 where the trace holds no wakeup in the window.
@@ -47,6 +72,10 @@ type Spike struct {
 	// KernelNoiseUnexplainedNS. A cross-check of Causes.
 	KernelNoise              []Cause `json:"kernel_noise,omitempty"`
 	KernelNoiseUnexplainedNS int64   `json:"kernel_noise_unexplained_ns,omitempty"`
+	// EventsLost: the kernel dropped trace events of the audio thread's
+	// CPU within the window (its buffer was full), so Causes are what was
+	// left: a culprit may be missing, or its time short.
+	EventsLost bool `json:"events_lost,omitempty"`
 }
 
 // Cause is one thing that held the audio thread's CPU during a spike.
@@ -85,4 +114,10 @@ const (
 	// Not the kernel's latency but the budget's; the name is the
 	// thread that ran meanwhile.
 	CauseThrottled = "throttled"
+	// CauseStopped: on a virtual machine, the CPU stayed idle after the
+	// real-time audio thread was woken on it, for longer than leaving
+	// idle takes, with the budget not used up (so not throttling): the
+	// hypervisor did not run the virtual CPU. The host's time, not the
+	// guest kernel's.
+	CauseStopped = "stopped"
 )

@@ -53,11 +53,22 @@ type Run struct {
 	CPULoad      int     `json:"cpu_load"`
 	// Repeat is how many times the list of phases ran (run --repeat);
 	// 0 when once.
-	Repeat      int      `json:"repeat,omitempty"`
-	Simulated   bool     `json:"xruns_simulated"` // the driver has no hardware buffer; xruns come from a virtual one
-	DriverNotes []string `json:"driver_notes,omitempty"`
+	Repeat int `json:"repeat,omitempty"`
+	// Loops is run --loops: each phase ended after this many periods (as
+	// cyclictest -l), or at its duration if that came first; 0: none.
+	Loops int64 `json:"loops,omitempty"`
+	// BreakAboveNS is run --break-above: the run ended at the first
+	// wakeup later than this (as cyclictest -b), the phase that had it
+	// saying where (Phase.Break); 0: none.
+	BreakAboveNS int64    `json:"break_above_ns,omitempty"`
+	Simulated    bool     `json:"xruns_simulated"` // the driver has no hardware buffer; xruns come from a virtual one
+	DriverNotes  []string `json:"driver_notes,omitempty"`
 
 	RT RTSetup `json:"rt"`
+	// CPUs is run --cpus: the CPUs measured at once, a thread pinned to
+	// each (each phase's CPUs has each thread's set-up and figures).
+	// Absent for a run of one thread.
+	CPUs []int `json:"cpus,omitempty"`
 	// OwnCPUs is where latencytest's own work ran (its parent process,
 	// the engine's threads but the audio thread, the tracer's reader):
 	// the CPUs it may use less the audio thread's (rt.affinity), so that
@@ -80,6 +91,24 @@ type Run struct {
 	// Trace says whether the causes of spikes were recorded (run --trace;
 	// the spikes are in spikes.json).
 	Trace *Trace `json:"trace,omitempty"`
+}
+
+// Break is the wakeup later than run --break-above that ended a run, as
+// cyclictest -b reports its break value.
+type Break struct {
+	Period    int64 `json:"period"`     // its index in the phase
+	LatencyNS int64 `json:"latency_ns"` // woke − due
+}
+
+// Broke reports whether a phase of the run ended at a wakeup later than
+// run --break-above, which ends the run (and a --period list's).
+func (r *Run) Broke() bool {
+	for i := range r.Phases {
+		if r.Phases[i].Break != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // System describes the machine measured.
@@ -179,6 +208,9 @@ type Phase struct {
 	// CutShort marks a phase the run stopped before its duration (Ctrl-C,
 	// SIGTERM): its figures are of the time it ran, and it did not hold.
 	CutShort bool `json:"cut_short,omitempty"`
+	// Break is the wakeup that ended the run under run --break-above:
+	// this phase's last period (absent otherwise).
+	Break *Break `json:"break,omitempty"`
 	// LoadAvg is the one-minute load average as the phase started, and
 	// StealPct the share of the CPUs' time the hypervisor gave to others
 	// during it (a virtual machine's; 0 on bare metal).
@@ -194,11 +226,14 @@ type Phase struct {
 	Latency     LatencyStats `json:"latency_us"`
 	WithinUS100 float64      `json:"wakeups_within_100us_pct"`
 	WithinMS1   float64      `json:"wakeups_within_1ms_pct"`
-	// GridLateness is the wakeup measured against the ideal period grid
-	// fitted to the soundcard's clock (rundata.Sample.Grid), for drivers
-	// that have one; it separates the thread's lateness from the jitter
-	// of the interrupt itself.
-	GridLateness *LatencyStats `json:"grid_lateness_us,omitempty"`
+	// UpdateDelay and AfterUpdate split Latency where it runs from the
+	// period's end on the card's clock (Sample.UpdateSplit; ALSA): from
+	// that end to the pointer update that reported it (the interrupt's
+	// delay), and from the update to the wakeup (what the latency was
+	// before the card's clock was its start). A phase recovered from its
+	// samples file has neither (the file keeps the period's end only).
+	UpdateDelay *LatencyStats `json:"update_delay_us,omitempty"`
+	AfterUpdate *LatencyStats `json:"after_update_us,omitempty"`
 	// For a duplex stream (SideStats): the wakeup latency against each
 	// side's own due instant (Latency is against the later side's, since
 	// the period is there only when both are), and the distribution of
@@ -258,8 +293,174 @@ type Phase struct {
 	Overflow  uint64 `json:"histogram_overflow,omitempty"`
 	Underflow uint64 `json:"histogram_underflow,omitempty"`
 
+	// CardReported is the delay the card's driver reports beyond the
+	// buffer, at the phase's end (ALSA; absent when the stream had
+	// stopped). Beside Sound.CardDelay it says how much of the path the
+	// sound took the drivers account for.
+	CardReported *ReportedDelay `json:"card_reported_delay,omitempty"`
+
 	SamplesFile   string         `json:"samples_file,omitempty"` // relative to the results directory
 	StressorStats map[string]any `json:"stressor_stats,omitempty"`
+
+	// Sound is what a loopback run heard (run --loopback): the round
+	// trips and the glitches in the captured sine (docs/method.md, "The
+	// sound").
+	Sound *Sound `json:"sound,omitempty"`
+
+	// CPUs are, under run --cpus, each CPU's measuring thread and its
+	// figures, in the order asked; the phase's own figures are then of
+	// every CPU's periods together (FromCPUs), and its samples are
+	// in each CPU's file, none in the phase's. Absent otherwise.
+	CPUs []CPUPhase `json:"cpus,omitempty"`
+}
+
+// CPUPhase is one CPU's measuring thread in a phase of run --cpus: the
+// thread as set up (its policy, priority and affinity read back from the
+// kernel once it ran there) and the same figures a phase of one thread
+// has, of its periods alone, with its own samples file.
+type CPUPhase struct {
+	CPU int     `json:"cpu"`
+	TID int     `json:"tid,omitempty"`
+	RT  RTSetup `json:"rt"`
+	// ActUS is the thread's last wakeup latency, cyclictest's Act.
+	ActUS float64 `json:"act_us"`
+	Phase
+}
+
+// FromCPUs fills the figures of a phase of run --cpus from its CPUs':
+// all is the histogram of every CPU's periods together, which gives the
+// distribution; the counts are the CPUs' summed; the buffer verdict, the
+// headroom and the CPU loop's extremes are the worst CPU's (each is an
+// extreme over periods, so the worst CPU's is the extreme over all); the
+// start is the first thread's, the end the last's. The card's clock is
+// the card's thread's (the first CPU's, when a card's stream runs there
+// beside timer threads); the timer threads have none. The run and a reader recovering
+// a killed run's figures both fill them so.
+func (p *Phase) FromCPUs(all *Histogram) {
+	FillPhase(p, all)
+	p.Periods, p.Xruns, p.XrunMSTotal, p.PointerJumps, p.CaughtUp, p.Lost, p.ClockHz = 0, 0, 0, 0, 0, 0, 0
+	p.Safe, p.SafeAtDefaultLoad, p.HeadroomMinUS = nil, nil, 0
+	loop := CPULoop{}
+	near := 0.0 // CPU loops within 100 µs of the nominal, summed
+	headroom := false
+	for i := range p.CPUs {
+		c := &p.CPUs[i].Phase
+		if c.Periods == 0 {
+			continue
+		}
+		first := p.Periods == 0
+		if first || (c.StartMonoNS != 0 && c.StartMonoNS < p.StartMonoNS) {
+			p.StartMonoNS = c.StartMonoNS
+		}
+		p.EndMonoNS = max(p.EndMonoNS, c.EndMonoNS)
+		p.Periods += c.Periods
+		p.Xruns += c.Xruns
+		p.XrunMSTotal += c.XrunMSTotal
+		p.PointerJumps += c.PointerJumps
+		p.CaughtUp += c.CaughtUp
+		p.Lost += c.Lost
+		p.Safe, p.SafeAtDefaultLoad = worseSafe(p.Safe, c.Safe), worseSafe(p.SafeAtDefaultLoad, c.SafeAtDefaultLoad)
+		if c.Periods > int64(c.Xruns) && (!headroom || c.HeadroomMinUS < p.HeadroomMinUS) {
+			p.HeadroomMinUS, headroom = c.HeadroomMinUS, true
+		}
+		if first {
+			loop = c.CPULoop
+		} else {
+			loop.MinUS, loop.MaxUS = min(loop.MinUS, c.CPULoop.MinUS), max(loop.MaxUS, c.CPULoop.MaxUS)
+		}
+		near += c.CPULoop.Within100USPct * float64(c.Periods)
+	}
+	if p.Periods > 0 {
+		loop.Within100USPct = near / float64(p.Periods)
+	}
+	p.CPULoop = loop
+	if len(p.CPUs) > 0 {
+		p.ClockHz = p.CPUs[0].ClockHz // the stream's thread's
+	}
+}
+
+// worseSafe is the verdict of the later write of the two: the larger
+// buffer, and at the same buffer the smaller margin; nil counts as none.
+func worseSafe(a, b *Safe) *Safe {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	case b.Periods > a.Periods || (b.Periods == a.Periods && b.MarginNS < a.MarginNS):
+		return b
+	}
+	return a
+}
+
+// Sound is one phase's capture through a loopback, analysed: the MLS of
+// its second channel read for the round trip at each repetition, the sine
+// of its first channel searched for glitches.
+type Sound struct {
+	CaptureFile string  `json:"capture_file"` // the capture, a WAV file relative to the results directory
+	ToneHz      float64 `json:"tone_hz"`
+	// CardDelay is the capture's lag behind the playback in stream
+	// frames (the path outside the application's buffers: the card's own
+	// delay, or snd-aloop's), over the repetitions read before the sound
+	// first broke (RoundTripsBeforeBreak; over all of them when none was):
+	// an xrun's restart puts its own offset between the sides. RoundTrips
+	// counts the repetitions read and RoundTripsMissing those the MLS was
+	// not found in.
+	CardDelay             *FrameStats `json:"card_delay_frames,omitempty"`
+	RoundTrips            int         `json:"round_trips"`
+	RoundTripsBeforeBreak int         `json:"round_trips_before_break"`
+	RoundTripsMissing     int         `json:"round_trips_missing"`
+	// BufferFrames is the playback buffer a written frame waits behind
+	// (periods × period); RoundTripMS is from the application's write of
+	// a frame to its read of it: the buffer plus the median card delay,
+	// to within a period (a captured frame waits for its period's end).
+	BufferFrames int     `json:"buffer_frames"`
+	RoundTripMS  float64 `json:"round_trip_ms,omitempty"`
+	// Glitches are the stretches where the captured sine broke, in
+	// capture order; Judged says whether the sine could be judged at all
+	// and, when not, Note says why.
+	Glitches []Glitch `json:"glitches"`
+	Judged   bool     `json:"judged"`
+	Note     string   `json:"note,omitempty"`
+	// The glitches lined up with the xruns (CaptureMap.LineUp): the
+	// xruns whose seam in the capture broke the sine and those it did
+	// not break, and the glitches that came with neither an xrun nor a
+	// pointer jump, the breaks nothing else reported. An xrun before the
+	// first period of capture kept (the stream's start) left no seam and
+	// is in neither count.
+	XrunsHeard    int `json:"xruns_heard"`
+	XrunsNotHeard int `json:"xruns_not_heard"`
+	GlitchesAlone int `json:"glitches_alone"`
+}
+
+// FrameStats is the spread of a figure counted in frames.
+type FrameStats struct {
+	Min    int `json:"min"`
+	Median int `json:"median"`
+	Max    int `json:"max"`
+}
+
+// ReportedDelay is the delay a card's driver reports beyond the buffer,
+// per side, in frames: ALSA's runtime->delay (STATUS's delay less the
+// frames in the buffer), which a driver sets to the frames between its
+// DMA pointer and the converter (a USB card's queued transfers, an HDA
+// codec's). It is read from the running stream once the loop is over. A
+// driver that reports none reads 0: snd-aloop does, whose own lag is
+// real all the same.
+type ReportedDelay struct {
+	PlaybackFrames int64 `json:"playback_frames"`
+	CaptureFrames  int64 `json:"capture_frames"`
+}
+
+// Glitch is one break in the captured sine: where (ms from the capture's
+// first frame, and the phase's period it fell in: the samples' and the
+// spikes' period, an xrun's own for the seam it left) and how long, and
+// what came with it: GlitchXrun, GlitchPointerJump or GlitchAlone.
+type Glitch struct {
+	AtMS     float64 `json:"at_ms"`
+	Period   int64   `json:"period"`
+	LengthMS float64 `json:"length_ms"`
+	With     string  `json:"with"`
 }
 
 // LatencyStats is a phase's wakeup-latency distribution, in µs. Min, Avg
@@ -281,12 +482,38 @@ type LatencyStats struct {
 	RangeUS float64 `json:"range_us,omitempty"`
 }
 
-// CPULoop summarises the simulated DSP work of a phase.
+// CPULoop summarises the simulated DSP work of a phase. MinUS is its
+// shortest period: an interruption only lengthens a loop, so one that ran
+// shorter than the nominal shows a calibration made while the CPU ran
+// slower (a VM's emulator, a busy host), and one whose shortest is longer
+// shows a CPU that slowed after it (frequency scaling); see Miscalibrated.
 type CPULoop struct {
 	NominalUS      float64 `json:"nominal_us"`
+	MinUS          float64 `json:"min_us"`
 	MaxUS          float64 `json:"max_us"`
 	Within100USPct float64 `json:"within_100us_pct"`
 }
+
+// miscalibration is how far the shortest loop may lie from the nominal
+// before the load is said to differ from what was asked: a fifth, well
+// beyond the spin loop's own spread on an idle CPU.
+const miscalibration = 0.2
+
+// Miscalibrated says whether the loop's shortest period lies more than a
+// fifth from the nominal, and their ratio: the load the run put on the
+// CPU, as a share of what --cpu-load asked.
+func (c CPULoop) Miscalibrated() (ratio float64, off bool) {
+	if c.NominalUS <= 0 || c.MinUS <= 0 {
+		return 0, false
+	}
+	ratio = c.MinUS / c.NominalUS
+	return ratio, ratio < 1-miscalibration || ratio > 1+miscalibration
+}
+
+// FindingSoundIRQCPUs names the check's finding of the CPUs the
+// soundcard's interrupts are handled on, which the verdict of run --cpus
+// sets beside its best CPU for audio.
+const FindingSoundIRQCPUs = "soundcard IRQ CPUs"
 
 // Finding is one result of the system check.
 type Finding struct {

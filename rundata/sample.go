@@ -21,9 +21,9 @@ type Sample struct {
 	Avail int32 // frames available to the application at wakeup
 	Flags uint32
 	// Grid is the instant the period was due on the ideal period grid
-	// fitted to the hardware pointer (the card's clock, drift corrected);
-	// Woke − Grid is the lateness against that grid. 0 when the driver
-	// has no hardware pointer (timer) or no fit yet.
+	// fitted to the hardware pointer (the card's clock, drift corrected):
+	// the period's Boundary. 0 when the driver has no hardware pointer
+	// (timer), no fit yet, or a card too far off its rate for one.
 	Grid int64
 	// PlaybackDue and CaptureDue are, in duplex mode, the instants each
 	// side's period became due (each side has its own hardware-pointer
@@ -37,10 +37,42 @@ type Sample struct {
 	// time jackd spends in poll, as jack-test measured it). 0 for drivers
 	// without a poll (timer, RTC) and when the period was already there.
 	PollNS int64
+	// Loop is which of the engine's measuring threads took the sample,
+	// by its index in run --cpus's list (0 with one thread). It travels
+	// on the wire only: each thread's samples go to a file of their own.
+	Loop int32
 }
 
-// Latency is the wakeup latency of the period: woke − due.
-func (s *Sample) Latency() int64 { return s.Woke - s.Due }
+// Boundary is the instant the period ended on the card's own clock: the
+// period boundary on the grid fitted to its pointer, where the driver has
+// one (ALSA), else Due. It is what the headline latency runs from, so
+// that an interrupt that came late (an interrupt thread starved on
+// PREEMPT_RT, a handler held up) counts as late: Due, the pointer update's
+// timestamp, is taken in that interrupt and would hide its delay. A duplex
+// period keeps Due (the later side's update): its samples file stores the
+// two sides against Due, and both sides' grids are not fitted.
+func (s *Sample) Boundary() int64 {
+	if s.Grid != 0 && !s.Duplex() {
+		return s.Grid
+	}
+	return s.Due
+}
+
+// Latency is the wakeup latency of the period, the headline figure: woke −
+// the period's end on the card's clock (Boundary).
+func (s *Sample) Latency() int64 { return s.Woke - s.Boundary() }
+
+// UpdateSplit splits the latency of a period measured from the card's
+// clock in two: from the period's end to the pointer update that reported
+// it (the interrupt's delay, and on a card whose pointer moves in coarse
+// steps, up to a step), and from that update to the wakeup. ok is false
+// when the latency has no such split (Boundary is Due).
+func (s *Sample) UpdateSplit() (update, wake int64, ok bool) {
+	if b := s.Boundary(); b != s.Due {
+		return s.Due - b, s.Woke - s.Due, true
+	}
+	return 0, 0, false
+}
 
 // Duplex reports whether the sample holds both sides' due instants.
 func (s *Sample) Duplex() bool { return s.CaptureDue != 0 && s.PlaybackDue != 0 }
@@ -72,7 +104,7 @@ const (
 
 // WireSize is the size of one Sample on the pipe from the engine process to
 // its parent. The wire form is exact; the file form (see Writer) is compact.
-const WireSize = 80
+const WireSize = 84
 
 // PutWire encodes s into b, which must hold WireSize bytes. It does not
 // allocate, so the engine can call it on its real-time path.
@@ -89,6 +121,7 @@ func PutWire(b []byte, s *Sample) {
 	le.PutUint64(b[56:], uint64(s.PlaybackDue))
 	le.PutUint64(b[64:], uint64(s.CaptureDue))
 	le.PutUint64(b[72:], uint64(s.PollNS))
+	le.PutUint32(b[80:], uint32(s.Loop))
 }
 
 // GetWire decodes a Sample encoded by PutWire.
@@ -105,6 +138,7 @@ func GetWire(b []byte, s *Sample) {
 	s.PlaybackDue = int64(le.Uint64(b[56:]))
 	s.CaptureDue = int64(le.Uint64(b[64:]))
 	s.PollNS = int64(le.Uint64(b[72:]))
+	s.Loop = int32(le.Uint32(b[80:]))
 }
 
 // StreamLost returns the stream time of samples ss, a phase's periods of
@@ -115,20 +149,24 @@ func GetWire(b []byte, s *Sample) {
 // The periods a phase counts are its stream time less this, over periodNS.
 // The number of restarts is returned too.
 //
-// An xrun's own Due is not used: a driver may only know it to the pointer
-// update that found the buffer empty (ALSA's steps back in whole update
-// steps, so up to a step late), but the xrun's period became due a period
-// after the last one before it, so the span is measured from there.
+// Neither an xrun's own Due nor a pointer jump's is used. A driver may
+// only know an xrun's to the pointer update that found the buffer empty
+// (ALSA's steps back in whole update steps, so up to a step late), but the
+// xrun's period became due a period after the last one before it. A
+// jump's period is due where it was on the card's clock, before the lost
+// buffers (ALSA's jumpDue), and the periods after the jump on the grid
+// restarted past them: the buffers were lost on either side of it, so the
+// span is measured across it, from the sample before to the one after.
 func StreamLost(ss []Sample, periodNS int64) (lost int64, restarts int) {
-	last := -1 // the last sample that is not an xrun
+	last := -1 // the last sample that is neither an xrun nor a pointer jump
 	for i := range ss {
 		if i > 0 && ss[i-1].Xrun != 0 {
 			restarts++
 		}
-		if ss[i].Xrun != 0 {
+		if ss[i].Xrun != 0 || ss[i].Flags&FlagPointerJump != 0 {
 			continue
 		}
-		if last >= 0 && (i-last > 1 || ss[i].Flags&FlagPointerJump != 0) {
+		if last >= 0 && i-last > 1 {
 			lost += max(0, ss[i].Due-ss[last].Due-int64(i-last)*periodNS)
 		}
 		last = i

@@ -105,9 +105,15 @@ func (sw *SampleWriter) control(kind uint16, payload int64) error {
 
 // Write appends one period. Samples must come in index order; a gap in the
 // indexes is recorded as lost periods.
+//
+// The period's due instant in the file is its Boundary (the end of the
+// period on the card's clock, where the driver has one), the instant the
+// headline latency runs from, so that a phase rebuilt from the file reads
+// the latency the run did.
 func (sw *SampleWriter) Write(s *Sample) error {
+	due := s.Boundary()
 	if !sw.started {
-		if err := sw.begin(s.Due, s.Index); err != nil {
+		if err := sw.begin(due, s.Index); err != nil {
 			return err
 		}
 	}
@@ -116,11 +122,11 @@ func (sw *SampleWriter) Write(s *Sample) error {
 			return err
 		}
 	}
-	if d := s.Due - sw.nextDue; d > DueTolerance || d < -DueTolerance {
-		if err := sw.control(ctlDue, s.Due); err != nil {
+	if d := due - sw.nextDue; d > DueTolerance || d < -DueTolerance {
+		if err := sw.control(ctlDue, due); err != nil {
 			return err
 		}
-		sw.nextDue = s.Due
+		sw.nextDue = due
 	}
 	if s.Xrun != 0 {
 		if err := sw.control(ctlXrun, s.Xrun); err != nil {
@@ -135,7 +141,7 @@ func (sw *SampleWriter) Write(s *Sample) error {
 	if err := sw.sides(s); err != nil {
 		return err
 	}
-	lat := s.Woke - s.Due
+	lat := s.Latency()
 	if lat < 0 || lat > maxLatencyNS {
 		if err := sw.control(ctlLat, lat); err != nil {
 			return err

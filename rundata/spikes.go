@@ -214,6 +214,8 @@ func (c Cause) String() string {
 		return "CPU idle"
 	case CauseThrottled:
 		return "RT throttling"
+	case CauseStopped:
+		return "the machine was stopped"
 	case "":
 		return "unexplained"
 	}

@@ -15,8 +15,14 @@ import (
 // r.Phases; a phase missing from it reads 0.
 func WriteSummary(w io.Writer, r *Run, acts map[int]float64, spikes []Spike) {
 	fmt.Fprintf(w, "sound: %s\n", soundText(r))
+	if h := heardText(r); h != "" {
+		fmt.Fprintf(w, "heard: %s\n", h)
+	}
 	if v := VerdictText(r); v != "" {
 		fmt.Fprintf(w, "verdict: %s\n", v)
+	}
+	if c := CPUsText(r); c != "" {
+		fmt.Fprintf(w, "cpus: %s\n", c)
 	}
 	if t := worstText(r, spikes); t != "" {
 		fmt.Fprintf(w, "worst wakeup: %s\n", t)
@@ -58,6 +64,46 @@ func soundText(r *Run) string {
 	return "broke under " + strings.Join(broke, ", ") + "; no xrun under " + strings.Join(held, ", ") + sim
 }
 
+// heardText says what a loopback run heard (Phase.Sound): "the sound
+// broke 3 times (hackbench 3, idle none, 1 of them with no xrun or pointer
+// jump); round trip 21.3 ms in idle, 21.3 ms in hackbench"; "" without
+// --loopback. A break nothing else reported is the one to know of.
+func heardText(r *Run) string {
+	var total, alone int
+	var breaks, trips []string
+	for _, ph := range r.Phases {
+		switch snd := ph.Sound; {
+		case snd == nil:
+			continue
+		case !snd.Judged:
+			breaks = append(breaks, ph.Label()+" not judged: "+snd.Note)
+		case len(snd.Glitches) == 0:
+			breaks = append(breaks, ph.Label()+" none")
+		default:
+			breaks = append(breaks, fmt.Sprintf("%s %d", ph.Label(), len(snd.Glitches)))
+		}
+		total += len(ph.Sound.Glitches)
+		alone += ph.Sound.GlitchesAlone
+		if ph.Sound.CardDelay != nil {
+			trips = append(trips, fmt.Sprintf("%.1f ms in %s", ph.Sound.RoundTripMS, ph.Label()))
+		} else {
+			trips = append(trips, "not read in "+ph.Label())
+		}
+	}
+	if len(breaks) == 0 {
+		return ""
+	}
+	times := "times"
+	if total == 1 {
+		times = "time"
+	}
+	unseen := ""
+	if alone > 0 {
+		unseen = fmt.Sprintf(", %d of them with no xrun or pointer jump", alone)
+	}
+	return fmt.Sprintf("the sound broke %d %s (%s%s); round trip %s", total, times, strings.Join(breaks, ", "), unseen, strings.Join(trips, ", "))
+}
+
 // worstText names the latest wakeup of the run, its phase and, where the
 // tracer recorded that period, what held the CPU most.
 func worstText(r *Run, spikes []Spike) string {
@@ -88,12 +134,36 @@ func worstText(r *Run, spikes []Spike) string {
 }
 
 // writeTLine writes phase i's line in cyclictest's style, with
-// percentiles and xruns added, and the lines that qualify its figures.
+// percentiles and xruns added, and the lines that qualify its figures;
+// under run --cpus, one line per CPU follows it, as cyclictest --smp
+// prints one per thread.
 func writeTLine(w io.Writer, r *Run, i int, ph Phase, act float64) {
 	if ph.Skipped != "" {
 		fmt.Fprintf(w, "T: %-10s skipped: %s\n", ph.Name, ph.Skipped)
 		return
 	}
+	name := ph.Name
+	if ph.Repeat > 0 {
+		name = fmt.Sprintf("%s#%d", ph.Name, ph.Repeat)
+	}
+	if len(ph.CPUs) > 0 {
+		name += " all"
+		act = 0 // the latest of the CPUs' last wakeups: the same from run.json wherever it is printed
+		for _, c := range ph.CPUs {
+			act = max(act, c.ActUS)
+		}
+	}
+	fmt.Fprintf(w, "T: %-10s %s\n", name, tFigures(ph, r.RT.Obtained.Priority, r.PeriodUS, act))
+	writeNotes(w, r, ph, ph.Name)
+	for _, c := range ph.CPUs {
+		fmt.Fprintf(w, "T:%2d (%7d) %s\n", c.CPU, c.TID, tFigures(c.Phase, c.RT.Obtained.Priority, r.PeriodUS, c.ActUS))
+		writeNotes(w, r, c.Phase, fmt.Sprintf("%s CPU %d", ph.Name, c.CPU))
+	}
+}
+
+// tFigures is a T: line after its thread's name: cyclictest's P: I: C:
+// Min: Act: Avg: Max:, with percentiles and xruns added.
+func tFigures(ph Phase, prio int, periodUS, act float64) string {
 	l := ph.Latency
 	// A percentile beyond the histogram's range is only a lower bound.
 	pct := func(v float64) string {
@@ -102,15 +172,16 @@ func writeTLine(w io.Writer, r *Run, i int, ph Phase, act float64) {
 		}
 		return fmt.Sprint(int64(math.Floor(v)))
 	}
-	name := ph.Name
-	if ph.Repeat > 0 {
-		name = fmt.Sprintf("%s#%d", ph.Name, ph.Repeat)
-	}
-	fmt.Fprintf(w, "T: %-10s P:%d I:%d C:%8d Min:%7d Act:%5d Avg:%5d Max:%8d p99: %s p99.9: %s xruns: %d\n",
-		name, r.RT.Obtained.Priority, int64(r.PeriodUS), ph.Periods,
+	return fmt.Sprintf("P:%d I:%d C:%8d Min:%7d Act:%5d Avg:%5d Max:%8d p99: %s p99.9: %s xruns: %d",
+		prio, int64(periodUS), ph.Periods,
 		int64(math.Floor(l.Min)), int64(math.Floor(act)), int64(math.Floor(l.Avg)), int64(math.Floor(l.Max)), pct(l.P99), pct(l.P999), ph.Xruns)
+}
+
+// writeNotes writes the lines that qualify a T: line's figures, each
+// under the name given.
+func writeNotes(w io.Writer, r *Run, ph Phase, name string) {
 	note := func(format string, a ...any) {
-		fmt.Fprintf(w, "   %-10s "+format+"\n", append([]any{ph.Name}, a...)...)
+		fmt.Fprintf(w, "   %-10s "+format+"\n", append([]any{name}, a...)...)
 	}
 	if ph.CaughtUp > 0 {
 		note("%d caught up (periods already due when the one before woke, each written late; cyclictest skips such deadlines: its C: and percentiles would not have them)", ph.CaughtUp)
@@ -123,6 +194,12 @@ func writeTLine(w io.Writer, r *Run, i int, ph Phase, act float64) {
 	}
 	if off, ok := ph.ClockOff(r.Rate); ok {
 		note("card clock: %.1f Hz on the system clock, %+.1f %% against the nominal %d Hz (its periods last %.2f times the nominal; the card's clock, not the kernel)", ph.ClockHz, 100*off, r.Rate, 1/(1+off))
+	}
+	if b := ph.Break; b != nil {
+		note("broke: period %d woke %d µs late, above --break-above %d µs; the run stopped there (as cyclictest -b)", b.Period, b.LatencyNS/1000, r.BreakAboveNS/1000)
+	}
+	if ratio, off := ph.CPULoop.Miscalibrated(); off {
+		note("cpu load: the DSP loop ran %.0f µs at its shortest against the %.0f µs asked (×%.2f): calibrated as the run began at another CPU speed (an emulator, a busy host, frequency scaling), the load was not the one asked", ph.CPULoop.MinUS, ph.CPULoop.NominalUS, ratio)
 	}
 	if ph.RTThrottled > 0 {
 		note("RT throttled: %d spikes, %.1f ms (the real-time budget, sched_rt_runtime_us, ran out and the kernel stopped the audio thread: not the kernel's latency; see latencytest check)", ph.RTThrottled, float64(ph.RTThrottledNS)/1e6)

@@ -2,6 +2,7 @@ package rundata
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 )
@@ -52,7 +53,8 @@ type LateMeter struct {
 
 // Add takes a period's sample.
 func (m *LateMeter) Add(s *Sample) {
-	w, l := s.Woke+s.DSP-s.Due, s.Woke-s.Due
+	l := s.Latency()
+	w := l + s.DSP
 	if m.n == 0 || w > m.Write {
 		m.Write = w
 	}
@@ -162,4 +164,90 @@ func rtNote(rt RTSetup) string {
 		return "its memory was not locked (mlockall refused: raise the memlock limit, latencytest check): page faults may be in the figures"
 	}
 	return ""
+}
+
+// CPUsText names, for a run --cpus of two CPUs or more, the best and the
+// worst CPU for the audio thread, each with its why: "best for audio
+// CPU 0 (needs × 2 (2.7 ms), p99.9 123 µs, max 272 µs, under idle);
+// worst CPU 1 (…)". A CPU is judged by its worst phase, and CPUs are
+// ranked by the buffer verdict's own measure, the buffer its latest write
+// needed (Safe), then by the tail (p99.9), then by the max. "" when fewer
+// than two CPUs were measured.
+func CPUsText(r *Run) string {
+	worst := map[int]*CPUPhase{} // each CPU's worst phase
+	var order []int
+	for i := range r.Phases {
+		for k := range r.Phases[i].CPUs {
+			c := &r.Phases[i].CPUs[k]
+			if c.Periods == 0 {
+				continue
+			}
+			if w, ok := worst[c.CPU]; !ok {
+				order = append(order, c.CPU)
+				worst[c.CPU] = c
+			} else if worseForAudio(c, w) {
+				worst[c.CPU] = c
+			}
+		}
+	}
+	if len(order) < 2 {
+		return ""
+	}
+	best, bad := order[0], order[0]
+	for _, cpu := range order[1:] {
+		if worseForAudio(worst[best], worst[cpu]) {
+			best = cpu
+		}
+		if worseForAudio(worst[cpu], worst[bad]) {
+			bad = cpu
+		}
+	}
+	if best == bad {
+		return ""
+	}
+	s := fmt.Sprintf("best for audio CPU %d (%s); worst CPU %d (%s)", best, cpuWhy(r, worst[best]), bad, cpuWhy(r, worst[bad]))
+	for _, f := range r.Checks {
+		if f.Name == FindingSoundIRQCPUs && f.Status == "OK" {
+			s += "; the soundcard's interrupt: " + f.Value
+		}
+	}
+	return s
+}
+
+// worseForAudio says whether a's figures are worse for an audio thread
+// than b's: a larger buffer needed, else a longer tail, else a later max.
+func worseForAudio(a, b *CPUPhase) bool {
+	na, nb := safePeriods(&a.Phase), safePeriods(&b.Phase)
+	switch {
+	case na != nb:
+		return na > nb
+	case a.Latency.P999 != b.Latency.P999:
+		return a.Latency.P999 > b.Latency.P999
+	}
+	return a.Latency.Max > b.Latency.Max
+}
+
+// safePeriods is the buffer a phase's latest write needed, in periods;
+// more than any when it has no verdict.
+func safePeriods(p *Phase) int {
+	if p.Safe == nil {
+		return MaxSafePeriods + 2
+	}
+	return p.Safe.Periods
+}
+
+// cpuWhy is what a CPU's worst phase says of it.
+func cpuWhy(r *Run, c *CPUPhase) string {
+	need := "no verdict"
+	if c.Safe != nil {
+		need = fmt.Sprintf("needs × %d (%.1f ms)", c.Safe.Periods, float64(c.Safe.Periods)*r.PeriodUS/1000)
+		if c.Safe.Periods > MaxSafePeriods {
+			need = fmt.Sprintf("needs more than × %d", MaxSafePeriods)
+		}
+	}
+	s := fmt.Sprintf("%s, p99.9 %d µs, max %d µs", need, int64(math.Floor(c.Latency.P999)), int64(math.Floor(c.Latency.Max)))
+	if c.Xruns > 0 {
+		s += fmt.Sprintf(", %d xruns", c.Xruns)
+	}
+	return s + ", under " + c.Label()
 }

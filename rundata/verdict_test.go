@@ -163,3 +163,38 @@ func TestVerdictTextNotRealTime(t *testing.T) {
 		}
 	}
 }
+
+// The verdict's best and worst CPU of a run --cpus: each CPU judged by
+// its worst phase, ranked by the buffer it needed, then p99.9, then max.
+// CPU 2 is the best at idle but needs × 3 under hackbench; CPU 5 ties
+// CPU 0 on the buffer under every load and wins on the tail; CPU 0's
+// hackbench makes it the worst.
+func TestCPUsText(t *testing.T) {
+	cpu := func(n, periods int, p999, maxUS float64) CPUPhase {
+		return CPUPhase{CPU: n, Phase: Phase{Periods: 1000, Safe: &Safe{Periods: periods}, Latency: LatencyStats{P999: p999, Max: maxUS}}}
+	}
+	idle := Phase{Name: "idle", CPUs: []CPUPhase{cpu(0, 2, 50, 80), cpu(2, 2, 10, 20), cpu(5, 2, 40, 70)}}
+	hack := Phase{Name: "hackbench", CPUs: []CPUPhase{cpu(0, 4, 900, 4000), cpu(2, 3, 300, 2100), cpu(5, 2, 400, 900)}}
+	for i := range hack.CPUs {
+		hack.CPUs[i].Name = "hackbench"
+	}
+	r := &Run{PeriodUS: 1000, Phases: []Phase{idle, hack}}
+	want := "best for audio CPU 5 (needs × 2 (2.0 ms), p99.9 400 µs, max 900 µs, under hackbench); worst CPU 0 (needs × 4 (4.0 ms), p99.9 900 µs, max 4000 µs, under hackbench)"
+	if got := CPUsText(r); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	// Where the check read where the soundcard's interrupt is handled, the
+	// verdict says it beside them; not where it could not.
+	r.Checks = []Finding{{Name: FindingSoundIRQCPUs, Status: "OK", Value: "IRQ 129 on CPU 2"}}
+	if got, w := CPUsText(r), want+"; the soundcard's interrupt: IRQ 129 on CPU 2"; got != w {
+		t.Errorf("with the card's IRQ: got  %q\nwant %q", got, w)
+	}
+	r.Checks[0].Status = "INFO"
+	if got := CPUsText(r); got != want {
+		t.Errorf("with the card's IRQ not read: %q", got)
+	}
+	r.Phases = []Phase{{Name: "idle", CPUs: []CPUPhase{cpu(0, 2, 50, 80)}}}
+	if got := CPUsText(r); got != "" {
+		t.Errorf("one CPU: %q, want nothing", got)
+	}
+}

@@ -27,6 +27,9 @@ type phaseResult struct {
 	bye     engineBye
 	stopped bool // ended by the context, not by its duration
 	killed  bool // it did not stop within engineGrace of SIGTERM
+	// capture is what the capture side kept (audio.Config.KeepFrames),
+	// a WAV file the engine wrote on its stdout after the loop.
+	capture bytes.Buffer
 }
 
 // runEngine runs one engine process for one phase (internal/child) and
@@ -39,10 +42,15 @@ func runEngine(ctx context.Context, cfg Config, req engineRequest, sink func(*ru
 		return nil, err
 	}
 	res := &phaseResult{}
+	var stdout io.Writer // nil: /dev/null
+	if req.Config.KeepFrames > 0 {
+		stdout = &res.capture
+	}
 	var byeMu sync.Mutex // the bye arrives on the pipe's reading goroutine
 	p, first, err := child.Start(ctx, child.Spec{
 		Name: "engine", Exe: cfg.Exe, Args: []string{EngineCommand},
-		Stdin: bytes.NewReader(reqJSON),
+		Stdin:  bytes.NewReader(reqJSON),
+		Stdout: stdout,
 		// No preemption signals: they would interrupt the loop's sleeps every
 		// 10 ms only to be refused (the loop is pinned, see audio.Pinnable).
 		Env:       []string{"GODEBUG=asyncpreemptoff=1"},
@@ -151,6 +159,10 @@ type accumulator struct {
 	writer   *rundata.SampleWriter
 	writeErr error
 	onXrun   func(s *rundata.Sample)
+	// perCPU are, under run --cpus, each CPU's histogram in --cpus
+	// order: the histogram file has a column per CPU, as cyclictest's
+	// has one per thread.
+	perCPU []*rundata.Histogram
 }
 
 func newAccumulator(w *rundata.SampleWriter, shape rundata.SampleHeader, nominalDSP int64, onXrun func(*rundata.Sample)) *accumulator {

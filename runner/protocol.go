@@ -34,13 +34,22 @@ const (
 
 // engineRequest is what the parent sends the engine on its stdin.
 type engineRequest struct {
-	Driver     string           `json:"driver"`
-	Config     audio.Config     `json:"config"`
-	CPULoad    int              `json:"cpu_load"`
-	DurationNS int64            `json:"duration_ns"`
-	StallAt    int64            `json:"stall_at"`
-	StallForNS int64            `json:"stall_for_ns"`
-	RT         rundata.RTParams `json:"rt"`
+	Driver     string       `json:"driver"`
+	Config     audio.Config `json:"config"`
+	CPULoad    int          `json:"cpu_load"`
+	DurationNS int64        `json:"duration_ns"`
+	Loops      int64        `json:"loops"`
+	BreakAbove int64        `json:"break_above_ns"`
+	StallAt    int64        `json:"stall_at"`
+	StallForNS int64        `json:"stall_for_ns"`
+	// StallCPU is, with CPUs, the CPU whose loop the stall is for; -1:
+	// every loop's.
+	StallCPU int              `json:"stall_cpu"`
+	RT       rundata.RTParams `json:"rt"`
+	// CPUs asks for one measuring thread per CPU (run --cpus), each
+	// pinned to its CPU at RT's policy and priority; empty: one thread,
+	// where RT.Affinity says.
+	CPUs []int `json:"cpus,omitempty"`
 }
 
 // engineHello is the engine's first message: what it opened and obtained,
@@ -53,6 +62,18 @@ type engineHello struct {
 	Granted    audio.Granted   `json:"granted"`
 	RT         rundata.RTSetup `json:"rt"`
 	NominalDSP int64           `json:"nominal_dsp_ns"`
+	// Threads are the measuring threads of a run --cpus, in the
+	// request's order (Sample.Loop indexes them); the fields above are
+	// then the first's, RT the process's with the threads' policy.
+	Threads []engineThread `json:"threads,omitempty"`
+}
+
+// engineThread is what one measuring thread of run --cpus obtained.
+type engineThread struct {
+	CPU        int             `json:"cpu"`
+	TID        int             `json:"tid"`
+	RT         rundata.RTSetup `json:"rt"`
+	NominalDSP int64           `json:"nominal_dsp_ns"`
 }
 
 // engineBye is the engine's last message.
@@ -60,5 +81,24 @@ type engineBye struct {
 	Start   int64  `json:"start_ns"`
 	Periods int64  `json:"periods"`
 	Lost    uint64 `json:"lost"`
-	Err     string `json:"error,omitempty"`
+	// Broke is the period whose wakeup was later than the request's
+	// BreakAbove and ended the loop; absent when none did.
+	Broke *rundata.Break `json:"broke,omitempty"`
+	// Reported is the delay the cards report beyond their buffers
+	// (audio.DelayReporter), when the stream still ran at the end.
+	Reported *rundata.ReportedDelay `json:"reported_delay,omitempty"`
+	Err      string                 `json:"error,omitempty"`
+	// Threads are each measuring thread's of a run --cpus, in the
+	// request's order; the fields above are then the first thread's
+	// start, the sums of periods and of lost, the break of the thread
+	// that broke.
+	Threads []threadBye `json:"threads,omitempty"`
+}
+
+// threadBye is one measuring thread's end.
+type threadBye struct {
+	Start   int64          `json:"start_ns"`
+	Periods int64          `json:"periods"`
+	Lost    uint64         `json:"lost"`
+	Broke   *rundata.Break `json:"broke,omitempty"`
 }

@@ -63,9 +63,22 @@ type Config struct {
 	LiftRTBudget bool
 	// Repeat runs the whole list of phases that many times, 1 to 1000
 	// (Run takes 0 as once), each phase recording its repetition.
-	Repeat   int
+	Repeat int
+	// Duration is each phase's length; 0 with Loops: as long as its
+	// periods take.
 	Duration time.Duration
-	Out      string // results directory, created by Run
+	// Loops ends each phase after that many periods (run --loops, as
+	// cyclictest -l); 0: none.
+	Loops int64
+	// CPUs runs one measuring thread per CPU listed (run --cpus, as
+	// cyclictest --smp), each pinned to its CPU at RT's policy and
+	// priority; empty: one thread, where RT.Affinity says.
+	CPUs []int
+	// BreakAbove ends the run at the first wakeup later than that many
+	// ns (run --break-above, as cyclictest -b): its phase ends with it,
+	// and no phase runs after; 0: never.
+	BreakAbove int64
+	Out        string // results directory, created by Run
 	// Force lets Run replace an earlier run's results directory at Out,
 	// whole (it is refused otherwise).
 	Force    bool
@@ -128,6 +141,11 @@ type Config struct {
 // streams are the directions a stream may take (audio.Config.Stream).
 var streams = []string{"playback", "capture", "duplex"}
 
+// maxLoops bounds --loops: that many of the longest periods (65536
+// frames at 8 kHz) still count in int64 nanoseconds, and at the shortest
+// they last days.
+const maxLoops int64 = 1e9
+
 // Validate checks the invariants of a measurement that hold however it
 // was asked for: the stream's shape and direction, the simulated load,
 // the real-time priority, the repetitions and the length. Each error is
@@ -144,14 +162,35 @@ func (c *Config) Validate() error {
 		return badinput.Errorf("--cpu-load %d: allowed 0 to 100 (percent of a period)", c.CPULoad)
 	case c.RT.Priority < 0 || c.RT.Priority > 99:
 		return badinput.Errorf("--prio %d: allowed 0 (SCHED_OTHER) or 1 to 99 (SCHED_FIFO)", c.RT.Priority)
-	case c.Duration <= 0 || c.Duration > 7*24*time.Hour:
+	case c.Loops < 0 || c.Loops > maxLoops:
+		return badinput.Errorf("--loops %d: allowed 1 to %d (0: none)", c.Loops, maxLoops)
+	case c.BreakAbove < 0:
+		return badinput.Errorf("--break-above %v: allowed a positive duration (0: off)", time.Duration(c.BreakAbove))
+	case (c.Duration <= 0 && !(c.Duration == 0 && c.Loops > 0)) || c.Duration > 7*24*time.Hour:
 		return badinput.Errorf("--duration %v: allowed more than 0 and up to 168h (a Go duration such as 30s or 5m)", c.Duration)
 	case !slices.Contains(streams, a.Stream):
 		return badinput.Errorf("--stream %q: allowed playback, capture or duplex", a.Stream)
 	case a.File != "" && a.ToneHz != 0:
 		return badinput.Errorf("--file and --tone: choose one")
+	case a.Loopback && (a.Stream != "duplex" || a.File != "" || a.ToneHz != 0 || a.Channels < 2):
+		return badinput.Errorf("--loopback: wants --stream duplex and 2 channels or more, without --tone or --file (it plays its own sine and MLS)")
 	case c.Repeat < 1 || c.Repeat > 1000:
 		return badinput.Errorf("--repeat %d: allowed 1 to 1000", c.Repeat)
+	}
+	return c.ValidatePhases()
+}
+
+// ValidatePhases checks the phases the tests and repetitions make, once
+// the tests are known: no more than a results directory holds, as report
+// and compare read it. Validate calls it too.
+func (c *Config) ValidatePhases() error {
+	switch n := len(c.Tests) * c.Repeat; {
+	case n > rundata.MaxPhases:
+		return badinput.Errorf("--repeat %d: %d tests × %d repetitions are %d phases; a results directory holds at most %d (report and compare read no more)",
+			c.Repeat, len(c.Tests), c.Repeat, n, rundata.MaxPhases)
+	case len(c.CPUs)*n > rundata.MaxCPUPhases:
+		return badinput.Errorf("--cpus: %d CPUs × %d phases: run.json holds at most %d such records; give fewer CPUs, tests or repetitions",
+			len(c.CPUs), n, rundata.MaxCPUPhases)
 	}
 	return nil
 }
@@ -181,6 +220,9 @@ func Run(ctx context.Context, cfg Config) (*rundata.Run, error) {
 	defer s.separate()()
 	defer s.liftBudget(ctx)()
 	if cfg.Trace {
+		if cfg.BreakAbove > 0 { // the wakeup that breaks is explained, its window kept
+			s.cfg.TraceAbove = min(cfg.TraceAbove, cfg.BreakAbove)
+		}
 		s.trace = s.startTrace(ctx)
 		defer s.trace.stop()
 	}
@@ -204,6 +246,9 @@ func Run(ctx context.Context, cfg Config) (*rundata.Run, error) {
 		}
 		if err := s.res.writeRun(s.run); err != nil {
 			return s.run, err
+		}
+		if s.run.Broke() {
+			break
 		}
 	}
 	return s.run, s.finish(ctx)
@@ -255,7 +300,10 @@ func newRun(cfg Config) *rundata.Run {
 		Periods:      cfg.Audio.Periods,
 		CPULoad:      cfg.CPULoad,
 		Repeat:       repeatOrZero(cfg.Repeat),
+		Loops:        cfg.Loops,
+		BreakAboveNS: cfg.BreakAbove,
 		RT:           rundata.RTSetup{Asked: cfg.RT},
+		CPUs:         cfg.CPUs,
 		Phases:       []rundata.Phase{},
 		Incomplete:   true,
 	}
@@ -323,7 +371,11 @@ func (s *session) phase(ctx context.Context, i int, name string) error {
 func (s *session) phaseEnded(ph *rundata.Phase, acc *accumulator) {
 	s.acts[len(s.run.Phases)] = float64(acc.LastLatency()) / 1000
 	s.run.Phases = append(s.run.Phases, *ph)
-	s.hists = append(s.hists, acc.Hist)
+	if len(acc.perCPU) > 0 {
+		s.hists = append(s.hists, acc.perCPU...)
+	} else {
+		s.hists = append(s.hists, acc.Hist)
+	}
 	if s.trace != nil {
 		if terr := s.trace.write(s.res, &s.run.Phases[len(s.run.Phases)-1]); terr != nil {
 			s.pr.linef("trace: %v", terr)
@@ -399,14 +451,21 @@ func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, s *sess
 	r := &phaseRun{cfg: cfg, i: i, index: index, ph: ph, s: s, stopProgress: func() {}, stopSync: func() error { return nil }}
 	defer r.closeFile()
 	ph.StartWall = nowWall()
-	// The phase is listed in run.json, with its samples file, before its
-	// engine starts: a kill from now on leaves it there, incomplete.
+	// The phase is listed in run.json, with its samples file (each CPU's
+	// under --cpus), before its engine starts: a kill from now on leaves
+	// it there, incomplete.
 	var err error
-	if r.file, err = s.res.phaseStarting(s.run, ph, i, cfg.NoSamples); err != nil {
+	if len(cfg.CPUs) > 0 {
+		if r.cpus, err = s.res.cpusStarting(ph, i, cfg.CPUs, cfg.NoSamples); err != nil {
+			return nil, err
+		}
+	}
+	if r.file, err = s.res.phaseStarting(s.run, ph, i, cfg.NoSamples || len(cfg.CPUs) > 0); err != nil {
+		s.res.dropCPUs(r.cpus)
 		return nil, err
 	}
 	if s.trace != nil {
-		s.trace.wakeups(ktrace.Thread{})
+		s.trace.wakeups()
 	}
 	ctx, r.cancel = context.WithCancel(ctx)
 	defer r.cancel()
@@ -415,17 +474,21 @@ func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, s *sess
 		err = r.rot.err
 	}
 	r.endProgress()
-	syncErr := r.stopSync()
+	syncErr := errors.Join(r.stopSync(), r.stopCPUs())
 	ph.EndWall = nowWall()
 	ph.Incomplete = false
 	if r.acc == nil {
 		s.res.dropSamples(ph, r.file)
+		s.res.dropCPUs(r.cpus)
 		r.file = nil
 		return nil, err
 	}
+	var bye *engineBye
 	if res != nil {
+		bye = &res.bye
 		ph.StartMonoNS = res.bye.Start
 		ph.Lost = int64(res.bye.Lost) - r.rot.lostBefore
+		r.broke(res.bye.Broke)
 		if res.killed {
 			s.pr.linef("[%s] the engine did not stop within %v of SIGTERM: killed", ph.Name, engineGrace)
 		}
@@ -433,7 +496,15 @@ func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, s *sess
 	if r.rot.start != 0 { // a rotating phase's directory starts at its boundary
 		ph.StartMonoNS = r.rot.start
 	}
-	return r.acc, r.finish(err, syncErr)
+	if res != nil {
+		ph.CardReported = res.bye.Reported
+		err = errors.Join(err, r.keepCapture(res.capture.Bytes()))
+	}
+	err = r.finish(err, syncErr)
+	if r.cpus != nil {
+		err = r.finishCPUs(bye, err)
+	}
+	return r.acc, err
 }
 
 // engineRequestOf is what the engine is asked to do in every phase: with
@@ -444,11 +515,18 @@ func engineRequestOf(ctx context.Context, cfg Config) engineRequest {
 		Config:     cfg.Audio,
 		CPULoad:    cfg.CPULoad,
 		DurationNS: int64(cfg.Duration), // 0: until stopped
+		Loops:      cfg.Loops,
+		BreakAbove: cfg.BreakAbove,
 		StallAt:    -1,
+		StallCPU:   -1,
 		RT:         cfg.RT,
+		CPUs:       cfg.CPUs,
 	}
 	if st, ok := testhook.StallOf(ctx); ok {
-		req.StallAt, req.StallForNS = st.At, int64(st.For)
+		req.StallAt, req.StallForNS, req.StallCPU = st.At, int64(st.For), st.CPU
+	}
+	if cfg.Audio.Loopback {
+		req.Config.KeepFrames = keepFrames(cfg)
 	}
 	return req
 }
@@ -465,10 +543,12 @@ type phaseRun struct {
 	shape        rundata.SampleHeader // the stream's, as its samples file's header says it
 	opened       engineHello          // what the engine opened
 	stopProgress func()
-	stopSync     func() error // ends the samples file's periodic flush and sync
-	cancel       func()       // stops the engine
-	rot          rotation     // with cfg.Rotate
-	lines        *xrunLines   // the xruns' lines on the terminal
+	stopSync     func() error       // ends the samples file's periodic flush and sync
+	cancel       func()             // stops the engine
+	rot          rotation           // with cfg.Rotate
+	lines        *xrunLines         // the xruns' lines on the terminal
+	cpus         []*cpuStream       // each CPU's thread under cfg.CPUs; nil otherwise
+	heard        rundata.CaptureMap // a loopback's capture against the samples
 }
 
 // hello sets the phase up once the engine has opened its stream: what
@@ -480,11 +560,29 @@ func (r *phaseRun) hello(h engineHello) error {
 	if r.s.run.RT.Obtained.Policy == "" {
 		r.granted(h)
 	}
-	if err := r.open(mono.Now()); err != nil {
+	start := mono.Now()
+	if r.cpus != nil {
+		if err := r.threadsOpened(h.Threads, start); err != nil {
+			return err
+		}
+	}
+	if err := r.open(start); err != nil {
 		return err
 	}
+	if r.cpus != nil {
+		if err := r.openCPUs(start); err != nil {
+			return err
+		}
+	}
 	if r.s.trace != nil {
-		r.s.trace.phase(r.index, ktrace.Thread{TID: h.TID, Comm: h.Comm}, r.ph.Stressor)
+		audio := []ktrace.Thread{{TID: h.TID, Comm: h.Comm}}
+		if r.cpus != nil {
+			audio = audio[:0]
+			for _, th := range h.Threads {
+				audio = append(audio, ktrace.Thread{TID: th.TID})
+			}
+		}
+		r.s.trace.phase(r.index, audio, r.ph.Stressor)
 	}
 	return nil
 }
@@ -500,18 +598,26 @@ func (r *phaseRun) open(start int64) error {
 		w = rundata.NewSampleWriter(r.file, r.shape)
 	}
 	r.lines = newXrunLines(r.ph.Name, r.s.pr.linef)
-	r.acc = newAccumulator(w, r.shape, r.opened.NominalDSP, r.lines.add)
+	onXrun := r.lines.add
+	if r.cpus != nil {
+		onXrun = nil // each CPU's thread has its lines
+	}
+	r.acc = newAccumulator(w, r.shape, r.opened.NominalDSP, onXrun)
 	stop, err := r.s.res.phaseOpened(r.s.run, r.ph, start, r.opened.NominalDSP, r.acc, r.file)
 	if err != nil {
 		return err
 	}
 	r.stopSync = stop
+	length := r.cfg.Duration
+	if r.cfg.Loops > 0 && (length == 0 || r.cfg.Loops*r.shape.PeriodNS < int64(length)) {
+		length = time.Duration(r.cfg.Loops * r.shape.PeriodNS) // the nominal time of --loops periods
+	}
 	var left runLeft // monitor's rotations run for ever: no run left to show
 	if r.cfg.Rotate == 0 {
 		left = runLeft{phase: r.i + 1, phases: len(r.s.names)}
-		left.after = time.Duration(left.phases-left.phase) * r.cfg.Duration
+		left.after = time.Duration(left.phases-left.phase) * length
 	}
-	r.stopProgress = r.s.pr.progress(r.ph.Name, r.cfg.Duration, left, r.acc)
+	r.stopProgress = r.s.pr.progress(r.ph.Name, length, left, r.acc)
 	return nil
 }
 
@@ -520,13 +626,30 @@ func (r *phaseRun) sample(s *rundata.Sample) {
 	if r.cfg.Rotate > 0 {
 		r.rotation(s)
 	}
+	if r.cpus != nil {
+		r.cpuSample(s)
+	}
 	r.acc.sample(s)
+	if s.Loop == 0 { // under --cpus the stream's thread: the others are timers
+		r.heard.Add(s)
+	}
 	if r.cfg.OnSample != nil {
 		r.cfg.OnSample(s)
 	}
 	if r.s.trace != nil {
 		r.s.trace.offer(s)
 	}
+}
+
+// broke records, and says, the wakeup later than --break-above that ended
+// the phase and the run (nil: none did).
+func (r *phaseRun) broke(b *rundata.Break) {
+	if b == nil {
+		return
+	}
+	r.ph.Break = b
+	r.s.pr.linef("[%s] break: period %d woke %d µs late, above --break-above %d µs: the run stops here (as cyclictest -b)",
+		r.ph.Name, b.Period, b.LatencyNS/1000, r.cfg.BreakAbove/1000)
 }
 
 // granted records, in the first phase, what the driver and kernel
@@ -566,7 +689,14 @@ func streamLine(run *rundata.Run, auto bool) string {
 	if o.Policy == "SCHED_FIFO" || o.Policy == "SCHED_RR" {
 		line += fmt.Sprintf(" %d", o.Priority)
 	}
-	if len(o.Affinity) > 0 {
+	switch {
+	case len(run.CPUs) == 2 && run.Driver != "timer":
+		line += fmt.Sprintf(", the stream's thread on CPU %d, a timer thread on CPU %d", run.CPUs[0], run.CPUs[1])
+	case len(run.CPUs) > 2 && run.Driver != "timer":
+		line += fmt.Sprintf(", the stream's thread on CPU %d, a timer thread on each of CPUs %s", run.CPUs[0], cpulist.Format(run.CPUs[1:]))
+	case len(run.CPUs) > 0:
+		line += ", a thread pinned to each of CPUs " + cpulist.Format(run.CPUs)
+	case len(o.Affinity) > 0:
 		line += ", audio thread on CPU " + cpulist.Format(o.Affinity)
 	}
 	switch {
@@ -618,6 +748,7 @@ func (r *phaseRun) closeFile() {
 	if r.file != nil {
 		r.file.Close()
 	}
+	r.closeCPUFiles()
 }
 
 // summary prints the run's closing block (rundata.WriteSummary) and where

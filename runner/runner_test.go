@@ -18,7 +18,7 @@ func TestAccumulatorFill(t *testing.T) {
 	lat := []int64{10_000, 50_000, 150_000, 2_000_000}
 	dsp := []int64{800_000, 850_000, 950_000, 799_000}
 	for i := range lat {
-		s := rundata.Sample{Index: int64(i), Due: int64(i) * 1e6, DSP: dsp[i], Avail: 48, Grid: int64(i)*1e6 + 5_000}
+		s := rundata.Sample{Index: int64(i), Due: int64(i) * 1e6, DSP: dsp[i], Avail: 48, Grid: int64(i)*1e6 - 5_000}
 		s.Woke = s.Due + lat[i]
 		if i == 3 {
 			s.Xrun = 1_000_000
@@ -37,8 +37,13 @@ func TestAccumulatorFill(t *testing.T) {
 	if ph.CPULoop.Within100USPct != 75 || ph.CPULoop.NominalUS != 800 || ph.CPULoop.MaxUS != 950 {
 		t.Errorf("cpu loop %+v", ph.CPULoop)
 	}
-	if ph.GridLateness == nil || ph.GridLateness.Min != 5 || ph.GridLateness.Max != 1995 {
-		t.Errorf("grid lateness %+v", ph.GridLateness)
+	// The period ended on the card's clock 5 µs before its pointer update:
+	// the headline counts those 5 µs, the split says where they went.
+	if ph.Latency.Min != 15 || ph.Latency.Max != 2005 {
+		t.Errorf("latency from the card's clock %+v, want 15 to 2005 µs", ph.Latency)
+	}
+	if u, w := ph.UpdateDelay, ph.AfterUpdate; u == nil || w == nil || u.Min != 5 || u.Max != 5 || w.Min != 10 || w.Max != 2000 {
+		t.Errorf("update delay %+v, after update %+v", u, w)
 	}
 	// 48 of 96 frames queued at the worst wakeup without an xrun: 1 ms.
 	if ph.HeadroomMinUS != 1000 {
@@ -128,6 +133,9 @@ func TestConfigValidate(t *testing.T) {
 		"--stream":   func(c *Config) { c.Audio.Stream = "both" },
 		"--file":     func(c *Config) { c.Audio.File, c.Audio.ToneHz = "x.wav", 440 },
 		"--repeat":   func(c *Config) { c.Repeat = 1001 },
+		"--cpus": func(c *Config) {
+			c.Tests, c.Repeat, c.CPUs = []string{"idle", "hackbench"}, 7, make([]int, rundata.MaxCPUPhases/14+1)
+		},
 	} {
 		c := good()
 		bad(&c)

@@ -55,6 +55,9 @@ func RunSizes(ctx context.Context, cfg Config, sizes []int, above func(periodFra
 		if r != nil && len(r.Phases) > 0 {
 			runs = append(runs, r)
 		}
+		if r != nil && r.Broke() { // --break-above: no size after
+			break
+		}
 	}
 	if len(runs) == 0 {
 		return nil

@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"runtime"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"latencytest/internal/child"
 	"latencytest/ktrace"
 	"latencytest/rundata"
+	"latencytest/stress"
 )
 
 // spikeTrace explains a run's spikes with the kernel's tracer (run
@@ -26,16 +26,16 @@ type spikeTrace struct {
 	sess  *ktrace.Session
 	guard *child.Process // puts the tracer back if this process dies first
 	info  rundata.Trace
-	audio ktrace.Thread // the current phase's audio thread
-	index int           // and its index in run.json
+	audio []ktrace.Thread // the current phase's audio thread (run --cpus: one per CPU, in its order)
+	index int             // and its index in run.json
 }
 
-// startTrace starts the tracer for a run whose audio thread may use cpus;
-// each spike explained goes to spike (if not nil), and xrun prints, for
-// each xrun explained, its main culprit.
-func startTrace(above int64, cpus []int, debug io.Writer, spike, xrun func(rundata.Spike)) *spikeTrace {
+// startTrace starts the tracer for a run (o: the audio thread's CPUs, and
+// whether the machine is virtual); each spike explained goes to spike (if
+// not nil), and xrun prints, for each xrun explained, its main culprit.
+func startTrace(above int64, o ktrace.Options, spike, xrun func(rundata.Spike)) *spikeTrace {
 	t := &spikeTrace{info: rundata.Trace{AboveNS: above}}
-	s, err := ktrace.Start(ktrace.Options{CPUs: cpus, Debug: debug})
+	s, err := ktrace.Start(o)
 	if err != nil {
 		t.info.Note = err.Error()
 		return t
@@ -54,36 +54,38 @@ func startTrace(above int64, cpus []int, debug io.Writer, spike, xrun func(runda
 }
 
 // phase names the phase that starts (its index in run.json) and its
-// audio thread (by its id, or for a callback driver by its name), whose
-// process is the engine: its other threads (Go's sysmon, the drainer) are
-// named as the engine's when they hold the CPU; load is the phase's
-// stressor.
-func (t *spikeTrace) phase(i int, audio ktrace.Thread, load string) {
+// audio threads (by id, or for a callback driver by name; under run --cpus
+// one per CPU, a sample's Loop its index), whose process is the engine:
+// its other threads (Go's sysmon, the drainer) are named as the engine's
+// when they hold the CPU; load is the phase's stressor.
+func (t *spikeTrace) phase(i int, audio []ktrace.Thread, load string) {
 	t.index, t.audio = i, audio
 	if t.sess != nil {
-		if audio.TID != 0 {
-			t.sess.OwnGroupOf(audio.TID, "latencytest engine")
+		if len(audio) > 0 && audio[0].TID != 0 {
+			t.sess.OwnGroupOf(audio[0].TID, "latencytest engine")
 		}
-		t.sess.Load(load)
-		t.wakeups(audio)
+		t.sess.Load(load, stress.Comm(load))
+		t.wakeups(audio...)
 	}
 }
 
-// wakeups records only the wakeups of audio, or with the zero Thread
-// (before an engine starts, its thread not known yet) every wakeup. A
+// wakeups records only the wakeups of the audio threads, or with none
+// (before an engine starts, its threads not known yet) every wakeup. A
 // filter the kernel refuses costs only the events it would have saved,
 // never a cause: its error is not kept.
-func (t *spikeTrace) wakeups(audio ktrace.Thread) {
+func (t *spikeTrace) wakeups(audio ...ktrace.Thread) {
 	if t.sess != nil {
-		_ = t.sess.Audio(audio)
+		_ = t.sess.Audio(audio...)
 	}
 }
 
-// offer hands over a sample of the current phase.
+// offer hands over a sample of the current phase, to be explained on the
+// thread that took it.
 func (t *spikeTrace) offer(s *rundata.Sample) {
-	if t.rec != nil && t.audio != (ktrace.Thread{}) {
-		t.rec.Offer(t.index, t.audio, s)
+	if t.rec == nil || int(s.Loop) >= len(t.audio) || t.audio[s.Loop] == (ktrace.Thread{}) {
+		return
 	}
+	t.rec.Offer(t.index, t.audio[s.Loop], s)
 }
 
 // write writes every spike explained so far into the results directory's
@@ -163,16 +165,28 @@ func mainCulprits(sp rundata.Spike) string {
 	if len(parts) == 0 {
 		return "no trace of the audio thread"
 	}
+	if sp.EventsLost {
+		parts = append(parts, "trace events lost in the window: incomplete")
+	}
 	return strings.Join(parts, ", ")
 }
 
-// startTrace starts the run's tracer on the audio thread's CPUs; it names
-// an xrun's main culprits on the terminal, after the xrun's own line.
+// startTrace starts the run's tracer on the audio threads' CPUs (run
+// --cpus: the CPUs measured); it names an xrun's main culprits on the
+// terminal, after the xrun's own line.
 func (s *session) startTrace(ctx context.Context) *spikeTrace {
-	t := startTrace(s.cfg.TraceAbove, s.cfg.RT.Affinity, s.cfg.TraceDebug, s.cfg.OnSpike, func(sp rundata.Spike) {
+	cpus := s.cfg.RT.Affinity
+	if len(s.cfg.CPUs) > 0 {
+		cpus = s.cfg.CPUs
+	}
+	o := ktrace.Options{CPUs: cpus, Debug: s.cfg.TraceDebug, Virtual: s.run.System.Context.Virtual != ""}
+	t := startTrace(s.cfg.TraceAbove, o, s.cfg.OnSpike, func(sp rundata.Spike) {
 		name := ""
 		if sp.Phase < len(s.names) {
 			name = s.names[sp.Phase]
+		}
+		if len(s.cfg.CPUs) > 0 {
+			name = fmt.Sprintf("%s CPU %d", name, sp.CPU) // as the CPU's own xrun lines
 		}
 		late := fmt.Sprintf("%.2f ms late", float64(sp.LatencyNS)/1e6)
 		if w := sp.WindowNS(); w > sp.LatencyNS+sp.LatencyNS/2+1e6 {
@@ -186,7 +200,7 @@ func (s *session) startTrace(ctx context.Context) *spikeTrace {
 	switch {
 	case !t.info.Enabled:
 		s.pr.linef("trace: causes not recorded: %s", t.info.Note)
-	case len(s.cfg.RT.Affinity) == 0 && runtime.NumCPU() > 1:
+	case len(cpus) == 0 && runtime.NumCPU() > 1:
 		// Measured: docs/notes/benchmarks.md, "The goals of issue 14".
 		s.pr.linef("trace: recording every CPU's task switches; with --affinity only the audio thread's CPU is recorded, which costs it less (docs/spikes.md)")
 	}

@@ -61,6 +61,9 @@ func Main(exe string, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(conn, stderr, err)
 	}
+	if err := nameThreads(Comm(name)); err != nil {
+		return fail(conn, stderr, err)
+	}
 	if s, ok := c.load.(scratcher); ok && conn.TempDir() != "" {
 		s.useScratch(conn.TempDir())
 	}

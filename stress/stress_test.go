@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -128,6 +129,7 @@ func TestStartStop(t *testing.T) {
 			for count(p.Progress()) <= 0 && time.Now().Before(deadline) {
 				time.Sleep(20 * time.Millisecond)
 			}
+			sameComm(t, p.Pid(), Comm(name), name == "hackbench" || name == "fork")
 			progress := p.Progress()
 			st, err := p.Stop()
 			if err != nil {
@@ -340,4 +342,52 @@ func TestInterruptByHand(t *testing.T) {
 		t.Errorf("files left in %s: %v", dir, ents)
 	}
 	assertGone(t, cmd.Process.Pid, "", false)
+}
+
+// sameComm checks that every thread of process pid runs as comm, and with
+// forks that a process it forked does too: the tracer names the load's
+// tasks by it, even those gone before /proc could be asked.
+func sameComm(t *testing.T, pid int, comm string, forks bool) {
+	t.Helper()
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/comm", pid))
+	for _, f := range tasks {
+		if b, err := os.ReadFile(f); err == nil && strings.TrimSpace(string(b)) != comm {
+			t.Errorf("%s: %q, want %q", f, strings.TrimSpace(string(b)), comm)
+		}
+	}
+	if len(tasks) == 0 {
+		t.Errorf("no thread of process %d", pid)
+	}
+	for deadline := time.Now().Add(2 * time.Second); forks; {
+		for _, c := range childrenOf(pid) {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", c))
+			if err != nil {
+				continue
+			}
+			if got := strings.TrimSpace(string(b)); got != comm {
+				t.Errorf("process %d forked by the load: %q, want %q", c, got, comm)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("no process forked by %d seen in 2 s", pid)
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// childrenOf lists the processes whose parent is pid now.
+func childrenOf(pid int) []int {
+	var kids []int
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		for _, w := range strings.Fields(string(b)) {
+			if k, err := strconv.Atoi(w); err == nil {
+				kids = append(kids, k)
+			}
+		}
+	}
+	return kids
 }

@@ -10,6 +10,8 @@ package alsa
 import (
 	"sync/atomic"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // snd_pcm_uframes_t and snd_pcm_sframes_t: unsigned long and long.
@@ -82,3 +84,11 @@ type syncPtr struct {
 // loadUframes and storeUframes access a pointer in a mapped page.
 func loadUframes(p *uframes) uframes     { return atomic.LoadUint64(p) }
 func storeUframes(p *uframes, v uframes) { atomic.StoreUint64(p, v) }
+
+// hasTime32: on 64-bit time_t has always been 64-bit; there is one ABI.
+const hasTime32 = false
+
+type time32Records struct{}
+
+func (p *pcm) syncPtr32() unix.Errno { return unix.ENOTTY }
+func (p *pcm) status32() unix.Errno  { return unix.ENOTTY }

@@ -26,10 +26,17 @@ import (
 
 const layoutDumpEnv = "ALSA_LAYOUT_DUMP"
 
+// time32Mark starts a dumped expression of time32Checks: C builds it
+// without the time64 flags.
+const time32Mark = "time32: "
+
 func TestMain(m *testing.M) {
 	if os.Getenv(layoutDumpEnv) == "1" {
 		for _, c := range layoutChecks() {
 			fmt.Printf("%d\t%s\n", c.goVal, c.c)
+		}
+		for _, c := range time32Checks() {
+			fmt.Printf("%d\t%s%s\n", c.goVal, time32Mark, c.c)
 		}
 		os.Exit(0)
 	}
@@ -58,6 +65,13 @@ var cTargets = map[string]cTarget{
 // gcc, statically (run under qemu-user if need be).
 func cLayout(t *testing.T, arch string, exprs []string) []uint64 {
 	t.Helper()
+	return cLayoutWith(t, arch, exprs, cTargets[arch].flags)
+}
+
+// cLayoutWith is cLayout with the C compiler's flags given (nil for the
+// 32-bit time_t records on 32-bit).
+func cLayoutWith(t *testing.T, arch string, exprs, flags []string) []uint64 {
+	t.Helper()
 	tgt := cTargets[arch]
 	var src bytes.Buffer
 	src.WriteString("#include <stddef.h>\n#include <stdio.h>\n#include <time.h>\n#include <sys/ioctl.h>\n#include <sound/asound.h>\nint main(void) {\n")
@@ -72,7 +86,7 @@ func cLayout(t *testing.T, arch string, exprs []string) []uint64 {
 	}
 	var build, run *exec.Cmd
 	foreign := "" // the arch to emulate if the kernel cannot run the program
-	args := append(append([]string{}, tgt.flags...), "-o", bin, cfile)
+	args := append(append([]string{}, flags...), "-o", bin, cfile)
 	if m, err := exec.Command("gcc", "-dumpmachine").Output(); err == nil && strings.TrimSpace(string(m)) == tgt.triple {
 		if _, err := os.Stat("/usr/include/sound/asound.h"); err != nil {
 			t.Fatal("install linux-libc-dev for <sound/asound.h> (scripts/setup test)")
@@ -161,24 +175,37 @@ func TestLayoutOtherArchs(t *testing.T) {
 				t.Fatalf("go test -c for %s: %v\n%s", arch, err, out)
 			}
 			out := runForeign(t, exec.Command(bin), arch)
-			var exprs []string
-			var goVals []uint64
+			// The time64 records, then the old ones (time32Mark).
+			var exprs [2][]string
+			var goVals [2][]uint64
 			for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 				v, e, ok := strings.Cut(line, "\t")
 				n, err := strconv.ParseUint(v, 10, 64)
 				if !ok || err != nil {
 					t.Fatalf("%s dump: bad line %q", arch, line)
 				}
-				exprs, goVals = append(exprs, e), append(goVals, n)
-			}
-			want := cLayout(t, arch, exprs)
-			for i, e := range exprs {
-				if goVals[i] != want[i] {
-					t.Errorf("%s: %s: C says %d (%#x), Go has %d (%#x)", arch, e, want[i], want[i], goVals[i], goVals[i])
+				k := 0
+				if c, old := strings.CutPrefix(e, time32Mark); old {
+					k, e = 1, c
 				}
+				exprs[k], goVals[k] = append(exprs[k], e), append(goVals[k], n)
 			}
-			if !t.Failed() {
-				t.Logf("%s: %d sizes, offsets and constants match asound.h", arch, len(exprs))
+			if arch != "arm64" && len(exprs[1]) == 0 {
+				t.Errorf("%s: no checks of the 32-bit time_t records", arch)
+			}
+			for k, flags := range [2][]string{cTargets[arch].flags, nil} {
+				if len(exprs[k]) == 0 {
+					continue
+				}
+				want := cLayoutWith(t, arch, exprs[k], flags)
+				for i, e := range exprs[k] {
+					if goVals[k][i] != want[i] {
+						t.Errorf("%s: %s (C flags %q): C says %d (%#x), Go has %d (%#x)", arch, e, flags, want[i], want[i], goVals[k][i], goVals[k][i])
+					}
+				}
+				if !t.Failed() {
+					t.Logf("%s: %d sizes, offsets and constants match asound.h built with %q", arch, len(exprs[k]), flags)
+				}
 			}
 		})
 	}

@@ -188,4 +188,18 @@ func TestLayoutMatchesAsoundH(t *testing.T) {
 			t.Errorf("%s: C says %d (%#x), Go has %d (%#x)", c.c, want[i], want[i], c.goVal, c.goVal)
 		}
 	}
+	// On 32-bit, the old records against the header built with a 32-bit time_t.
+	old := time32Checks()
+	exprs = exprs[:0]
+	for _, c := range old {
+		exprs = append(exprs, c.c)
+	}
+	if len(old) > 0 {
+		want = cLayoutWith(t, runtime.GOARCH, exprs, nil)
+		for i, c := range old {
+			if uint64(c.goVal) != want[i] {
+				t.Errorf("time32: %s: C says %d (%#x), Go has %d (%#x)", c.c, want[i], want[i], c.goVal, c.goVal)
+			}
+		}
+	}
 }

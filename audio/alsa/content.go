@@ -4,12 +4,12 @@ package alsa
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"math"
 
 	"latencytest/audio"
+	"latencytest/audio/sound"
 	"latencytest/rundata"
 )
 
@@ -42,68 +42,11 @@ func readWAV(path string) (*pcmData, error) {
 }
 
 func decodeWAV(r io.Reader) (*pcmData, error) {
-	f, size, err := audio.ReadWAVHeader(r)
+	f, samples, err := audio.DecodeWAV(r)
 	if err != nil {
 		return nil, err
 	}
-	return decodeSamples(r, size, f.Tag, f.Channels, f.Rate, f.Bits, f.Align)
-}
-
-// maxWAVData bounds the audio --file may hold: the whole file is decoded
-// into memory at Open (as float32, then in the device's format), and ten
-// minutes of 48 kHz stereo 32-bit is 220 MB.
-const maxWAVData = 256 << 20
-
-func decodeSamples(r io.Reader, size int64, tag, channels, rate, bits, align int) (*pcmData, error) {
-	switch {
-	case tag == 1 && (bits == 16 || bits == 24 || bits == 32):
-	case tag == 3 && bits == 32:
-	default:
-		return nil, fmt.Errorf("%d-bit samples of format %d: want 16-, 24- or 32-bit integer PCM or 32-bit float", bits, tag)
-	}
-	if channels < 1 || rate < 1 {
-		return nil, fmt.Errorf("%d channels at %d Hz", channels, rate)
-	}
-	bps := bits / 8
-	if align != bps*channels {
-		return nil, fmt.Errorf("block align %d for %d channels of %d bits", align, channels, bits)
-	}
-	// Files written while streaming carry a size of 0 or 0xFFFFFFFF:
-	// read to the end then. A truncated file plays what is there. The
-	// data are read as they come, never allocated from the size the
-	// header claims, so memory follows the file's real content.
-	if size == 0 || size == 0xFFFFFFFF || size > maxWAVData {
-		size = maxWAVData + 1
-	}
-	raw, err := io.ReadAll(io.LimitReader(r, size))
-	if err != nil {
-		return nil, fmt.Errorf("data: %w", err)
-	}
-	if len(raw) > maxWAVData {
-		return nil, fmt.Errorf("more than %d MB of audio", maxWAVData>>20)
-	}
-	n := len(raw) / align * channels
-	if n == 0 {
-		return nil, errors.New("no samples")
-	}
-	d := &pcmData{rate: rate, channels: channels, samples: make([]float32, n)}
-	le := binary.LittleEndian
-	for i := range d.samples {
-		b := raw[i*bps:]
-		var v float32
-		switch {
-		case tag == 3:
-			v = math.Float32frombits(le.Uint32(b))
-		case bits == 16:
-			v = float32(int16(le.Uint16(b))) / (1 << 15)
-		case bits == 24:
-			v = float32(int32(uint32(b[0])<<8|uint32(b[1])<<16|uint32(b[2])<<24)>>8) / (1 << 23)
-		default:
-			v = float32(float64(int32(le.Uint32(b))) / (1 << 31))
-		}
-		d.samples[i] = v
-	}
-	return d, nil
+	return &pcmData{rate: f.Rate, channels: f.Channels, samples: samples}, nil
 }
 
 // tone renders a loop of a sine at hz, at half of full scale, on every
@@ -122,6 +65,20 @@ func tone(hz float64, rate, channels int) (*pcmData, float64) {
 		}
 	}
 	return d, cycles
+}
+
+// loopContent is the loopback's loop (sound.Loop): its sine on the first
+// channel, its MLS on the second, silence on any other.
+func loopContent(rate, channels int) (*pcmData, error) {
+	l, err := sound.NewLoop(rate)
+	if err != nil {
+		return nil, err
+	}
+	d := &pcmData{rate: rate, channels: channels, samples: make([]float32, len(l.MLS)*channels)}
+	for i := range l.MLS {
+		d.samples[i*channels], d.samples[i*channels+1] = l.Tone[i], l.MLS[i]
+	}
+	return d, nil
 }
 
 // encode writes d in the device's sample format.

@@ -203,11 +203,19 @@ func TestGridFitGuards(t *testing.T) {
 		t.Errorf("slope %v from 64 frames of points, want the nominal %v", g.slope(), nominal)
 	}
 	for k := 2; k < 2000; k++ {
-		y := int64(float64(k*64) * nominal * 1.02) // a 2 % clock: jitter, not drift
+		y := int64(float64(k*64) * nominal * 1.08) // an 8 % clock: beyond any card the grid holds
 		g.add(uint64(k*64), y)
 	}
 	if g.slope() != nominal*(1+maxDrift) {
 		t.Errorf("slope %v, want clamped to %v", g.slope(), nominal*(1+maxDrift))
+	}
+	// An emulated card 2 % slow is followed: the grid is the card's clock.
+	g.reset(nominal, 1e9)
+	for k := range 2000 {
+		g.add(uint64(k*64), int64(float64(k*64)*nominal*1.02))
+	}
+	if want := nominal * 1.02; math.Abs(g.slope()/want-1) > 1e-6 {
+		t.Errorf("slope %v for a 2 %% slow card, want %v", g.slope(), want)
 	}
 }
 

@@ -32,6 +32,7 @@ type Driver struct {
 
 	content    []byte // playback loop in the device format; nil: silence
 	contentPos int
+	kept       []byte // what the capture side read, up to its capacity (audio.Keeper)
 
 	pfds      [2]unix.PollFd
 	timeoutNS int64
@@ -46,6 +47,10 @@ type Driver struct {
 	// are exercised on the VM's too.
 	forceSyncPtr bool
 	forceRW      bool
+	// forceTime32 exchanges STATUS and SYNC_PTR in the 32-bit time_t
+	// records on 32-bit, as for a kernel before 5.6 (hasTime32): a test
+	// hook, since a 32-bit kernel of today takes both.
+	forceTime32 bool
 
 	// blocking: --access rw on a playback stream sleeps inside a
 	// blocking WRITEI, as plain aplay does, instead of in poll.
@@ -134,12 +139,16 @@ func (d *Driver) Open(cfg audio.Config) (g audio.Granted, err error) {
 		if s.pcm.status == nil {
 			notes = append(notes, fmt.Sprintf("%s: status page not mappable here; pointer timestamps read with SYNC_PTR", s.name))
 		}
+		if s.pcm.time32 {
+			notes = append(notes, fmt.Sprintf("%s: the kernel takes STATUS and SYNC_PTR only with a 32-bit time_t (before 5.6): the old records are used, whose timestamps wrap in 2038", s.name))
+		}
 	}
 	if n, err := d.loadContent(want); err != nil {
 		return g, err
 	} else if n != "" {
 		notes = append(notes, n)
 	}
+	d.makeKeep(cfg.KeepFrames)
 	access := "rw"
 	if want.access == accessMmapInterleaved {
 		access = "mmap"
@@ -147,7 +156,7 @@ func (d *Driver) Open(cfg audio.Config) (g audio.Granted, err error) {
 		notes = append(notes, "read/write access: the device offers no mmap")
 	}
 	card := d.sides[0].card
-	card.Timestamp = "the kernel's timestamp of the hardware pointer update that completed the period (where the driver moves its pointer: its period interrupt, or when it queues a USB transfer)"
+	card.Timestamp = "the period's end on the card's clock: the period boundary on a line fitted to the kernel's timestamps of its hardware pointer updates (where the driver moves its pointer: its period interrupt, or when it queues a USB transfer); the update itself where there is no fit (after a restart, an xrun, a card over 5 % off its rate, duplex)"
 	notes = append(notes, cardNote(card))
 	g = audio.Granted{
 		Card:         card,
@@ -180,6 +189,10 @@ func checkConfig(cfg audio.Config) error {
 	}
 	if cfg.ToneHz < 0 || cfg.ToneHz >= float64(cfg.Rate)/2 {
 		return badinput.Errorf("--tone %g: want a frequency between 0 and %d Hz (half the rate)", cfg.ToneHz, cfg.Rate/2)
+	}
+	if cfg.Loopback && (cfg.Stream != "duplex" || cfg.ToneHz != 0 || cfg.File != "" || cfg.Channels < 2) {
+		return badinput.Errorf("--loopback with --stream %s, --channels %d, --tone %g, --file %q: want --stream duplex, 2 channels or more, and no --tone or --file (it plays its own signals)",
+			cfg.Stream, cfg.Channels, cfg.ToneHz, cfg.File)
 	}
 	return nil
 }
@@ -268,6 +281,7 @@ func (d *Driver) openSide(name string, stream int, want *shape, exact bool) (*si
 		return nil, nil, fmt.Errorf("open %s: %w", label, err)
 	}
 	s := &side{pcm: p, name: fmt.Sprintf("%s (%s)", hw, c.id)}
+	p.time32 = d.forceTime32 && hasTime32
 	h := anyParams()
 	var notes []string
 	if exact {
@@ -370,6 +384,13 @@ func (d *Driver) loadContent(s shape) (note string, err error) {
 				d.cfg.File, src.rate, src.channels, s.rate, s.channels)
 		}
 		data = src
+	case d.cfg.Loopback:
+		if s.channels < 2 {
+			return "", badinput.Errorf("--loopback: the device granted %d channel; the loop needs 2 (its sine on the first, its MLS on the second)", s.channels)
+		}
+		if data, err = loopContent(s.rate, s.channels); err != nil {
+			return "", err
+		}
 	case d.cfg.ToneHz > 0:
 		var hz float64
 		data, hz = tone(d.cfg.ToneHz, s.rate, s.channels)
@@ -786,6 +807,9 @@ func (d *Driver) Transfer(p *rundata.Sample) error {
 		}
 		switch e {
 		case 0:
+			if s == d.capt {
+				d.keep(s.buf)
+			}
 			continue
 		case unix.EPIPE, unix.ESTRPIPE:
 			p.Xrun = d.xrunLength(s, p)
@@ -958,6 +982,25 @@ func (d *Driver) Captured() []byte {
 		return nil
 	}
 	return d.capt.buf
+}
+
+// ReportedDelay reads STATUS on each side: the kernel gives its delay as
+// the frames in the buffer (playback: the buffer less what is available;
+// capture: what is available) plus the driver's runtime->delay, which is
+// what is left once the buffer's frames are taken off.
+func (d *Driver) ReportedDelay() (rd rundata.ReportedDelay, ok bool) {
+	for _, s := range d.sides {
+		if e := s.pcm.statusNow(); e != 0 || s.pcm.st.State != stateRunning {
+			return rundata.ReportedDelay{}, false
+		}
+		st := &s.pcm.st
+		if s == d.play {
+			rd.PlaybackFrames = int64(st.Delay) - (int64(s.pcm.bufferFrames) - int64(st.Avail))
+		} else {
+			rd.CaptureFrames = int64(st.Delay) - int64(st.Avail)
+		}
+	}
+	return rd, len(d.sides) > 0
 }
 
 // Close stops the stream and releases the devices.

@@ -22,6 +22,9 @@ func TestOpenRefusesBadConfig(t *testing.T) {
 		{func(c *audio.Config) { c.Periods = 1 }, "--periods 1: need all > 0 and periods ≥ 2"},
 		{func(c *audio.Config) { c.ToneHz, c.File = 440, "x.wav" }, "--tone and --file: choose one"},
 		{func(c *audio.Config) { c.ToneHz = 30000 }, "--tone 30000: want a frequency between 0 and 24000 Hz"},
+		{func(c *audio.Config) { c.Loopback = true }, "--loopback with --stream playback, --channels 2, --tone 0, --file \"\": want --stream duplex"},
+		{func(c *audio.Config) { c.Loopback, c.Stream, c.Channels = true, "duplex", 1 }, "--channels 1"},
+		{func(c *audio.Config) { c.Loopback, c.Stream, c.ToneHz = true, "duplex", 440 }, "--tone 440"},
 		{func(c *audio.Config) { c.Device = "plughw:0" }, "plug plugin over hw:0,0"},
 		{func(c *audio.Config) {}, "no sound card"},
 	} {

@@ -22,11 +22,16 @@ type gridFit struct {
 
 // Until the points span minSpan of audio their slope says more about the
 // jitter of the updates than about the clock, so the nominal one is used;
-// and no soundcard's clock is off by maxDrift, so a fit beyond it is
-// jitter too and is clamped.
+// beyond maxDrift the fit is clamped. The grid is where the headline
+// latency runs from (rundata.Sample.Boundary), so it must follow every
+// card gridHolds lets it hold, emulated ones a few percent off included: a
+// clamp tighter than that would let the grid drift from the card by the
+// difference, a millisecond more every few hundred periods. A crystal is
+// off by a few hundred ppm; over half a second of audio, even a
+// millisecond of jitter bends the slope by 0.2 %.
 const (
 	minSpanNS = 0.5e9
-	maxDrift  = 0.005
+	maxDrift  = clockOff
 )
 
 // reset starts a fit with the nominal ns per frame; a point minJump ns

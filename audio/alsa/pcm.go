@@ -27,6 +27,12 @@ type pcm struct {
 	st   pcmStatus // STATUS ioctl, for the trigger timestamp of an xrun
 	xfer xferi
 
+	// time32: the kernel takes STATUS and SYNC_PTR only in the 32-bit
+	// time_t records (a 32-bit kernel before 5.6; hasTime32), exchanged
+	// through t32 and widened into sync and st.
+	time32 bool
+	t32    time32Records
+
 	// With mmap access the ring buffer itself is mapped (data), and the
 	// application pointer is moved through the mapped control page or,
 	// where that cannot be mapped, SYNC_PTR.
@@ -124,6 +130,7 @@ func (p *pcm) setup(h *hwParams, s shape) error {
 	if e := ioctl(p.fd, ioctlSWParams, unsafe.Pointer(&sw)); e != 0 {
 		return fmt.Errorf("%s: SW_PARAMS: %w", p.path, e)
 	}
+	p.chooseRecords()
 	p.mapStatus()
 	if g.access == accessMmapInterleaved {
 		b, err := unix.Mmap(p.fd, 0, p.bufferFrames*p.frameBytes, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
@@ -155,7 +162,7 @@ func (p *pcm) commit(appl uint64) (int32, unix.Errno) {
 	p.sync.Flags = 0
 	p.sync.Control.ApplPtr = uframes(appl)
 	p.sync.Control.AvailMin = uframes(p.periodFrames)
-	if e := ioctl(p.fd, ioctlSyncPtr, unsafe.Pointer(&p.sync)); e != 0 {
+	if e := p.syncPtr(); e != 0 {
 		return 0, e
 	}
 	return p.sync.Status.State, 0
@@ -198,7 +205,7 @@ func (p *pcm) readStatus() (state int32, hw uint64, tstamp int64, err unix.Errno
 	// Read-only sync: take appl_ptr and avail_min from the kernel instead
 	// of giving it ours, and no HWSYNC.
 	p.sync.Flags = syncPtrAppl | syncPtrAvailMin
-	if e := ioctl(p.fd, ioctlSyncPtr, unsafe.Pointer(&p.sync)); e != 0 {
+	if e := p.syncPtr(); e != 0 {
 		return 0, 0, 0, e
 	}
 	return p.sync.Status.State, uint64(p.sync.Status.HWPtr), p.sync.Status.Tstamp.ns(), 0
@@ -207,16 +214,40 @@ func (p *pcm) readStatus() (state int32, hw uint64, tstamp int64, err unix.Errno
 // applPtr asks the kernel for the application pointer.
 func (p *pcm) applPtr() (uint64, error) {
 	p.sync.Flags = syncPtrAppl | syncPtrAvailMin
-	if e := ioctl(p.fd, ioctlSyncPtr, unsafe.Pointer(&p.sync)); e != 0 {
+	if e := p.syncPtr(); e != 0 {
 		return 0, fmt.Errorf("%s: SYNC_PTR: %w", p.path, e)
 	}
 	return uint64(p.sync.Control.ApplPtr), nil
 }
 
-// triggerTstamp is when the stream last changed state (started, or
-// stopped by an xrun), as the STATUS ioctl reports it.
+// statusNow reads the STATUS ioctl into p.st, whose trigger timestamp is
+// when the stream last changed state (started, or stopped by an xrun).
 func (p *pcm) statusNow() unix.Errno {
+	if p.time32 {
+		return p.status32()
+	}
 	return ioctl(p.fd, ioctlStatus, unsafe.Pointer(&p.st))
+}
+
+// syncPtr exchanges p.sync with the kernel (SYNC_PTR) in the record it
+// takes.
+func (p *pcm) syncPtr() unix.Errno {
+	if p.time32 {
+		return p.syncPtr32()
+	}
+	return ioctl(p.fd, ioctlSyncPtr, unsafe.Pointer(&p.sync))
+}
+
+// chooseRecords finds the records the kernel takes STATUS and SYNC_PTR
+// in, once, before the stream runs: a read-only SYNC_PTR in the time64
+// record, which a 32-bit kernel older than 5.6 does not know (ENOTTY).
+// time32 set already (a test's force) is kept.
+func (p *pcm) chooseRecords() {
+	if !hasTime32 || p.time32 {
+		return
+	}
+	p.sync.Flags = syncPtrAppl | syncPtrAvailMin
+	p.time32 = ioctl(p.fd, ioctlSyncPtr, unsafe.Pointer(&p.sync)) == unix.ENOTTY
 }
 
 func (p *pcm) prepare() unix.Errno { return ioctl(p.fd, ioctlPrepare, nil) }

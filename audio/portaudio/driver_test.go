@@ -3,6 +3,7 @@
 package portaudio
 
 import (
+	"errors"
 	"math"
 	"os"
 	"os/exec"
@@ -21,8 +22,33 @@ import (
 var _ audio.CallbackDriver = (*Driver)(nil)
 var _ audio.Devices = (*Driver)(nil)
 
+// jackConfig is verbose: nothing PortAudio or libjack print is hidden, and
+// neither is the test binary's traceback should a test time out inside
+// PortAudio (quietStderr points file descriptor 2 away meanwhile).
 func jackConfig() audio.Config {
-	return audio.Config{Device: "jack", Stream: "playback", Rate: 48000, Channels: 2, PeriodFrames: 64, Periods: 2}
+	return audio.Config{Device: "jack", Stream: "playback", Rate: 48000, Channels: 2, PeriodFrames: 64, Periods: 2, Verbose: true}
+}
+
+// A stop or close that the host API never answers is given up after
+// hostWait, and the stream abandoned; one that answers is passed through.
+func TestAnsweredGivesUp(t *testing.T) {
+	d := New()
+	d.hostWait = 50 * time.Millisecond
+	never := make(chan struct{})
+	defer close(never)
+	start := time.Now()
+	err := d.answered(func() error { <-never; return nil })
+	if err == nil || !d.dead || time.Since(start) > 5*time.Second {
+		t.Fatalf("answered on a call that never returns: %v after %v, dead %v", err, time.Since(start), d.dead)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatalf("Close of an abandoned stream: %v", err)
+	}
+	d = New()
+	want := errors.New("refused")
+	if err := d.answered(func() error { return want }); err != want || d.dead {
+		t.Fatalf("answered passed %v (dead %v), want %v", err, d.dead, want)
+	}
 }
 
 // record runs the driver for d, calling hook (if any) inside each step,
@@ -72,13 +98,10 @@ func TestJackCountsPeriods(t *testing.T) {
 	startJack(t, 48000, 64)
 	drv := openJack(t, jackConfig())
 	s := record(t, drv, 5*time.Second, nil)
-	// The frame counter counts every server cycle, those the client
-	// missed too (a loaded machine makes the Go callback miss some).
-	if n := drv.grid.c + 1; n < 3750*98/100 || n > 3750*102/100 {
-		t.Errorf("frame counter at %d periods after 5 s, want 3750 ± 2 %%", n)
-	}
-	if n := len(s); n < 3750*80/100 || n > 3750*102/100 {
-		t.Errorf("%d callbacks in 5 s, want 3750 (−20 %%, +2 %%)", n)
+	checkPeriodsCounted(t, drv, s)
+	checkOncePerCycle(t, s)
+	if n := len(s); n > 3750*102/100 {
+		t.Errorf("%d callbacks in 5 s, want at most 3750 + 2 %%", n)
 	}
 	var lat []int64
 	for i, p := range s {
@@ -117,6 +140,50 @@ func TestJackCountsPeriods(t *testing.T) {
 	}
 	t.Logf("%d xruns, %.1f ms in all", xruns, float64(lost)/1e6)
 	t.Logf("%d callbacks; latency min %d median %d p99 %d max %d ns", len(s), lat[0], lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1])
+}
+
+// checkPeriodsCounted checks the frame counter against the time between the
+// first and the last callback: it counts every period of that time, those
+// the client missed too (a loaded machine makes the Go callback miss
+// some). The time is the reference, not the server's frame clock: the
+// dummy server, starved, restarts its schedule without counting the time
+// it lost (jack_frame_time was seen 600 cycles behind in 5 s), and with a
+// soundcard that time is lost sound. The first and the last callback may
+// each be late against the line the periods are counted on, by less than
+// a period: one either way. Each restart after an xrun re-phases the
+// periods by less than one either way: the line is re-anchored at a late
+// callback (a fraction of a period left out), and the dummy server, after
+// a late cycle, starts the next at once (a fraction counted whole).
+func checkPeriodsCounted(t *testing.T, drv *Driver, s []rundata.Sample) {
+	t.Helper()
+	period := float64(64) * 1e9 / 48000
+	want := float64(s[len(s)-1].Woke-s[0].Woke) / period
+	restarts := drv.grid.restarts
+	t.Logf("%d periods counted in %.1f periods' time, %d restarts; period fitted %.1f ns", drv.grid.c, want, restarts, drv.grid.period)
+	if c := float64(drv.grid.c); math.Abs(c-want) > float64(restarts)+1 {
+		t.Errorf("frame counter at %d periods between the first and the last callback, want %.1f (± 1, and ± 1 for each of %d restarts after an xrun)", drv.grid.c, want, restarts)
+	}
+}
+
+// checkOncePerCycle checks that the callbacks come once per server cycle:
+// the median gap between two is one period. How many come in a given time
+// is the machine's load, not the driver's (CI's race run missed a fifth of
+// the cycles, each reported as an xrun); a callback per two cycles, or two
+// per cycle, would move the median by a whole period.
+func checkOncePerCycle(t *testing.T, s []rundata.Sample) {
+	t.Helper()
+	if len(s) < 100 {
+		t.Fatalf("%d callbacks, want at least 100 to judge the cycle by", len(s))
+	}
+	gaps := make([]int64, 0, len(s)-1)
+	for i := 1; i < len(s); i++ {
+		gaps = append(gaps, s[i].Woke-s[i-1].Woke)
+	}
+	slices.Sort(gaps)
+	period := float64(64) * 1e9 / 48000
+	if med := float64(gaps[len(gaps)/2]); med < 0.75*period || med > 1.25*period {
+		t.Errorf("median gap between callbacks %.0f ns, want one period (%.0f ns) ± 25 %%", med, period)
+	}
 }
 
 // A callback that stalls for 50 ms misses about 37 server cycles; the
@@ -277,12 +344,8 @@ func TestJackCaptureAndDuplex(t *testing.T) {
 			cfg.Stream = stream
 			drv := openJack(t, cfg)
 			s := record(t, drv, time.Second, nil)
-			if n := drv.grid.c + 1; n < 750*95/100 || n > 750*105/100 {
-				t.Fatalf("frame counter at %d periods after 1 s, want 750", n)
-			}
-			if len(s) < 750*80/100 {
-				t.Fatalf("%d callbacks in 1 s", len(s))
-			}
+			checkPeriodsCounted(t, drv, s)
+			checkOncePerCycle(t, s)
 		})
 	}
 }

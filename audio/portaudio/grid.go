@@ -54,7 +54,8 @@ type grid struct {
 	c         int64   // period index of the last callback
 	pivT      float64 // the line goes through (pivC, pivT)
 	pivC      int64
-	recovered bool // the last callback came after missed periods
+	recovered bool  // the last callback came after missed periods
+	restarts  int64 // times restart re-anchored the line
 
 	// The current block's earliest callback relative to the line.
 	settle       int // callbacks to leave out of the fit after a (re)start: the buffer primes
@@ -128,6 +129,7 @@ func (g *grid) next(woke int64) (due int64, missed int64) {
 // buffered host API restarted the stream: its periods run on a new grid,
 // as the timer driver's do. The fit starts again; the slope is kept.
 func (g *grid) restart(woke int64) {
+	g.restarts++
 	g.pivT, g.pivC = float64(woke), g.c
 	g.w, g.mx, g.my, g.sxx, g.sxy, g.blocksFitted = 0, 0, 0, 0, 0, 0
 	g.c0, g.t0 = float64(g.c), float64(woke)

@@ -32,11 +32,12 @@ type Driver struct {
 	cfg      audio.Config
 	stream   *paStream
 	inited   bool
-	dead     bool  // the stream stopped calling back: PortAudio is left alone
-	jack     bool  // the host API is JACK: one callback per server cycle, no backlog
-	capture  bool  // the stream has input
-	playback bool  // the stream has output
-	buffer   int64 // frames the host buffers (JACK: the deadline of 2 periods): the xrun threshold
+	dead     bool          // the stream stopped calling back: PortAudio is left alone
+	jack     bool          // the host API is JACK: one callback per server cycle, no backlog
+	capture  bool          // the stream has input
+	playback bool          // the stream has output
+	buffer   int64         // frames the host buffers (JACK: the deadline of 2 periods): the xrun threshold
+	hostWait time.Duration // see answered
 
 	// Set up by Open, used by the callback: nothing below is allocated
 	// after Open.
@@ -59,7 +60,7 @@ type Driver struct {
 }
 
 // New returns a PortAudio driver.
-func New() *Driver { return &Driver{} }
+func New() *Driver { return &Driver{hostWait: hostWait} }
 
 // init initialises PortAudio with its probing noise hidden. PortAudio's
 // JACK host API activates a client at initialisation; on a busy machine
@@ -380,11 +381,34 @@ wait:
 		d.dead = true
 		return runErr
 	}
-	if err := d.stream.stop(); err != nil {
+	if err := d.answered(d.stream.stop); err != nil {
 		return fmt.Errorf("portaudio: stopping the stream: %w", err)
 	}
 	return nil
 }
+
+// answered runs op, a PortAudio call that waits for the host API's
+// process thread to act on it: under JACK, stopping and closing a stream
+// are requests its process callback carries out, waited for up to ten
+// minutes (pa_jack.c's WaitCondition). A client the server stopped
+// calling back would hold the engine that long, so after d.hostWait the
+// stream is abandoned as a dead one is (see Run); the call stays blocked
+// on its own thread until the engine process exits.
+func (d *Driver) answered(op func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- op() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(d.hostWait):
+		d.dead = true
+		return fmt.Errorf("no answer from the host API's process thread in %v: the stream is abandoned", d.hostWait)
+	}
+}
+
+// hostWait is how long a stop or a close may wait for the host API's
+// process thread, which acts within a cycle or two when it runs at all.
+const hostWait = 10 * time.Second
 
 // stallLimit is how long Run waits for a callback before it gives up on
 // the stream (at least 20 periods).
@@ -398,9 +422,12 @@ func (d *Driver) Close() error {
 	var err error
 	if d.stream != nil {
 		restore := quietStderr(d.cfg.Verbose)
-		err = d.stream.close()
+		err = d.answered(d.stream.close)
 		restore()
 		d.stream = nil
+	}
+	if d.dead {
+		return fmt.Errorf("portaudio: closing the stream: %w", err)
 	}
 	d.terminate()
 	if err != nil {

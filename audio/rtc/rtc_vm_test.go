@@ -50,6 +50,37 @@ func TestVMRTCPeriods(t *testing.T) {
 	}
 }
 
+// With --cpus the RTC's stream runs on the first CPU listed and a timer
+// thread at its rate and period on the other, each pinned to its CPU:
+// each counts 2048 Hz × 3 s less the stream time its xruns lost (± 2 %)
+// in a samples file of its own.
+func TestVMRTCCPUs(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "x")
+	args := []string{"run", "--driver", "rtc", "--tests", "idle", "--cpu-load", "0", "--no-report", "--quiet", "--out", out,
+		"--rtc-rate", "2048", "--periods", "64", "--duration", "3s", "--cpus", "1,0"}
+	b, err := exec.Command(vmBinary, args...).CombinedOutput()
+	t.Logf("latencytest %s\n%s", strings.Join(args, " "), b)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	r := bintest.ReadRun(t, out)
+	ph := r.Phases[0]
+	if !strings.Contains(r.Device, "rtc") || len(ph.CPUs) != 2 || ph.CPUs[0].CPU != 1 || ph.CPUs[1].CPU != 0 {
+		t.Fatalf("run.json: device %q, cpus %+v", r.Device, ph.CPUs)
+	}
+	for _, c := range ph.CPUs {
+		if a := c.RT.Obtained.Affinity; len(a) != 1 || a[0] != c.CPU {
+			t.Errorf("CPU %d: its thread obtained affinity %v", c.CPU, a)
+		}
+		ss := bintest.ReadSamples(t, out, c.Phase)
+		lost, _ := rundata.StreamLost(ss, 488281)
+		want := (3e9 - float64(lost)) / 488281
+		if n := int64(len(ss)); float64(c.Periods) < want*0.98 || float64(c.Periods) > want*1.02 || n != c.Periods {
+			t.Errorf("CPU %d: %d periods, %d samples; want %.0f ± 2 %% (3 s less %.1f ms lost to %d xruns)", c.CPU, c.Periods, n, want, float64(lost)/1e6, c.Xruns)
+		}
+	}
+}
+
 // A 100 ms stall of the loop reads back as 100 ms of lateness and one
 // xrun, not a flood of late periods.
 func TestVMRTCStall(t *testing.T) {

@@ -35,8 +35,7 @@ func newAplayFlags(fs *flag.FlagSet) *aplayFlags {
 // gives the stream --file's rate and channels, as aplay does. The flags
 // set explicitly are told by fs.
 func (a *aplayFlags) apply(fs *flag.FlagSet, f *runFlags) error {
-	set := map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	set := givenFlags(fs)
 	// A rate asked for is kept or refused; else a card that does not take
 	// the default plays at its nearest (a file's rate, and aplay's times,
 	// count as asked).

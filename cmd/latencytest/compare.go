@@ -26,8 +26,9 @@ a mail); NAME=PATH names one (default: its base name).
 
   -o FILE       where to write the page (default compare.html)
   -json FILE    also write the ranking as JSON, for scripts (exit status stays 0)
-  -fail-if-worse PCT  exit 1 when a source's worst max in a phase is more than PCT
-                percent above the first source's (e.g. 10%), for CI
+  -fail-if-worse PCT  exit 1 when a source's p99.9 in a phase (its worst max where it
+                has no percentiles) is more than PCT percent above the first
+                source's (e.g. 10%), for CI
   -phase NAME   the phase cyclictest files are compared in (default cyclictest),
                 e.g. -phase idle to put them beside latencytest's idle phase
 

@@ -18,9 +18,9 @@ type flagGroup struct {
 // load's (its usage says which stressor) or falls under "Other".
 var runGroups = []flagGroup{
 	{"Stream", []string{"driver", "device", "capture-device", "stream", "access", "rate", "channels", "period", "periods",
-		"period-size", "buffer-size", "period-time", "buffer-time", "rtc-rate", "tone", "file"}},
-	{"Real-time", []string{"prio", "affinity", "no-mlock", "no-dma-latency", "lift-rt-budget", "cpu-load"}},
-	{"Phases and loads", []string{"tests", "duration", "repeat"}},
+		"period-size", "buffer-size", "period-time", "buffer-time", "rtc-rate", "tone", "file", "loopback"}},
+	{"Real-time", []string{"prio", "affinity", "cpus", "no-mlock", "no-dma-latency", "lift-rt-budget", "cpu-load"}},
+	{"Phases and loads", []string{"tests", "duration", "repeat", "loops", "break-above"}},
 	{"Output", []string{"out", "label", "force", "histfile", "no-report", "no-samples", "quiet", "verbose", "listen", "metrics-file",
 		"fail-above", "max-xruns"}},
 	{"Tracing", []string{"trace", "trace-above"}},

@@ -14,6 +14,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -50,6 +51,10 @@ func commands() map[string]command {
 		rtBudgetCommand: {main: rtBudgetMain, hidden: true},
 		// traceGuardCommand leaves the tracer as a killed run found it.
 		traceGuardCommand: {main: traceGuardMain, hidden: true},
+		// manCommand and completionCommand write the package's man pages
+		// and shell completions from the commands' -h (make dist).
+		manCommand:        {main: manMain, hidden: true},
+		completionCommand: {main: completionMain, hidden: true},
 	}
 }
 
@@ -97,6 +102,14 @@ func usage(w io.Writer, cmds map[string]command) {
 }
 
 func versionMain(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	if code, ok := parseFlags(fs, args, stdout, stderr, "Usage: latencytest version\n\nPrints the version of this binary and the drivers built into it.\n"); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "latencytest version: unexpected argument %q (no arguments)\n", fs.Arg(0))
+		return 2
+	}
 	fmt.Fprintf(stdout, "latencytest %s\ndrivers: %s\n", version, strings.Join(driverNames(), ", "))
 	return 0
 }

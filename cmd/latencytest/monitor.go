@@ -85,6 +85,8 @@ func (m *monitorFlags) config(fs *flag.FlagSet, f *runFlags, aplay *aplayFlags, 
 		return runner.Config{}, badFlag("--rotate %v: allowed 1s to 168h (a Go duration such as 1h or 30m)", m.rotate)
 	case m.keep < 0:
 		return runner.Config{}, badFlag("--keep %d: allowed 0 (keep all) or more", m.keep)
+	case f.loopback:
+		return runner.Config{}, badFlag("--loopback: run only (a monitor's one engine runs for days, and its capture would come back only when it stops)")
 	}
 	if err := aplay.apply(fs, f); err != nil {
 		return runner.Config{}, err

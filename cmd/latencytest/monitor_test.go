@@ -37,6 +37,7 @@ func TestMonitorBadFlags(t *testing.T) {
 		{[]string{"--period", "64,128"}, "--period"},
 		{[]string{"--driver", "nosuch"}, "--driver"},
 		{[]string{"--cpu-load", "101"}, "--cpu-load"},
+		{[]string{"--loopback", "--stream", "duplex"}, "--loopback"},
 		{[]string{"stray"}, "stray"},
 		// The engine refuses the device: no metrics file, no address line.
 		{[]string{"--device", "hw:0,0", "--metrics-file", filepath.Join(dir, "lt.prom"), "--listen", "0"}, "--device"},

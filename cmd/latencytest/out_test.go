@@ -178,7 +178,7 @@ func TestOutEmptyAndEarlierRunAccepted(t *testing.T) {
 // more than runs share a results directory.
 func TestOutOneRunAtATime(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out")
-	first, se := started(t, nil, "[idle]", "run", "--driver", "timer", "--tests", "idle", "--duration", "3s",
+	first, se := started(t, nil, streamLine, "run", "--driver", "timer", "--tests", "idle", "--duration", "3s",
 		"--out", out, "--no-report")
 	for _, flags := range [][]string{nil, {"--force"}} {
 		r := runInto(t, out, flags...)

@@ -44,6 +44,9 @@ func TestReplayedSamplesGiveLivePhase(t *testing.T) {
 		if d := live.CPULoop.MaxUS*1000 - got.CPULoop.MaxUS*1000; d < 0 || d >= float64(unit) {
 			t.Errorf("phase %s: CPU loop max %g µs, live %g µs (the file's unit is %d ns)", live.Label(), got.CPULoop.MaxUS, live.CPULoop.MaxUS, unit)
 		}
+		if d := live.CPULoop.MinUS*1000 - got.CPULoop.MinUS*1000; d < 0 || d >= float64(unit) {
+			t.Errorf("phase %s: CPU loop min %g µs, live %g µs (the file's unit is %d ns)", live.Label(), got.CPULoop.MinUS, live.CPULoop.MinUS, unit)
+		}
 		if got.Safe == nil || live.Safe == nil || got.Safe.Periods != live.Safe.Periods ||
 			got.Safe.MarginNS-live.Safe.MarginNS < 0 || got.Safe.MarginNS-live.Safe.MarginNS >= unit {
 			t.Errorf("phase %s: verdict %+v, live %+v", live.Label(), got.Safe, live.Safe)
@@ -53,7 +56,7 @@ func TestReplayedSamplesGiveLivePhase(t *testing.T) {
 		if d := math.Abs(got.CPULoop.Within100USPct - live.CPULoop.Within100USPct); d > 100*float64(edge)/float64(live.Periods)+1e-9 {
 			t.Errorf("phase %s: CPU loops within 100 µs %g %%, live %g %% (%d at the edge)", live.Label(), got.CPULoop.Within100USPct, live.CPULoop.Within100USPct, edge)
 		}
-		got.EndMonoNS, got.CPULoop.MaxUS, got.Safe = live.EndMonoNS, live.CPULoop.MaxUS, live.Safe
+		got.EndMonoNS, got.CPULoop.MaxUS, got.CPULoop.MinUS, got.Safe = live.EndMonoNS, live.CPULoop.MaxUS, live.CPULoop.MinUS, live.Safe
 		got.CPULoop.Within100USPct = live.CPULoop.Within100USPct
 		if !reflect.DeepEqual(got, live) {
 			g, _ := json.Marshal(got)
@@ -83,7 +86,7 @@ func replay(t *testing.T, path string, live rundata.Phase) (got rundata.Phase, u
 	}
 	got = rundata.Phase{Name: live.Name, Repeat: live.Repeat, Stressor: live.Stressor,
 		StartMonoNS: live.StartMonoNS, StartWall: live.StartWall, EndWall: live.EndWall,
-		GridLateness: live.GridLateness, SamplesFile: live.SamplesFile, StressorStats: live.StressorStats,
+		UpdateDelay: live.UpdateDelay, AfterUpdate: live.AfterUpdate, SamplesFile: live.SamplesFile, StressorStats: live.StressorStats,
 		LoadAvg: live.LoadAvg, StealPct: live.StealPct,
 		CPULoop: rundata.CPULoop{NominalUS: live.CPULoop.NominalUS}}
 	nominal := rundata.NominalDSP(&live)

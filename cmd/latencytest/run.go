@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,6 +22,7 @@ import (
 	"latencytest/internal/child"
 	"latencytest/internal/cpulist"
 	"latencytest/internal/testhook"
+	"latencytest/internal/threads"
 	"latencytest/rundata"
 	"latencytest/runner"
 	"latencytest/sysinfo"
@@ -42,13 +42,17 @@ type runFlags struct {
 	rtcRate                               int
 	cpuLoad, prio                         int
 	affinity                              string
+	cpus                                  string // --cpus: all, a list, or "" for one thread
 	noMlock, noDMALatency, liftRTBudget   bool
 	tests                                 string
 	sizes                                 periodList // --period, one size or a list
 	repeat                                int
 	duration                              time.Duration
+	loops                                 int64         // 0: none
+	breakAbove                            time.Duration // 0: off
 	out, histfile                         string
 	tone                                  float64
+	loopback                              bool
 	file                                  string
 	verbose, quiet, noSamples, noReport   bool
 	force                                 bool
@@ -83,14 +87,17 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&f.sizes, "period", "period size, frames; a list such as 32,64,128 runs the phases once per size")
 	fs.StringVar(&f.tests, "tests", classicSuite, "phases to run in order, comma-separated: idle and stressor names")
 	fs.DurationVar(&f.duration, "duration", 30*time.Second, "length of each phase")
-	fs.IntVar(&f.repeat, "repeat", 1, "run the phases that many times over, into one results directory (1-1000)")
+	fs.Int64Var(&f.loops, "loops", 0, "end each phase after this many periods, as cyclictest -l (without --duration: however long they take)")
+	fs.DurationVar(&f.breakAbove, "break-above", 0, "end the run at the first wakeup later than this (e.g. 500us), as cyclictest -b; with --trace its window is explained")
+	fs.IntVar(&f.repeat, "repeat", 1, "run the phases that many times over, into one results directory (1-1000, and at most 128 phases in all)")
 	fs.StringVar(&f.out, "out", "", "results directory (default results/HOST-KERNEL-YYYYMMDD-HHMMSS)")
 	fs.StringVar(&f.label, "label", "", `a name for the run where it is compared, e.g. "with patch" (default: its directory's name)`)
 	fs.BoolVar(&f.force, "force", false, "replace an earlier run's results directory at --out, whole (refused otherwise)")
-	fs.StringVar(&f.histfile, "histfile", "", "also write the histograms in cyclictest's --histfile format, one column per phase")
+	fs.StringVar(&f.histfile, "histfile", "", "also write the histograms in cyclictest's --histfile format, one column per phase (with --cpus, per CPU of each phase)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress display")
 	fs.BoolVar(&f.noReport, "no-report", false, "do not render index.html at the end")
-	fs.StringVar(&f.testStall, "test-stall", "", "testing hook: PERIOD:DURATION stalls the loop at that period of each phase")
+	fs.StringVar(&f.cpus, "cpus", "", "measure on every CPU listed at once, one thread pinned to each at the same priority and period, as cyclictest --smp: all, or a list such as 0,2-3 (with a card or the RTC, its stream on the first CPU listed, timer threads on the others)")
+	fs.StringVar(&f.testStall, "test-stall", "", "testing hook: PERIOD:DURATION stalls the loop at that period of each phase; PERIOD:DURATION@CPU only that CPU's under --cpus")
 	fs.DurationVar(&f.failAbove, "fail-above", 0, "exit 1 when a phase's worst wakeup was later than this (e.g. 1ms), for scripts and CI")
 	fs.IntVar(&f.maxXruns, "max-xruns", -1, "exit 1 when a phase had more xruns than this, for scripts and CI")
 	loads := newLoads(fs)
@@ -99,6 +106,9 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	f.period = f.sizes.sizes[0]
+	if f.loops > 0 && !givenFlags(fs)["duration"] {
+		f.duration = 0 // the phase lasts its --loops periods
+	}
 	if err := aplay.apply(fs, &f); err != nil {
 		fmt.Fprintf(stderr, "latencytest run: %v\n", err)
 		return 2
@@ -209,6 +219,7 @@ func streamFlags(fs *flag.FlagSet, f *runFlags, driver string, cpuLoad int) *apl
 	fs.BoolVar(&f.noDMALatency, "no-dma-latency", false, "do not hold /dev/cpu_dma_latency at 0")
 	fs.BoolVar(&f.liftRTBudget, "lift-rt-budget", false, "lift the kernel's real-time budget (sched_rt_runtime_us) for the run, as root; put back at its end, also if killed")
 	fs.Float64Var(&f.tone, "tone", 0, "play a sine of this frequency, Hz (default: silence)")
+	fs.BoolVar(&f.loopback, "loopback", false, "with --stream duplex through a loopback (a cable, snd-aloop): play a sine and an MLS, and find the round trip and the glitches in what comes back (ALSA)")
 	fs.StringVar(&f.file, "file", "", "play this WAV file in a loop")
 	fs.BoolVar(&f.verbose, "verbose", false, "let drivers' own diagnostics through")
 	fs.BoolVar(&f.noSamples, "no-samples", false, "do not write the per-period samples files")
@@ -231,13 +242,15 @@ func (f *runFlags) config(loads *loadSet) (runner.Config, error) {
 		Audio: audio.Config{
 			Device: f.device, CaptureDevice: f.captureDevice, Stream: f.stream, Access: f.access,
 			Rate: f.rate, RateGiven: f.rateGiven, Channels: f.channels, PeriodFrames: f.period, Periods: f.periods,
-			ToneHz: f.tone, File: f.file, Verbose: f.verbose,
+			ToneHz: f.tone, File: f.file, Verbose: f.verbose, Loopback: f.loopback,
 		},
 		CPULoad:      f.cpuLoad,
 		RT:           rundata.RTParams{Policy: policy, Priority: f.prio, Mlockall: !f.noMlock, DMALatency: !f.noDMALatency},
 		Repeat:       f.repeat,
 		LiftRTBudget: f.liftRTBudget,
 		Duration:     f.duration,
+		Loops:        f.loops,
+		BreakAbove:   int64(f.breakAbove),
 		HistFile:     f.histfile,
 		NoSamples:    f.noSamples,
 		Force:        f.force,
@@ -264,7 +277,7 @@ func (f *runFlags) config(loads *loadSet) (runner.Config, error) {
 		return cfg, badFlag("--tone %g: allowed 0 (silence) to %d Hz (half the rate)", f.tone, f.rate/2)
 	}
 	periodNS := int64(max(f.period, slices.Max(f.sizes.sizes))) * 1e9 / int64(f.rate)
-	if int64(f.duration) < periodNS {
+	if f.duration != 0 && int64(f.duration) < periodNS {
 		return cfg, badFlag("--duration %v: shorter than one period (%v)", f.duration, time.Duration(periodNS))
 	}
 	if f.file != "" {
@@ -292,6 +305,8 @@ func (f *runFlags) config(loads *loadSet) (runner.Config, error) {
 		return cfg, badFlag("--access %q: allowed mmap or rw", f.access)
 	case f.access == "rw" && cfg.Driver != "alsa":
 		return cfg, badFlag("--access rw: only with the ALSA driver (the driver is %s)", cfg.Driver)
+	case f.loopback && cfg.Driver != "alsa":
+		return cfg, badFlag("--loopback: only with the ALSA driver (the driver is %s)", cfg.Driver)
 	}
 	if cfg.Audio.Rate, cfg.Audio.PeriodFrames, err = f.shape(cfg.Driver); err != nil {
 		return cfg, err
@@ -299,11 +314,17 @@ func (f *runFlags) config(loads *loadSet) (runner.Config, error) {
 	if cfg.RT.Affinity, err = parseCPUList(f.affinity); err != nil {
 		return cfg, err
 	}
+	if cfg.CPUs, err = f.perCPU(cfg.Driver); err != nil {
+		return cfg, err
+	}
 	if strings.ContainsAny(f.label, "\n\r") || len(f.label) > 200 {
 		return cfg, badFlag("--label: one line of up to 200 bytes")
 	}
 	cfg.Label = f.label
 	if cfg.Tests, err = parseTests(f.tests, loads); err != nil {
+		return cfg, err
+	}
+	if err := cfg.ValidatePhases(); err != nil {
 		return cfg, err
 	}
 	if cfg.TraceAbove, err = f.traceThreshold(int64(cfg.Audio.PeriodFrames) * 1e9 / int64(cfg.Audio.Rate)); err != nil {
@@ -385,7 +406,7 @@ func (f *runFlags) shape(drv string) (rate, period int, err error) {
 	if f.rtcRate < 2 || f.rtcRate > 8192 || f.rtcRate&(f.rtcRate-1) != 0 {
 		return 0, 0, badFlag("--rtc-rate %d: allowed a power of two from 2 to 8192 Hz", f.rtcRate)
 	}
-	if int64(f.duration)*int64(f.rtcRate) < 1e9 {
+	if f.duration != 0 && int64(f.duration)*int64(f.rtcRate) < 1e9 {
 		return 0, 0, badFlag("--duration %v: shorter than one RTC period (1/%d s)", f.duration, f.rtcRate)
 	}
 	return f.rtcRate, 1, nil
@@ -435,12 +456,18 @@ func parseCPUList(s string) ([]int, error) {
 	if s == "" {
 		return nil, nil
 	}
-	n := runtime.NumCPU()
-	cpus, ok := cpulist.Parse(s)
-	if !ok || slices.Max(cpus) >= n {
-		return nil, badFlag("--affinity %q: allowed a CPU list such as 1 or 0,2-3 with CPUs 0 to %d", s, n-1)
+	allowed, err := threads.Allowed()
+	if err != nil {
+		return nil, badFlag("--affinity %s: %v", s, err)
 	}
-	return cpus, nil
+	return cpuList("--affinity", "a CPU list such as 1 or 0,2-3", s, allowed, possibleCPUs())
+}
+
+// givenFlags is the set of fs's flags that were on the command line.
+func givenFlags(fs *flag.FlagSet) map[string]bool {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set
 }
 
 // parseStall is --test-stall's PERIOD:DURATION; "" is no stall.
@@ -448,13 +475,80 @@ func parseStall(s string) (testhook.Stall, error) {
 	if s == "" {
 		return testhook.Stall{}, nil
 	}
-	at, dur, ok := strings.Cut(s, ":")
+	at, rest, ok := strings.Cut(s, ":")
+	dur, cpu, onCPU := strings.Cut(rest, "@")
 	i, err1 := strconv.ParseInt(at, 10, 64)
 	d, err2 := time.ParseDuration(dur)
-	if !ok || err1 != nil || err2 != nil || i < 0 || d <= 0 {
-		return testhook.Stall{}, badFlag("--test-stall %q: allowed PERIOD:DURATION, e.g. 100:300ms", s)
+	c, err3 := -1, error(nil)
+	if onCPU {
+		c, err3 = strconv.Atoi(cpu)
 	}
-	return testhook.Stall{At: i, For: d}, nil
+	if !ok || err1 != nil || err2 != nil || err3 != nil || i < 0 || d <= 0 || (onCPU && c < 0) {
+		return testhook.Stall{}, badFlag("--test-stall %q: allowed PERIOD:DURATION or PERIOD:DURATION@CPU, e.g. 100:300ms", s)
+	}
+	return testhook.Stall{At: i, For: d, CPU: c}, nil
+}
+
+// perCPU is --cpus checked against the driver drv resolved and the CPUs
+// this process may run on: nil without the flag.
+func (f *runFlags) perCPU(drv string) ([]int, error) {
+	if f.cpus == "" {
+		return nil, nil
+	}
+	switch {
+	case f.affinity != "":
+		return nil, badFlag("--cpus with --affinity: --cpus pins a thread to each CPU it lists; give one of them")
+	case drv == "portaudio":
+		return nil, badFlag("--cpus with --driver portaudio: PortAudio calls back on a thread of its own, which cannot be pinned; give --driver alsa (the card's stream on the first CPU listed, timer threads on the others) or timer")
+	}
+	allowed, err := threads.Allowed()
+	if err != nil {
+		return nil, badFlag("--cpus %s: %v", f.cpus, err)
+	}
+	return cpusOf(f.cpus, allowed, possibleCPUs())
+}
+
+// cpusOf is a --cpus value: all the allowed CPUs, or a list (cpuList).
+func cpusOf(s string, allowed, possible []int) ([]int, error) {
+	if s == "all" {
+		return allowed, nil
+	}
+	return cpuList("--cpus", "all or a CPU list such as 0 or 0,2-3", s, allowed, possible)
+}
+
+// cpuList is the CPU list s given to the flag name (which takes what),
+// each CPU of which must exist (be among possible, the kernel's; nil: not
+// known) and be allowed by the process's affinity: CPUs are numbered as
+// the kernel numbers them, which a process limited to some (taskset,
+// a container's cpuset) does not renumber.
+func cpuList(name, what, s string, allowed, possible []int) ([]int, error) {
+	cpus, ok := cpulist.Parse(s)
+	if !ok {
+		return nil, badFlag("%s %q: allowed %s", name, s, what)
+	}
+	for _, c := range cpus {
+		switch {
+		case possible != nil && !slices.Contains(possible, c):
+			return nil, badFlag("%s %s: no CPU %d on this machine (CPUs %s)", name, s, c, threads.Format(possible))
+		case !slices.Contains(allowed, c):
+			return nil, badFlag("%s %s: CPU %d is not allowed to this process (its affinity allows %s)", name, s, c, threads.Format(allowed))
+		}
+	}
+	return cpus, nil
+}
+
+// possibleCPUs is the CPUs the kernel may ever bring online; nil when
+// it does not say.
+func possibleCPUs() []int {
+	b, err := os.ReadFile("/sys/devices/system/cpu/possible")
+	if err != nil {
+		return nil
+	}
+	cpus, ok := cpulist.Parse(strings.TrimSpace(string(b)))
+	if !ok {
+		return nil
+	}
+	return cpus
 }
 
 // checkWritable reports whether dir (or, when it does not exist yet, its

@@ -24,7 +24,7 @@ func stalledRun(t *testing.T, out string, flags ...string) (*exec.Cmd, *watchedO
 	t.Helper()
 	args := append([]string{"run", "--driver", "timer", "--tests", "idle", "--test-stall", "50:30s",
 		"--duration", "30s", "--out", out}, flags...)
-	cmd, se := started(t, nil, "[idle]", args...)
+	cmd, se := started(t, nil, streamLine, args...)
 	time.Sleep(300 * time.Millisecond) // past period 50: inside the stall
 	return cmd, se
 }

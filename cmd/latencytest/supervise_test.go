@@ -93,6 +93,12 @@ func TestExecCmdHasNoReportPipe(t *testing.T) {
 // started runs latencytest with args and waits until its stderr says
 // line; it returns the command and its stderr so far (complete after
 // Wait).
+// streamLine begins the timer driver's first line, said as its stream
+// opens: a run waited for by it is measuring. (A phase's own "[idle]"
+// lines come with its first xrun, or at its end: a machine quiet enough
+// to have none would see the run over first.)
+const streamLine = "timer (CLOCK_MONOTONIC):"
+
 func started(t *testing.T, env []string, line string, args ...string) (*exec.Cmd, *watchedOutput) {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
@@ -243,7 +249,7 @@ func TestSecondInterruptExitsAtOnce(t *testing.T) {
 // SIGKILL after the grace period, and the run ends with what it measured.
 func TestStuckEngineKilled(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "run")
-	cmd, se := started(t, nil, "[idle]",
+	cmd, se := started(t, nil, streamLine,
 		"run", "--driver", "timer", "--tests", "idle", "--test-stall", "100:1h", "--duration", "30s",
 		"--out", out, "--no-report")
 	eng := engineOf(t, cmd.Process.Pid)

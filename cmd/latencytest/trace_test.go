@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"latencytest/internal/culprit"
 	"latencytest/internal/procfile"
+	"latencytest/internal/threads"
 	"latencytest/ktrace"
 	"latencytest/rundata"
 )
@@ -50,6 +52,35 @@ func tracerInstances(t *testing.T) []string {
 // (± 20 %), it tops the phase's culprit table, an xrun's line names it,
 // and the tracer is left as it was found.
 func TestRunTraceKnownCulprit(t *testing.T) {
+	allowed, err := threads.Allowed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(allowed) < 2 || allowed[0] != known.CPU {
+		t.Fatalf("allowed CPUs %v: the test needs CPU %d, the culprit's, and another (CI machines have them)", allowed, known.CPU)
+	}
+	// Under run --cpus the thread on the culprit's CPU has its spikes,
+	// each explained on that CPU, and the other CPU's thread none of them;
+	// a stall of the other's loop is its spike, explained on its CPU.
+	t.Run("one thread", func(t *testing.T) { traceKnownCulprit(t, -1, "--affinity", strconv.Itoa(known.CPU)) })
+	t.Run("cpus", func(t *testing.T) {
+		traceKnownCulprit(t, allowed[1], "--cpus", fmt.Sprintf("%d,%d", known.CPU, allowed[1]),
+			"--test-stall", fmt.Sprintf("%d:%v@%d", stallAt, stallFor, allowed[1]))
+	})
+}
+
+// The stall of the other CPU's loop in TestRunTraceKnownCulprit's --cpus
+// case: 20 ms at its period 2000 (2.7 s in), between the culprit's bursts
+// or not, on a CPU the culprit never runs on.
+const (
+	stallAt  = 2000
+	stallFor = 20 * time.Millisecond
+)
+
+// traceKnownCulprit runs TestRunTraceKnownCulprit with the threads where
+// asks; stalled is the CPU whose loop stalls (-1: none).
+func traceKnownCulprit(t *testing.T, stalled int, where ...string) {
+	cpus := where[0] == "--cpus"
 	out := filepath.Join(t.TempDir(), "out")
 	prom := filepath.Join(t.TempDir(), "lt.prom")
 	// Spikes of 3 ms or more, as in the VM test: the culprit's 5 ms bursts
@@ -64,8 +95,11 @@ func TestRunTraceKnownCulprit(t *testing.T) {
 	// the stream opens), not after a fixed 700 ms: a loaded host can open
 	// the stream later than the culprit's first bursts (a fresh clone's
 	// make test on a busy host had spikes in only 9 of the 15).
-	cmd, stderr := started(t, nil, "timer (CLOCK_MONOTONIC):", "run", "--driver", "timer", "--tests", "idle", "--duration", "5s", "--affinity", "0",
-		"--cpu-load", "0", "--period", "64", "--periods", "3", "--trace", "--trace-above", "3ms", "--out", out, "--no-report", "--metrics-file", prom)
+	// Every spike's window is dumped (LATENCYTEST_TRACE_DEBUG), for the
+	// message of a spike misjudged.
+	args := append([]string{"run", "--driver", "timer", "--tests", "idle", "--duration", "5s"}, where...)
+	cmd, stderr := started(t, []string{"LATENCYTEST_TRACE_DEBUG=1"}, streamLine, append(args,
+		"--cpu-load", "0", "--period", "64", "--periods", "3", "--trace", "--trace-above", "3ms", "--out", out, "--no-report", "--metrics-file", prom)...)
 	culp := exec.Command(os.Args[0])
 	culp.Env = append(os.Environ(), "LT_CULPRIT=1")
 	var culpErr strings.Builder
@@ -91,8 +125,22 @@ func TestRunTraceKnownCulprit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	caused := 0
+	caused, stallSeen := 0, false
 	for _, sp := range ss {
+		if sp.CPU == stalled && sp.Period == stallAt && sp.LatencyNS >= int64(stallFor) {
+			stallSeen = true
+		}
+		if sp.CPU != known.CPU {
+			if !cpus {
+				t.Errorf("period %d: a spike on CPU %d, want all on the audio thread's %d", sp.Period, sp.CPU, known.CPU)
+			}
+			for _, c := range sp.Causes {
+				if c.Name == culpritName {
+					t.Errorf("period %d on CPU %d: the culprit, on CPU %d, among its causes: %v", sp.Period, sp.CPU, known.CPU, sp.Causes)
+				}
+			}
+			continue
+		}
 		d, w := sp.DueNS, sp.DueNS+sp.LatencyNS
 		for _, b := range bursts {
 			if !b.Caused(d, w) {
@@ -100,9 +148,12 @@ func TestRunTraceKnownCulprit(t *testing.T) {
 			}
 			caused++
 			if msg := b.Judge(known, d, w, sp.Causes); msg != "" {
-				t.Errorf("period %d, %.2f ms late: %s (%v)", sp.Period, float64(sp.LatencyNS)/1e6, msg, b)
+				t.Errorf("period %d, %.2f ms late: %s (%v)\n%s", sp.Period, float64(sp.LatencyNS)/1e6, msg, b, spikeAccount(sp, r.Trace)+windowDump(stderr.String(), d))
 			}
 		}
+	}
+	if stalled >= 0 && !stallSeen {
+		t.Errorf("no spike at period %d on CPU %d, whose loop stalled %v there", stallAt, stalled, stallFor)
 	}
 	if caused < culpritBursts*2/3 {
 		t.Errorf("%d spikes inside the culprit's %d bursts, want at least %d", caused, culpritBursts, culpritBursts*2/3)
@@ -114,7 +165,13 @@ func TestRunTraceKnownCulprit(t *testing.T) {
 		}
 		t.Errorf("the phase's culprits: %s; want %s first", strings.Join(table, ", "), culpritName)
 	}
-	if !strings.Contains(stderr.String(), "xrun at period") || !strings.Contains(stderr.String(), culpritName+" (SCHED_FIFO 90)") {
+	xrun := "] xrun at period"
+	if cpus {
+		xrun = fmt.Sprintf(" CPU %d] xrun at period", known.CPU)
+	}
+	if !slices.ContainsFunc(strings.Split(stderr.String(), "\n"), func(l string) bool {
+		return strings.Contains(l, xrun) && strings.Contains(l, culpritName+" (SCHED_FIFO 90)")
+	}) {
 		t.Errorf("no xrun line names the culprit:\n%s", stderr.String())
 	}
 	if left := tracerInstances(t); len(left) != 0 {
@@ -124,6 +181,35 @@ func TestRunTraceKnownCulprit(t *testing.T) {
 	byCause := map[string]float64{}
 	countByCause(byCause, ss)
 	sameByCause(t, prom, byCause)
+}
+
+// spikeAccount is all the tracer said of sp, and of the run's trace, for
+// a failure's message: a misjudged spike cannot be looked at again.
+func spikeAccount(sp rundata.Spike, tr *rundata.Trace) string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "  cpu %d (cpus %v), wakeup %d ns, run delay %d ns, unexplained %d ns, events lost %v; trace: %d lost, %d dropped\n",
+		sp.CPU, sp.CPUs, sp.WakeupNS, sp.RunDelayNS, sp.UnexplainedNS, sp.EventsLost, tr.Lost, tr.Dropped)
+	for _, sl := range sp.Strip {
+		fmt.Fprintf(&sb, "  +%.3f ms %s %s %.3f ms\n", float64(sl.StartNS)/1e6, sl.Kind, sl.Name, float64(sl.NS)/1e6)
+	}
+	return sb.String()
+}
+
+// windowDump is the trace's events of the window from due, as the run
+// dumped them on stderr (ktrace.Options.Debug).
+func windowDump(stderr string, due int64) string {
+	_, rest, ok := strings.Cut(stderr, fmt.Sprintf("ktrace: the window %d–", due))
+	if !ok {
+		return "  (no dump of the window)\n"
+	}
+	var sb strings.Builder
+	for i, line := range strings.Split(rest, "\n") {
+		if i > 0 && !strings.HasPrefix(line, "  ") {
+			break
+		}
+		sb.WriteString("  " + line + "\n")
+	}
+	return sb.String()
 }
 
 // countByCause adds the spikes ss to byCause, by their largest cause

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"latencytest/internal/racetest"
 	"latencytest/rundata"
@@ -115,4 +116,20 @@ func ReadSamples(t testing.TB, dir string, ph rundata.Phase) []rundata.Sample {
 		t.Fatal(err)
 	}
 	return ss
+}
+
+// WaitMeasuring waits until the samples file at path grows: the run's
+// engine measures. Tests that start something beside a run (a culprit, a
+// stop) start it then, not after a fixed time a loaded host can outlast.
+func WaitMeasuring(path string, timeout time.Duration) error {
+	size := int64(-1)
+	for end := time.Now().Add(timeout); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if fi, err := os.Stat(path); err == nil {
+			if size >= 0 && fi.Size() > size {
+				return nil
+			}
+			size = fi.Size()
+		}
+	}
+	return fmt.Errorf("%s did not grow within %v", path, timeout)
 }

@@ -15,6 +15,9 @@ import (
 type Stall struct {
 	At  int64
 	For time.Duration
+	// CPU is, under run --cpus, the CPU whose loop stalls; -1: every
+	// loop's. A run of one loop stalls it whatever CPU says.
+	CPU int
 }
 
 type stallKey struct{}

@@ -35,6 +35,12 @@ type Phase struct {
 	Poll bool
 
 	StressorStats map[string]any
+
+	// CPUs makes the phase one of run --cpus: a thread per CPU, each
+	// with its own distribution (the fields above, its Name unused) and
+	// samples file, on CPU CPU; the phase's own figures are of them all.
+	CPUs []Phase
+	CPU  int
 }
 
 // Idle is a quiet machine: a tight body around 6 µs and a thin tail.
@@ -117,8 +123,18 @@ func Write(dir string, c Config) (*rundata.Run, error) {
 	for i, ps := range c.Phases {
 		p := rundata.Phase{Name: ps.Name, Stressor: ps.Stressor, Skipped: ps.Skipped}
 		if ps.Skipped == "" {
-			p.SamplesFile = fmt.Sprintf("phase%d.samples", i)
-			if err := writePhase(filepath.Join(dir, p.SamplesFile), &p, ps, c, rng, mono, n, periodNS); err != nil {
+			var err error
+			if len(ps.CPUs) > 0 {
+				r.CPUs = nil
+				for _, cs := range ps.CPUs {
+					r.CPUs = append(r.CPUs, cs.CPU)
+				}
+				err = writeCPUs(dir, i, &p, ps, c, rng, mono, n, periodNS)
+			} else {
+				p.SamplesFile = fmt.Sprintf("phase%d.samples", i)
+				err = writePhase(filepath.Join(dir, p.SamplesFile), &p, ps, c, rng, mono, n, periodNS, nil)
+			}
+			if err != nil {
 				return nil, err
 			}
 			p.StartMonoNS, p.EndMonoNS = mono, mono+n*periodNS
@@ -136,7 +152,29 @@ func Write(dir string, c Config) (*rundata.Run, error) {
 	return r, nil
 }
 
-func writePhase(path string, p *rundata.Phase, ps Phase, c Config, rng *rand.Rand, mono, n, periodNS int64) (err error) {
+// writeCPUs writes a phase of run --cpus: each CPU's samples file and
+// figures, and the phase's over all of them, as the run has them.
+func writeCPUs(dir string, i int, p *rundata.Phase, ps Phase, c Config, rng *rand.Rand, mono, n, periodNS int64) error {
+	hdr := rundata.NewSampleHeader(c.Rate, c.Frames, c.Periods)
+	all := rundata.NewAccumulator(hdr, periodNS*int64(c.CPULoad)/100)
+	for _, cs := range ps.CPUs {
+		cp := rundata.CPUPhase{CPU: cs.CPU, TID: 1000 + cs.CPU, Phase: rundata.Phase{Name: p.Name, Stressor: p.Stressor}}
+		cp.RT.Obtained = rundata.RTParams{Policy: "SCHED_FIFO", Priority: 80, Affinity: []int{cs.CPU}}
+		cp.RT.Asked = cp.RT.Obtained
+		cp.SamplesFile = fmt.Sprintf("phase%d-cpu%d.samples", i, cs.CPU)
+		if err := writePhase(filepath.Join(dir, cp.SamplesFile), &cp.Phase, cs, c, rng, mono, n, periodNS, all); err != nil {
+			return err
+		}
+		cp.StartMonoNS, cp.EndMonoNS = mono, mono+n*periodNS
+		p.CPUs = append(p.CPUs, cp)
+	}
+	p.FromCPUs(all.Hist)
+	return nil
+}
+
+// writePhase writes one thread's samples file and fills p with its
+// figures; every sample also goes to also, if not nil.
+func writePhase(path string, p *rundata.Phase, ps Phase, c Config, rng *rand.Rand, mono, n, periodNS int64, also *rundata.Accumulator) (err error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -190,6 +228,9 @@ func writePhase(path string, p *rundata.Phase, ps Phase, c Config, rng *rand.Ran
 			return err
 		}
 		acc.Add(&s)
+		if also != nil {
+			also.Add(&s)
+		}
 	}
 	if err := w.Flush(); err != nil {
 		return err

@@ -4,10 +4,14 @@
 //
 // Usage:
 //
-//	mkinitramfs -o initrd.cpio -init vminit [-modules DIR -load snd-dummy,snd-aloop] [DEST=SRC ...]
+//	mkinitramfs -o initrd.cpio -init vminit [-modules DIR -load snd-dummy,snd-aloop]
+//		[-libroot ROOT -libdirs DIR:DIR...] [DEST=SRC ...]
 //
 // Each DEST=SRC copies the host file or directory SRC to DEST in the
-// archive. The modules named by -load and everything they depend on are
+// archive. With -libroot, each SRC that is a dynamic executable brings
+// what it needs to run (initramfs.Needs): its loader and its libraries,
+// found in ROOT (a system's tree: / for the host's, or unpacked packages)
+// in the -libdirs, the loader's search path, in order. The modules named by -load and everything they depend on are
 // found under DIR (an extracted lib/modules/VERSION) and written to
 // /lib/modules/NAME.ko, with /lib/modules/load.order listing the file
 // names in an order that loads every module after its dependencies.
@@ -41,10 +45,12 @@ func run(args []string, stderr io.Writer) int {
 	initProg := fl.String("init", "", "the /init program (a static executable)")
 	modDir := fl.String("modules", "", "find kernel modules under `DIR`")
 	load := fl.String("load", "", "comma-separated `MODULES` to include, with their dependencies, in load order")
+	libRoot := fl.String("libroot", "", "find what dynamic executables need in `ROOT`")
+	libDirs := fl.String("libdirs", "", "colon-separated `DIRS` of -libroot the loader searches, in order")
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
-	err := build(*out, *initProg, *modDir, *load, fl.Args())
+	err := build(*out, *initProg, *modDir, *load, libs{*libRoot, *libDirs}, fl.Args())
 	if err == nil {
 		return 0
 	}
@@ -55,7 +61,10 @@ func run(args []string, stderr io.Writer) int {
 	return 1
 }
 
-func build(out, initProg, modDir, load string, entries []string) error {
+// libs is where dynamic executables' loader and libraries are found.
+type libs struct{ root, dirs string }
+
+func build(out, initProg, modDir, load string, lb libs, entries []string) error {
 	switch {
 	case out == "":
 		return badInput{"-o FILE is required"}
@@ -63,19 +72,23 @@ func build(out, initProg, modDir, load string, entries []string) error {
 		return badInput{"-init FILE is required"}
 	case (modDir == "") != (load == ""):
 		return badInput{"-modules DIR and -load MODULES go together"}
+	case (lb.root == "") != (lb.dirs == ""):
+		return badInput{"-libroot ROOT and -libdirs DIRS go together"}
 	}
-	type copyEntry struct{ dest, src string }
-	var copies []copyEntry
+	var copies []initramfs.Copy
 	for _, e := range entries {
 		dest, src, ok := strings.Cut(e, "=")
 		if !ok || !strings.HasPrefix(dest, "/") || src == "" {
 			return badInput{fmt.Sprintf("argument %q: want DEST=SRC with an absolute DEST", e)}
 		}
-		copies = append(copies, copyEntry{dest, src})
+		copies = append(copies, initramfs.Copy{Dest: dest, Src: src})
+	}
+	copies, err := withLibs(copies, lb)
+	if err != nil {
+		return err
 	}
 	var mods []kmod.Module
 	if load != "" {
-		var err error
 		if mods, err = kmod.LoadOrder(modDir, strings.Split(load, ",")); err != nil {
 			return err
 		}
@@ -108,14 +121,14 @@ func build(out, initProg, modDir, load string, entries []string) error {
 		}
 	}
 	for _, c := range copies {
-		st, err := os.Stat(c.src)
+		st, err := os.Stat(c.Src)
 		if err != nil {
 			return err
 		}
 		if st.IsDir() {
-			err = w.CopyTree(c.dest, c.src)
+			err = w.CopyTree(c.Dest, c.Src)
 		} else {
-			err = w.CopyFile(c.dest, c.src)
+			err = w.CopyFile(c.Dest, c.Src)
 		}
 		if err != nil {
 			return err
@@ -131,6 +144,50 @@ func build(out, initProg, modDir, load string, entries []string) error {
 		return fmt.Errorf("writing %s: %w", out, err)
 	}
 	return os.Rename(f.Name(), out)
+}
+
+// withLibs adds to copies what each dynamic executable among them needs
+// (lb.root "": nothing), each file once, at its first path.
+func withLibs(copies []initramfs.Copy, lb libs) ([]initramfs.Copy, error) {
+	if lb.root == "" {
+		return copies, nil
+	}
+	have := map[string]bool{}
+	for _, c := range copies {
+		have[c.Dest] = true
+	}
+	all := copies
+	for _, c := range copies {
+		if !isELF(c.Src) {
+			continue
+		}
+		needs, err := initramfs.Needs(lb.root, c.Src, strings.Split(lb.dirs, ":"))
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range needs {
+			if !have[n.Dest] {
+				have[n.Dest] = true
+				all = append(all, n)
+			}
+		}
+	}
+	return all, nil
+}
+
+// isELF says whether p is a regular file that starts as an ELF file does.
+func isELF(p string) bool {
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return false
+	}
+	magic := make([]byte, 4)
+	_, err = io.ReadFull(f, magic)
+	return err == nil && string(magic) == "\x7fELF"
 }
 
 // skeleton adds what /init needs before it can mount anything: the mount

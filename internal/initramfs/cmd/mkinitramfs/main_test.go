@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -55,6 +56,35 @@ func TestBuild(t *testing.T) {
 	}
 }
 
+// With -libroot, a dynamic executable comes with its loader and
+// libraries, at the paths the loader looks for them; a static one (the
+// init) with nothing.
+func TestBuildWithLibs(t *testing.T) {
+	cpiotest.Need(t)
+	triplet := map[string]string{"amd64": "x86_64-linux-gnu", "arm64": "aarch64-linux-gnu"}[runtime.GOARCH]
+	if triplet == "" {
+		t.Skipf("no Debian triplet known for %s", runtime.GOARCH)
+	}
+	dir := t.TempDir()
+	initProg := filepath.Join(dir, "init")
+	must(t, os.WriteFile(initProg, []byte("#!/bin/sh\n"), 0o755))
+	out := filepath.Join(dir, "initrd.cpio")
+	var stderr bytes.Buffer
+	dirs := "/lib/" + triplet + ":/usr/lib/" + triplet + ":/lib:/usr/lib"
+	if code := run([]string{"-o", out, "-init", initProg, "-libroot", "/", "-libdirs", dirs, "/bin/ls=/bin/ls"}, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	list := cpiotest.Run(t, out, "-it")
+	for _, name := range []string{"bin/ls", "lib/" + triplet + "/libc.so.6"} {
+		if !strings.Contains("\n"+list, "\n"+name+"\n") {
+			t.Errorf("archive lacks %s:\n%s", name, list)
+		}
+	}
+	if !strings.Contains(list, "ld-linux") {
+		t.Errorf("archive lacks the loader:\n%s", list)
+	}
+}
+
 func TestBadInput(t *testing.T) {
 	dir := t.TempDir()
 	initProg := filepath.Join(dir, "init")
@@ -71,6 +101,8 @@ func TestBadInput(t *testing.T) {
 		{[]string{"-o", out, "-init", initProg, "bin/x=" + initProg}, 2, "absolute DEST"},
 		{[]string{"-o", out, "-init", initProg, "/bin/x=" + filepath.Join(dir, "missing")}, 1, "missing"},
 		{[]string{"-o", out, "-init", initProg, "-modules", dir, "-load", "snd"}, 1, "module snd not found"},
+		{[]string{"-o", out, "-init", initProg, "-libroot", "/"}, 2, "-libroot ROOT and -libdirs DIRS go together"},
+		{[]string{"-o", out, "-init", initProg, "-libroot", dir, "-libdirs", "/lib", "/bin/ls=/bin/ls"}, 1, "loader"},
 	} {
 		var stderr bytes.Buffer
 		code := run(tc.args, &stderr)

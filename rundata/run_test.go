@@ -101,6 +101,7 @@ func TestFromCPUsAsOneAccumulator(t *testing.T) {
 		c := CPUPhase{CPU: cpu, Phase: Phase{Name: "idle", StartMonoNS: start}}
 		a.Fill(&c.Phase)
 		c.Lost = int64(cpu)
+		c.RTThrottled, c.RTThrottledNS = cpu, int64(cpu)*1e6
 		ph.CPUs = append(ph.CPUs, c)
 	}
 	var want Phase
@@ -129,8 +130,11 @@ func TestFromCPUsAsOneAccumulator(t *testing.T) {
 	if want.Xruns == 0 || want.Safe.Periods < 3 {
 		t.Fatalf("the synthetic periods had %d xruns, a verdict of × %d: no late write to merge", want.Xruns, want.Safe.Periods)
 	}
-	if ph.CaughtUp != ph.CPUs[0].CaughtUp+ph.CPUs[2].CaughtUp || ph.Lost != 2 || ph.ClockHz != ph.CPUs[0].ClockHz || ph.EndMonoNS != max(ph.CPUs[0].EndMonoNS, ph.CPUs[2].EndMonoNS) {
-		t.Errorf("caught up %d, lost %d, clock %g Hz, end %d; want the CPUs' sums, the first CPU's clock (the stream's thread's), the latest end", ph.CaughtUp, ph.Lost, ph.ClockHz, ph.EndMonoNS)
+	if ph.CaughtUp != ph.CPUs[0].CaughtUp+ph.CPUs[2].CaughtUp || ph.Lost != 3 || ph.ClockHz != ph.CPUs[0].ClockHz || ph.EndMonoNS != max(ph.CPUs[0].EndMonoNS, ph.CPUs[2].EndMonoNS) {
+		t.Errorf("caught up %d, lost %d, clock %g Hz, end %d; want the CPUs' sums (the lost of the CPU that handed over none too), the first CPU's clock (the stream's thread's), the latest end", ph.CaughtUp, ph.Lost, ph.ClockHz, ph.EndMonoNS)
+	}
+	if ph.RTThrottled != 3 || ph.RTThrottledNS != 3e6 {
+		t.Errorf("RT throttled %d spikes, %d ns; want the CPUs' summed, 3 and 3e6", ph.RTThrottled, ph.RTThrottledNS)
 	}
 	ph.CPUs[0].ClockHz = 0 // timer threads alone: no card clock
 	if ph.FromCPUs(all.Hist); ph.ClockHz != 0 {
@@ -166,5 +170,24 @@ func TestMaxCPUPhasesRead(t *testing.T) {
 	}
 	if _, err := parseRun(b); err != nil {
 		t.Fatalf("a run of %d CPU records (%d KB) is refused: %v", MaxPhases*len(r.CPUs), len(b)>>10, err)
+	}
+}
+
+// Phases pooled (Pool) keep what keeps one of them from holding, and
+// average the card's clock over those that measured it.
+func TestPool(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	a := Phase{Periods: 3000, ClockHz: 48001, Safe: &Safe{2, 100}, SafeAtDefaultLoad: &Safe{2, 50}, StartWall: t0.Add(time.Minute), EndWall: t0.Add(2 * time.Minute)}
+	b := Phase{Periods: 1000, ClockHz: 47997, Safe: &Safe{3, 900}, SafeAtDefaultLoad: &Safe{2, 60}, CutShort: true, StartWall: t0, EndWall: t0.Add(time.Minute)}
+	none := Phase{Lost: 4} // handed over nothing, lost some
+	var p Phase
+	p.Pool([]*Phase{&a, &b, &none}, nil)
+	if p.ClockHz != 48000 || *p.Safe != (Safe{3, 900}) || *p.SafeAtDefaultLoad != (Safe{2, 50}) || !p.CutShort || p.Lost != 4 || p.Periods != 4000 ||
+		!p.StartWall.Equal(t0) || !p.EndWall.Equal(t0.Add(2*time.Minute)) {
+		t.Errorf("pooled %+v; want the clock 48000 Hz, the worse verdicts, cut short, 4 lost, 4000 periods, the span of both", p)
+	}
+	b.Safe = nil // a part with periods and no verdict: the pool has none
+	if p.Pool([]*Phase{&a, &b}, nil); p.Safe != nil || p.SafeAtDefaultLoad != nil || p.Held(64) {
+		t.Errorf("verdicts %+v, %+v with a part's unknown, want none", p.Safe, p.SafeAtDefaultLoad)
 	}
 }

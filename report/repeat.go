@@ -9,9 +9,11 @@ import (
 )
 
 // pool merges the repetitions of a phase that ran (skipped ones left
-// out) into one: the histograms merged and the statistics read from the
-// merge, counts summed, each repetition's max kept (runMaxUS). nil when
-// none ran.
+// out) into one, for the run-to-run tables and compare: their figures
+// pooled as a phase's CPUs are (rundata.Phase.Pool), so a repetition's
+// lost periods or verdict are never dropped; the distribution read from
+// their histograms merged; what the machine was doing averaged; each
+// repetition's max kept (runMaxUS). nil when none ran.
 func pool(ps []*phaseData) *phaseData {
 	var ran []*phaseData
 	for _, p := range ps {
@@ -25,58 +27,55 @@ func pool(ps []*phaseData) *phaseData {
 	if len(ran) == 1 {
 		return ran[0]
 	}
-	out := &phaseData{noLoop: ran[0].noLoop}
+	out := &phaseData{noLoop: ran[0].noLoop, hist: mergedHist(ran)}
 	out.Name, out.Stressor = ran[0].Name, ran[0].Stressor
-	var hist *rundata.Histogram // nil unless every repetition has one, of one range
-	if h := ran[0].hist; h != nil {
-		hist = rundata.NewHistogram(h.RangeUS)
-	}
-	headroom, loopWithin := math.Inf(1), 0.0
-	for _, p := range ran {
-		if p.hist == nil || hist == nil || p.hist.RangeUS != hist.RangeUS {
-			hist = nil
-		} else {
-			hist.Merge(p.hist)
-		}
-		out.Periods += p.Periods
-		out.Xruns += p.Xruns
-		out.XrunMSTotal += p.XrunMSTotal
-		out.PointerJumps += p.PointerJumps
-		out.RTThrottled += p.RTThrottled
-		out.RTThrottledNS += p.RTThrottledNS
-		headroom = min(headroom, p.HeadroomMinUS)
-		loopWithin += p.CPULoop.Within100USPct * float64(p.Periods)
-		out.CPULoop.NominalUS = p.CPULoop.NominalUS
-		out.CPULoop.MaxUS = max(out.CPULoop.MaxUS, p.CPULoop.MaxUS)
-		if p.CPULoop.MinUS > 0 && (out.CPULoop.MinUS == 0 || p.CPULoop.MinUS < out.CPULoop.MinUS) {
-			out.CPULoop.MinUS = p.CPULoop.MinUS
-		}
+	parts := make([]*rundata.Phase, len(ran))
+	steal := 0.0 // weighted by periods, for the share of the time pooled
+	for i, p := range ran {
+		parts[i] = &p.Phase
+		out.LoadAvg += p.LoadAvg / float64(len(ran)) // one reading at each start
+		steal += p.StealPct * float64(p.Periods)
 		out.runMaxUS = append(out.runMaxUS, p.Latency.Max)
 		out.runP999US = append(out.runP999US, p.Latency.P999)
+	}
+	out.Pool(parts, out.hist)
+	if out.Periods > 0 {
+		out.StealPct = steal / float64(out.Periods)
+	}
+	if out.hist == nil {
+		out.Latency, out.WithinUS100, out.WithinMS1 = extremes(ran)
 	}
 	if slices.ContainsFunc(out.runP999US, math.IsNaN) {
 		out.runP999US = nil
 	}
-	if hist != nil {
-		out.hist = hist
-		rundata.FillPhase(&out.Phase, hist)
-		out.Periods = int64(hist.Count)
-	} else {
-		// Without every histogram only the extremes pool.
-		nan := math.NaN()
-		out.Latency = rundata.LatencyStats{Min: math.Inf(1), Avg: nan, P50: nan, P90: nan, P99: nan, P999: nan, P9999: nan}
-		for _, p := range ran {
-			out.Latency.Min = min(out.Latency.Min, p.Latency.Min)
-			out.Latency.Max = max(out.Latency.Max, p.Latency.Max)
-		}
-		out.WithinUS100, out.WithinMS1 = nan, nan
-	}
-	out.HeadroomMinUS = headroom
 	out.StressorStats = poolStats(ran)
-	if out.Periods > 0 {
-		out.CPULoop.Within100USPct = loopWithin / float64(out.Periods)
-	}
 	return out
+}
+
+// mergedHist is the repetitions' histograms merged; nil unless every one
+// has one, of one range.
+func mergedHist(ps []*phaseData) *rundata.Histogram {
+	for _, p := range ps {
+		if p.hist == nil || p.hist.RangeUS != ps[0].hist.RangeUS {
+			return nil
+		}
+	}
+	h := rundata.NewHistogram(ps[0].hist.RangeUS)
+	for _, p := range ps {
+		h.Merge(p.hist)
+	}
+	return h
+}
+
+// extremes are the latency figures of repetitions without every
+// histogram: only the extremes pool, the rest is unknown.
+func extremes(ps []*phaseData) (lat rundata.LatencyStats, within100, within1 float64) {
+	nan := math.NaN()
+	lat = rundata.LatencyStats{Min: math.Inf(1), Max: math.Inf(-1), Avg: nan, P50: nan, P90: nan, P99: nan, P999: nan, P9999: nan}
+	for _, p := range ps {
+		lat.Min, lat.Max = min(lat.Min, p.Latency.Min), max(lat.Max, p.Latency.Max)
+	}
+	return lat, nan, nan
 }
 
 // byName groups phases by name, in order of first appearance.

@@ -91,3 +91,29 @@ func TestCompareRepeated(t *testing.T) {
 		t.Errorf("pooled p99 %g µs, want between the repetitions' %g and %g", *s.P99US, lo, hi)
 	}
 }
+
+// The repetitions pooled keep what keeps a phase from holding: a
+// repetition's lost periods, its verdict (the worse one), its periods
+// caught up; the pool of two that held holds.
+func TestPoolKeepsVerdict(t *testing.T) {
+	rep := func(lost int64, safe *rundata.Safe) *phaseData {
+		p := &phaseData{Phase: rundata.Phase{Name: "idle", Periods: 1000, CaughtUp: 2, Lost: lost, ClockHz: 48000,
+			Safe: safe, SafeAtDefaultLoad: safe}}
+		p.Latency.Max = 50
+		return p
+	}
+	clean := pool([]*phaseData{rep(0, &rundata.Safe{Periods: 2, MarginNS: 900}), rep(0, &rundata.Safe{Periods: 2, MarginNS: 400})})
+	if !clean.Held(2) || clean.Safe.MarginNS != 400 || clean.CaughtUp != 4 || clean.ClockHz != 48000 {
+		t.Errorf("two repetitions that held: %q, verdict %+v, caught up %d, clock %g Hz; want held, the smaller margin, the sum, the card's clock",
+			clean.NotHeld(2, 1333), clean.Safe, clean.CaughtUp, clean.ClockHz)
+	}
+	lost := pool([]*phaseData{rep(0, &rundata.Safe{Periods: 2}), rep(5, &rundata.Safe{Periods: 2})})
+	if lost.Lost != 5 || lost.Held(2) {
+		t.Errorf("a repetition with 5 lost: pooled lost %d, %q; want 5 and not held", lost.Lost, lost.NotHeld(2, 1333))
+	}
+	unknown := pool([]*phaseData{rep(0, &rundata.Safe{Periods: 2}), rep(3, nil)})
+	if unknown.Lost != 3 || unknown.Safe != nil || unknown.Held(2) {
+		t.Errorf("a repetition with 3 lost and no verdict: pooled lost %d, verdict %+v, %q; want 3, none, not held",
+			unknown.Lost, unknown.Safe, unknown.NotHeld(2, 1333))
+	}
+}

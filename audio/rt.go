@@ -18,42 +18,17 @@ import (
 // is recorded in the result, whose Obtained side says what really holds.
 // The returned release undoes what must not outlive the run: the
 // /dev/cpu_dma_latency request lasts exactly as long as its file is open.
+//
+// The thread is pinned first and made real-time last: a SCHED_FIFO thread
+// never runs, not even while its memory is locked (which faults in the
+// whole program's code), on the CPUs kept for latencytest's own work, nor
+// holds a CPU at real-time priority for that set-up.
 func RTSetup(asked rundata.RTParams) (setup rundata.RTSetup, release func()) {
 	setup.Asked = asked
 	ob := &setup.Obtained
 	ob.Policy = "SCHED_OTHER"
 	refuse := func(format string, a ...any) { setup.Refused = append(setup.Refused, fmt.Sprintf(format, a...)) }
 
-	if asked.Priority > 0 {
-		attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: uint32(asked.Priority)}
-		if err := unix.SchedSetAttr(0, &attr, 0); err != nil {
-			refuse("SCHED_FIFO priority %d: %v (run as root, or raise the rtprio limit in /etc/security/limits.conf)", asked.Priority, err)
-		} else {
-			ob.Policy, ob.Priority = "SCHED_FIFO", asked.Priority
-		}
-	}
-	if asked.Mlockall {
-		// MCL_ONFAULT locks pages as they are first touched instead of
-		// faulting in every mapping now: a Go process maps far more
-		// than it uses (whole heap arenas), which would otherwise cost
-		// some 140 MB of locked memory and a start-up of page faults.
-		// What the loop touches is touched during set-up (NewRing
-		// writes its whole buffer, Engine.Run grows the stack) and the
-		// code is locked whole by lockCode. Kernels before 4.4 lack
-		// MCL_ONFAULT.
-		err := unix.Mlockall(unix.MCL_CURRENT | unix.MCL_FUTURE | unix.MCL_ONFAULT)
-		if err == unix.EINVAL {
-			err = unix.Mlockall(unix.MCL_CURRENT | unix.MCL_FUTURE)
-		}
-		if err != nil {
-			refuse("mlockall: %v (raise the memlock limit)", err)
-		} else {
-			ob.Mlockall = true
-			if err := lockCode(); err != nil {
-				refuse("locking the program's code: %v", err)
-			}
-		}
-	}
 	if len(asked.Affinity) > 0 {
 		var set unix.CPUSet
 		for _, c := range asked.Affinity {
@@ -64,6 +39,9 @@ func RTSetup(asked rundata.RTParams) (setup rundata.RTSetup, release func()) {
 		} else {
 			ob.Affinity = append([]int(nil), asked.Affinity...)
 		}
+	}
+	if asked.Mlockall {
+		ob.Mlockall = lockMemory(refuse)
 	}
 	release = func() {}
 	if asked.DMALatency {
@@ -82,7 +60,39 @@ func RTSetup(asked rundata.RTParams) (setup rundata.RTSetup, release func()) {
 			release = func() { f.Close() }
 		}
 	}
+	if asked.Priority > 0 {
+		attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: uint32(asked.Priority)}
+		if err := unix.SchedSetAttr(0, &attr, 0); err != nil {
+			refuse("SCHED_FIFO priority %d: %v (run as root, or raise the rtprio limit in /etc/security/limits.conf)", asked.Priority, err)
+		} else {
+			ob.Policy, ob.Priority = "SCHED_FIFO", asked.Priority
+		}
+	}
 	return setup, release
+}
+
+// lockMemory locks the process's memory, and reports whether it did.
+//
+// MCL_ONFAULT locks pages as they are first touched instead of faulting
+// in every mapping now: a Go process maps far more than it uses (whole
+// heap arenas), which would otherwise cost some 140 MB of locked memory
+// and a start-up of page faults. What the loop touches is touched during
+// set-up (NewRing writes its whole buffer, Engine.Run grows the stack)
+// and the code is locked whole by lockCode. Kernels before 4.4 lack
+// MCL_ONFAULT.
+func lockMemory(refuse func(string, ...any)) bool {
+	err := unix.Mlockall(unix.MCL_CURRENT | unix.MCL_FUTURE | unix.MCL_ONFAULT)
+	if err == unix.EINVAL {
+		err = unix.Mlockall(unix.MCL_CURRENT | unix.MCL_FUTURE)
+	}
+	if err != nil {
+		refuse("mlockall: %v (raise the memlock limit)", err)
+		return false
+	}
+	if err := lockCode(); err != nil {
+		refuse("locking the program's code: %v", err)
+	}
+	return true
 }
 
 // lockCode locks, and so faults in now, every read-only mapping of a

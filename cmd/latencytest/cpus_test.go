@@ -87,13 +87,19 @@ func checkTree(root int, all, own, audio string) (seen map[string]int, bad []str
 		}
 		tasks, _ := os.ReadDir(filepath.Join("/proc", strconv.Itoa(pid), "task"))
 		for _, task := range tasks {
+			// The policy is read before the affinity: the engine pins
+			// its audio thread before making it real-time, so a thread
+			// seen SCHED_FIFO is one already pinned when its affinity
+			// is read after (read the other way round, a thread pinned
+			// and raised between the two reads looks unpinned).
+			rt := role == "engine" && fifo(pid, task.Name())
 			st, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "task", task.Name(), "status"))
 			if err != nil {
 				continue
 			}
 			cpus := fieldOf(st, "Cpus_allowed_list")
 			r, want := role, map[string]string{"parent": own, "engine": own, "stress": all}[role]
-			if role == "engine" && fifo(pid, task.Name()) {
+			if rt {
 				r, want = "audio", audio
 			}
 			seen[r]++

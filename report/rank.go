@@ -29,8 +29,9 @@ type Ranking struct {
 	Phases []RankedPhase `json:"phases"`
 	// Differs says, a line each, what differs between the sources besides
 	// the machine or kernel being compared (driver, buffer, DSP load,
-	// priority, tool version): figures measured otherwise are not like
-	// with like.
+	// priority, measuring threads, tool version): figures measured
+	// otherwise are not like with like. run --cpus N's phases pool N
+	// threads' periods, and the worst of N CPUs is later than one CPU's.
 	Differs []string `json:"differs,omitempty"`
 }
 
@@ -163,6 +164,7 @@ func differs(cs []*compared) []string {
 	cond("priority obtained", func(r *rundata.Run) string {
 		return strings.TrimSpace(fmt.Sprintf("%s %d", r.RT.Obtained.Policy, r.RT.Obtained.Priority))
 	})
+	cond("thread count", func(r *rundata.Run) string { return strconv.Itoa(max(1, len(r.CPUs))) })
 	cond("tool version", func(r *rundata.Run) string { return r.Tool })
 	var ct, lt []string
 	for _, c := range cs {

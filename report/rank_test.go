@@ -195,6 +195,40 @@ func TestRankingDiffers(t *testing.T) {
 	}
 }
 
+// Each condition of measurement besides the driver and the buffer is said,
+// alone, with every source's value, when only it differs: the DSP load,
+// the priority the kernel granted, the measuring threads (run --cpus) and
+// the tool's version.
+func TestRankingDiffersEachCondition(t *testing.T) {
+	run := func(label string, change func(*rundata.Run)) *compared {
+		r := &rundata.Run{Driver: "alsa", PeriodFrames: 64, Periods: 2, Rate: 48000, CPULoad: 80, Tool: "v1",
+			RT: rundata.RTSetup{Obtained: rundata.RTParams{Policy: "SCHED_FIFO", Priority: 80}}}
+		if change != nil {
+			change(r)
+		}
+		return &compared{Input: Input{Label: label}, run: r}
+	}
+	for _, tc := range []struct {
+		change func(*rundata.Run)
+		want   string
+	}{
+		{func(r *rundata.Run) { r.CPULoad = 20 }, "DSP load differs: 80 % (a), 20 % (b)"},
+		{func(r *rundata.Run) { r.RT.Obtained = rundata.RTParams{Policy: "SCHED_OTHER"} }, "priority obtained differs: SCHED_FIFO 80 (a), SCHED_OTHER 0 (b)"},
+		{func(r *rundata.Run) { r.RT.Obtained.Priority = 50 }, "priority obtained differs: SCHED_FIFO 80 (a), SCHED_FIFO 50 (b)"},
+		{func(r *rundata.Run) { r.CPUs = []int{0, 1, 2, 3} }, "thread count differs: 1 (a), 4 (b)"},
+		{func(r *rundata.Run) { r.Tool = "v2" }, "tool version differs: v1 (a), v2 (b)"},
+	} {
+		d := differs([]*compared{run("a", nil), run("b", tc.change)})
+		if !slices.Equal(d, []string{tc.want}) {
+			t.Errorf("differs %q, want %q", d, tc.want)
+		}
+	}
+	// One CPU asked (run --cpus 2) is one thread, as without --cpus.
+	if d := differs([]*compared{run("a", nil), run("b", func(r *rundata.Run) { r.CPUs = []int{2} })}); d != nil {
+		t.Errorf("one thread each: %q", d)
+	}
+}
+
 // Runs with histograms rank by p99.9, pooled over each source's runs, with
 // each run's beside it; where the worst run's max ranks them otherwise the
 // ranking says so. A source whose one bad wakeup tops the max is not the

@@ -357,6 +357,37 @@ func TestProcNamesNoteOwn(t *testing.T) {
 	}
 }
 
+// A thread id noted as one of latencytest's may be held by another thread
+// by the time a spike is explained (ids are reused once a thread has
+// gone): the id's start time, checked against the one noted, tells, and the
+// label is the current holder's process's, never the noted one's. Here the
+// id is this test's thread, noted as an engine's with another start.
+func TestOwnerRechecksReusedThreadID(t *testing.T) {
+	runtime.LockOSThread() // the thread whose id is noted stays this test's
+	defer runtime.UnlockOSThread()
+	tid := unix.Gettid()
+	now := procMember(tid)
+	if now.start == 0 {
+		t.Fatalf("no start time for thread %d in /proc", tid)
+	}
+	const engine = 1 << 23 // no process holds it: the noted holder has gone
+	names := newProcNames()
+	names.owners[engine] = "latencytest engine"
+	names.owners[os.Getpid()] = "latencytest parent"
+	names.groups[tid] = member{group: engine, start: now.start - 1}
+	if got := names.owner(tid, "latencytest"); got != "latencytest parent" {
+		t.Errorf("reused thread id %d labelled %q, want its current holder's %q", tid, got, "latencytest parent")
+	}
+	if m := names.groups[tid]; m != now {
+		t.Errorf("thread %d noted as %+v after the re-check, want %+v", tid, m, now)
+	}
+	// The same start: the thread noted, its label kept.
+	names.groups[tid] = member{group: engine, start: now.start}
+	if got := names.owner(tid, "latencytest"); got != "latencytest engine" {
+		t.Errorf("thread id %d with its noted start labelled %q, want %q", tid, got, "latencytest engine")
+	}
+}
+
 // A task that renames itself, execs or raises its priority while it runs
 // is named as it was switched out, as the osnoise tracer names it: the
 // culprit of the VM test was switched in as "ktrace.test" (SCHED_OTHER)

@@ -1,7 +1,7 @@
 // Package metrics exposes a measurement as Prometheus metrics, fed from
 // the same per-period samples the runner writes into the results
-// directory: a histogram of the wakeup latency, counters of periods and
-// xruns, the worst wakeup of the last seconds and, with the tracer, the
+// directory: a histogram of the wakeup latency, counters of periods,
+// xruns and periods lost, the worst wakeup of the last seconds and, with the tracer, the
 // causes of spikes. It lives in the parent process (the engine never
 // sees it) and has a registry of its own, no global state.
 package metrics
@@ -42,6 +42,7 @@ type Set struct {
 	periods   prometheus.Counter
 	xruns     prometheus.Counter
 	xrunSec   prometheus.Counter
+	lost      prometheus.Counter
 	spikes    *prometheus.CounterVec
 	causeSec  *prometheus.CounterVec
 	worst     worstWindow
@@ -49,6 +50,7 @@ type Set struct {
 	rotations prometheus.Counter
 	// once counts the causes' time once where windows overlap.
 	once rundata.Once
+	gaps lostGaps
 }
 
 // New makes the metrics, labelled with l.
@@ -77,6 +79,10 @@ func New(l Labels) *Set {
 	s.xrunSec = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "latencytest_xrun_seconds_total", Help: "Time the buffer ran dry in xruns (each at least).",
 	})
+	s.lost = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "latencytest_lost_periods_total",
+		Help: "Periods measured but not handed over (the engine's ring was full): in no other figure, and one may have been late.",
+	})
 	s.spikes = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "latencytest_spikes_total",
 		Help: "Spikes the kernel's tracer explained (run --trace), by the kind and name of their largest cause.",
@@ -92,7 +98,7 @@ func New(l Labels) *Set {
 		Name: "latencytest_wakeup_latency_max_seconds",
 		Help: "The worst wakeup latency in the last " + strconv.Itoa(worstWindowS) + " s (0 when nothing was measured then).",
 	}, func() float64 { return float64(s.worst.max(s.now())) / 1e9 })
-	r.MustRegister(s.latency, s.periods, s.xruns, s.xrunSec, s.spikes, s.causeSec, s.rotations, worst)
+	r.MustRegister(s.latency, s.periods, s.xruns, s.xrunSec, s.lost, s.spikes, s.causeSec, s.rotations, worst)
 	return s
 }
 
@@ -106,6 +112,39 @@ func (s *Set) Sample(smp *rundata.Sample) {
 		s.xrunSec.Add(float64(smp.Xrun) / 1e9)
 	}
 	s.worst.add(smp.Boundary(), lat)
+	if n := s.gaps.add(smp); n > 0 {
+		s.lost.Add(float64(n))
+	}
+}
+
+// lostGaps finds the periods lost before each sample: the indexes skipped
+// since the same measuring thread's last sample (run --cpus has one per
+// CPU, each counting its own). An index below the next one expected is a
+// new phase's, or a monitor's next rotation's: its thread counts from 0
+// again. It is the rule the samples file records losses by; periods lost
+// after a phase's last sample handed over are in run.json's lost only.
+type lostGaps struct {
+	mu   sync.Mutex
+	next []int64 // by Sample.Loop: the index expected next
+}
+
+// add counts s and returns how many periods its thread lost before it.
+func (g *lostGaps) add(s *rundata.Sample) int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if s.Loop < 0 {
+		return 0
+	}
+	for int(s.Loop) >= len(g.next) {
+		g.next = append(g.next, 0)
+	}
+	next := &g.next[s.Loop]
+	if s.Index < *next {
+		*next = 0
+	}
+	n := s.Index - *next
+	*next = s.Index + 1
+	return n
 }
 
 // Spike counts a spike the tracer explained.

@@ -95,6 +95,30 @@ func TestSampleCounts(t *testing.T) {
 	}
 }
 
+// Periods the engine measured but could not hand over are the gaps in
+// each measuring thread's indexes: counted as lost, per thread (run
+// --cpus), a new phase's indexes starting again from 0.
+func TestSampleCountsLost(t *testing.T) {
+	s := New(Labels{Driver: "timer", PeriodFrames: 64})
+	feed := func(loop int32, idx ...int64) {
+		for _, i := range idx {
+			s.Sample(&rundata.Sample{Index: i, Due: 1e9 + i*1e6, Woke: 1e9 + i*1e6 + 1000, Loop: loop})
+		}
+	}
+	feed(0, 0, 1, 4, 5)  // 2 and 3 lost
+	feed(1, 0, 1, 2, 3)  // another thread, none lost: its indexes are its own
+	feed(0, 6, 9)        // 7 and 8
+	feed(0, 1, 2)        // the next phase: its period 0 lost
+	feed(1, 0, 1, 2, 10) // 3 to 9
+	m := gather(t, s)
+	if got := m["latencytest_lost_periods_total"].GetCounter().GetValue(); got != 2+2+1+7 {
+		t.Errorf("lost %v, want 12", got)
+	}
+	if got := m["latencytest_periods_total"].GetCounter().GetValue(); got != 16 {
+		t.Errorf("periods %v, want 16 (the ones handed over)", got)
+	}
+}
+
 // The worst-wakeup gauge forgets what is older than its window.
 func TestWorstWindow(t *testing.T) {
 	var w worstWindow

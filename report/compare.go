@@ -347,7 +347,7 @@ func fillSection(sv *sectionView, cs []*compared, name string) []histSeries {
 	}
 	markBest(ps, byPhase)
 	for mi, m := range metrics {
-		if sometimes[m.key] && !measuredIn(compareCells(byPhase, mi), 0) {
+		if _, ok := sometimes[m.key]; ok && !measuredIn(compareCells(byPhase, mi), 0) {
 			continue
 		}
 		cr := compareRow{Key: m.key, Label: m.label}

@@ -63,6 +63,16 @@ var metrics = []metric{
 		}
 		return p.XrunMSTotal
 	}, fmtUS, false},
+	// The periods measured but not handed over (the engine's ring was
+	// full): in no figure above, and one of them may have been the late
+	// one, so a phase that lost any is never marked best on them
+	// (lossProof).
+	{"lost", "lost", -1, func(p *phaseData) float64 {
+		if p.noLoop {
+			return math.NaN()
+		}
+		return float64(p.Lost)
+	}, fmtInt, false},
 	// What the machine was doing besides: its one-minute load average as
 	// the phase started, and on a virtual machine the share of its time
 	// the host gave to others (steal). Context, neither better nor worse.
@@ -84,16 +94,24 @@ var metrics = []metric{
 	}, fmtInt, false},
 }
 
-// sometimes are the metrics only some runs measure (a loopback's): a table
-// shows their columns only where a row has them, so a run without a
-// loopback keeps the table it always had. stats.csv keeps every column.
-var sometimes = map[string]bool{"round_trip_ms": true, "sound_breaks": true}
+// sometimes are the metrics only some phases have, each with the text
+// that reads as not having it: a loopback's (run --loopback) and the
+// periods lost (a phase that lost none has nothing to say). A table shows
+// their columns only where a row has them, so a run without a loopback or
+// a loss keeps the table it always had. stats.csv keeps every column.
+var sometimes = map[string]string{"round_trip_ms": unmeasured, "sound_breaks": unmeasured, "lost": "0"}
+
+// lossProof are the metrics that lost periods cannot change: the others
+// are figures of the periods' samples, which a lost period, maybe the late
+// one, is missing from.
+var lossProof = map[string]bool{"periods": true, "lost": true, "loadavg": true, "steal_pct": true,
+	"round_trip_ms": true, "sound_breaks": true}
 
 // dropUnmeasured removes from t the columns of sometimes-metrics that no
-// row measured.
+// row has.
 func (t *statsTable) dropUnmeasured() {
 	for i := len(metrics) - 1; i >= 0; i-- {
-		if !sometimes[metrics[i].key] || measuredIn(t.Rows, i) {
+		if _, ok := sometimes[metrics[i].key]; !ok || measuredIn(t.Rows, i) {
 			continue
 		}
 		t.Head = slices.Delete(t.Head, i, i+1)
@@ -105,10 +123,15 @@ func (t *statsTable) dropUnmeasured() {
 	}
 }
 
-// measuredIn says whether any of rows has a value in column i.
+// measuredIn says whether any of rows has a value in column i, a
+// sometimes-metric's other than the text that reads as none.
 func measuredIn(rows []statsRow, i int) bool {
 	for _, r := range rows {
-		if len(r.Cells) > i && r.Cells[i].Text != unmeasured {
+		if len(r.Cells) <= i {
+			continue
+		}
+		c := r.Cells[i]
+		if none, ok := sometimes[c.Key]; c.Text != unmeasured && (!ok || c.Text != none) {
 			return true
 		}
 	}
@@ -169,16 +192,19 @@ func fmtPercentile(s rundata.LatencyStats, v float64) string {
 
 // markBest flags, in each metric where lower or higher is better, the best
 // value among rows (nil rows are phases that did not run). Ties are all
-// best; a metric fewer than two rows measured has no best.
+// best; a metric fewer than two rows measured has no best. A phase that
+// lost periods is left out of the metrics they could have changed: it is
+// never best on a figure its lost periods are missing from.
 func markBest(ps []*phaseData, rows [][]cell) {
 	for mi, m := range metrics {
 		if m.better == 0 {
 			continue
 		}
+		left := func(p *phaseData) bool { return p == nil || p.Lost > 0 && !lossProof[m.key] }
 		best := math.NaN()
 		measured := 0
 		for _, p := range ps {
-			if p == nil {
+			if left(p) {
 				continue
 			}
 			v := m.get(p)
@@ -194,7 +220,7 @@ func markBest(ps []*phaseData, rows [][]cell) {
 			continue // nothing to be best against
 		}
 		for ri, p := range ps {
-			if p != nil && m.text(p) == m.format(best) {
+			if !left(p) && m.text(p) == m.format(best) {
 				rows[ri][mi].Best = true
 			}
 		}

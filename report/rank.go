@@ -29,8 +29,9 @@ type Ranking struct {
 	Phases []RankedPhase `json:"phases"`
 	// Differs says, a line each, what differs between the sources besides
 	// the machine or kernel being compared (driver, buffer, DSP load,
-	// priority, tool version): figures measured otherwise are not like
-	// with like.
+	// priority, measuring threads, tool version): figures measured
+	// otherwise are not like with like. run --cpus N's phases pool N
+	// threads' periods, and the worst of N CPUs is later than one CPU's.
 	Differs []string `json:"differs,omitempty"`
 }
 
@@ -75,7 +76,24 @@ type RankedSource struct {
 	// source's.
 	VsBest float64 `json:"vs_best,omitempty"`
 	Xruns  *int    `json:"xruns,omitempty"`
+	// Lost counts the periods measured but not handed over (the engine's
+	// ring was full), every run's together; absent for cyclictest. One of
+	// them may have been the late one, so a source that lost any is not
+	// ranked in the phase (neither best nor worst, nor ★), only shown.
+	Lost *int64 `json:"lost,omitempty"`
 }
+
+// lost is how many periods s lost, 0 where unknown.
+func (s RankedSource) lost() int64 {
+	if s.Lost == nil {
+		return 0
+	}
+	return *s.Lost
+}
+
+// ranked says whether s takes part in its phase's ranking: it ran, and
+// every period it measured reached the run.
+func (s RankedSource) ranked() bool { return s.Runs > 0 && s.lost() == 0 }
 
 // rank ranks the sources in every phase, phases in order of first
 // appearance.
@@ -163,6 +181,7 @@ func differs(cs []*compared) []string {
 	cond("priority obtained", func(r *rundata.Run) string {
 		return strings.TrimSpace(fmt.Sprintf("%s %d", r.RT.Obtained.Policy, r.RT.Obtained.Priority))
 	})
+	cond("thread count", func(r *rundata.Run) string { return strconv.Itoa(max(1, len(r.CPUs))) })
 	cond("tool version", func(r *rundata.Run) string { return r.Tool })
 	var ct, lt []string
 	for _, c := range cs {
@@ -206,18 +225,19 @@ func rankedSource(label string, p *phaseData) RankedSource {
 		}
 	}
 	if !p.noLoop {
-		x := p.Xruns
-		s.Xruns = &x
+		x, l := p.Xruns, p.Lost
+		s.Xruns, s.Lost = &x, &l
 	}
 	return s
 }
 
-// bestWorst names the sources with the smallest and largest figure fig
-// and sets each source's VsBest, its figure over the best's.
+// bestWorst names the sources with the smallest and largest figure fig,
+// of those ranked, and sets each source's VsBest, its figure over the
+// best's.
 func bestWorst(ss []RankedSource, fig func(RankedSource) float64) (best, worst string) {
 	b, w := -1, -1
 	for i, s := range ss {
-		if s.Runs == 0 {
+		if !s.ranked() {
 			continue
 		}
 		if b < 0 || fig(s) < fig(ss[b]) {
@@ -315,7 +335,7 @@ type rankView struct {
 
 type rankRow struct {
 	Label, Runs, PerRun string
-	Cells               []cell // median max, worst max, p99, p99.9, × best, xruns
+	Cells               []cell // median max, worst max, p99, p99.9, × best, xruns, lost
 }
 
 // rankViews formats r for the page, marking the best of each column.
@@ -339,7 +359,7 @@ func rankViews(r Ranking) ([]rankView, error) {
 			}
 			row.Runs, row.PerRun = strconv.Itoa(s.Runs), strings.Join(per, " · ")
 			nan := math.NaN()
-			vals := []float64{s.MedianMaxUS, s.WorstMaxUS, nan, nan, s.VsBest, nan}
+			vals := []float64{s.MedianMaxUS, s.WorstMaxUS, nan, nan, s.VsBest, nan, nan}
 			if s.P99US != nil {
 				vals[2] = *s.P99US
 			}
@@ -349,13 +369,19 @@ func rankViews(r Ranking) ([]rankView, error) {
 			if s.Xruns != nil {
 				vals[5] = float64(*s.Xruns)
 			}
-			for i, f := range []func(float64) string{fmtUS, fmtUS, fmtUS, fmtUS, fmtRatio, fmtInt} {
+			if s.Lost != nil {
+				vals[6] = float64(*s.Lost)
+			}
+			for i, f := range []func(float64) string{fmtUS, fmtUS, fmtUS, fmtUS, fmtRatio, fmtInt, fmtInt} {
 				row.Cells = append(row.Cells, cell{Key: rankKeys[i], Text: f(vals[i])})
 			}
 			if len(s.RunP999US) > 1 {
 				row.Cells[3].Text += fmt.Sprintf(" (%s–%s)", fmtUS(slices.Min(s.RunP999US)), fmtUS(slices.Max(s.RunP999US)))
 			}
 			v.Rows = append(v.Rows, row)
+			if !s.ranked() {
+				vals = nil // shown, never ★
+			}
 			cols = append(cols, vals)
 		}
 		for k := range rankKeys {
@@ -409,14 +435,40 @@ func maximaFigure(labels []string, columns [][]float64) (template.HTML, error) {
 	return svgOf(p, figW, figHCPU+30)
 }
 
-var rankKeys = []string{"median_max_us", "worst_max_us", "p99_us", "p999_us", "vs_best", "xruns"}
+var rankKeys = []string{"median_max_us", "worst_max_us", "p99_us", "p999_us", "vs_best", "xruns", "lost"}
 
-// rankVerdict says which source ranked best and worst, by what, and where
-// the worst run's max ranks them otherwise.
+// rankVerdict says which source ranked best and worst, by what, where
+// the worst run's max ranks them otherwise, and which sources lost
+// periods and were left out.
 func rankVerdict(rp RankedPhase) string {
-	switch {
-	case rp.NotRanked != "":
+	if rp.NotRanked != "" {
 		return "Not ranked: " + rp.NotRanked + "."
+	}
+	v := bestVerdict(rp)
+	if l := lostOut(rp); l != "" {
+		v = strings.TrimSpace(v + " Not ranked: " + l + ".")
+	}
+	return v
+}
+
+// lostOut names the sources of rp left out of its ranking for the
+// periods they lost, "" when none did: "B, 5 lost (...)".
+func lostOut(rp RankedPhase) string {
+	var out []string
+	for _, s := range rp.Sources {
+		if n := s.lost(); n > 0 && s.Runs > 0 {
+			out = append(out, fmt.Sprintf("%s, %d lost", s.Label, n))
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return strings.Join(out, "; ") + " (periods measured but not handed over: one of them may have been the late one)"
+}
+
+// bestVerdict says which source ranked best and worst, and by what.
+func bestVerdict(rp RankedPhase) string {
+	switch {
 	case rp.Best == "":
 		return ""
 	case rp.By == "p99.9":
@@ -439,7 +491,8 @@ func fmtRatio(v float64) string {
 // WriteRanking writes the ranking as a plain-text table, a phase at a
 // time, each source on a line: the worst of its runs' maxima, the median
 // max, p99 and p99.9 where the source has them, how many times the best
-// source's its ranked figure is, and xruns; "best" and "worst" marked.
+// source's its ranked figure is, xruns and periods lost; "best" and "worst"
+// marked, and a source not ranked for the periods it lost.
 func WriteRanking(w io.Writer, r Ranking) {
 	for _, d := range r.Differs {
 		fmt.Fprintf(w, "not like with like: %s\n", d)
@@ -452,13 +505,13 @@ func WriteRanking(w io.Writer, r Ranking) {
 		if i > 0 {
 			fmt.Fprintln(tw)
 		}
-		fmt.Fprintf(tw, "%s\truns\tworst max µs\tmedian max µs\tp99 µs\tp99.9 µs\t× best (%s)\txruns\t\n", ph.Phase, ph.By)
+		fmt.Fprintf(tw, "%s\truns\tworst max µs\tmedian max µs\tp99 µs\tp99.9 µs\t× best (%s)\txruns\tlost\t\n", ph.Phase, ph.By)
 		for _, s := range ph.Sources {
 			if s.Skipped != "" {
-				fmt.Fprintf(tw, "  %s\tskipped: %s\t\t\t\t\t\t\n", s.Label, s.Skipped)
+				fmt.Fprintf(tw, "  %s\tskipped: %s\t\t\t\t\t\t\t\n", s.Label, s.Skipped)
 				continue
 			}
-			p99, p999, xruns := "—", "—", "—"
+			p99, p999, xruns, lost := "—", "—", "—", "—"
 			if s.P99US != nil {
 				p99 = fmtNum(*s.P99US)
 			}
@@ -468,19 +521,28 @@ func WriteRanking(w io.Writer, r Ranking) {
 			if s.Xruns != nil {
 				xruns = strconv.Itoa(*s.Xruns)
 			}
+			if s.Lost != nil {
+				lost = strconv.FormatInt(*s.Lost, 10)
+			}
 			mark := ""
-			switch s.Label {
-			case ph.Best:
+			switch {
+			case s.lost() > 0:
+				mark = fmt.Sprintf("not ranked: %d lost", s.lost())
+			case s.Label == ph.Best:
 				mark = "best"
-			case ph.Worst:
+			case s.Label == ph.Worst:
 				mark = "worst"
 			}
-			fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\t%s\t%.2f\t%s\t%s\n", s.Label, s.Runs, fmtNum(s.WorstMaxUS),
-				fmtNum(s.MedianMaxUS), p99, p999, s.VsBest, xruns, mark)
+			fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\t%s\t%.2f\t%s\t%s\t%s\n", s.Label, s.Runs, fmtNum(s.WorstMaxUS),
+				fmtNum(s.MedianMaxUS), p99, p999, s.VsBest, xruns, lost, mark)
 		}
-		if ph.NotRanked != "" {
+		switch l := lostOut(ph); {
+		case ph.NotRanked != "":
 			fmt.Fprintf(tw, "  not ranked: %s\n", ph.NotRanked)
-		} else if ph.BestMax != "" {
+		case l != "":
+			fmt.Fprintf(tw, "  not ranked: %s\n", l)
+		}
+		if ph.NotRanked == "" && ph.BestMax != "" {
 			fmt.Fprintf(tw, "  by the worst run's max: best %s, worst %s\n", ph.BestMax, ph.WorstMax)
 		}
 	}
@@ -492,7 +554,9 @@ func WriteRanking(w io.Writer, r Ranking) {
 // RankedPhase.By) is more than pct percent above the first source's in the
 // same phase (compare --fail-if-worse): the first source is the reference,
 // e.g. the kernel before an upgrade. Phases the first source did not run,
-// and sources that skipped one, are not judged.
+// and sources that skipped one, are not judged. A source that lost
+// periods in a phase and is not above the reference is not passed: a
+// lost period may have been its late one, so it gets a line too.
 func (r Ranking) WorseThanFirst(pct float64) []string {
 	var out []string
 	for _, ph := range r.Phases {
@@ -505,9 +569,14 @@ func (r Ranking) WorseThanFirst(pct float64) []string {
 		}
 		ref := ph.Sources[0]
 		for _, s := range ph.Sources[1:] {
-			if s.Skipped == "" && s.Runs > 0 && fig(s) > fig(ref)*(1+pct/100) {
+			switch {
+			case s.Skipped != "" || s.Runs == 0:
+			case fig(s) > fig(ref)*(1+pct/100):
 				out = append(out, fmt.Sprintf("%s: %s's %s %s µs is %.0f %% above %s's %s µs (--fail-if-worse %g%%)",
 					ph.Phase, s.Label, ph.By, fmtNum(fig(s)), 100*(fig(s)/fig(ref)-1), ref.Label, fmtNum(fig(ref)), pct))
+			case s.lost() > 0:
+				out = append(out, fmt.Sprintf("%s: %s lost %d periods: its %s %s µs may be understated, not judged against %s's %s µs (--fail-if-worse %g%%)",
+					ph.Phase, s.Label, s.lost(), ph.By, fmtNum(fig(s)), ref.Label, fmtNum(fig(ref)), pct))
 			}
 		}
 	}

@@ -195,6 +195,40 @@ func TestRankingDiffers(t *testing.T) {
 	}
 }
 
+// Each condition of measurement besides the driver and the buffer is said,
+// alone, with every source's value, when only it differs: the DSP load,
+// the priority the kernel granted, the measuring threads (run --cpus) and
+// the tool's version.
+func TestRankingDiffersEachCondition(t *testing.T) {
+	run := func(label string, change func(*rundata.Run)) *compared {
+		r := &rundata.Run{Driver: "alsa", PeriodFrames: 64, Periods: 2, Rate: 48000, CPULoad: 80, Tool: "v1",
+			RT: rundata.RTSetup{Obtained: rundata.RTParams{Policy: "SCHED_FIFO", Priority: 80}}}
+		if change != nil {
+			change(r)
+		}
+		return &compared{Input: Input{Label: label}, run: r}
+	}
+	for _, tc := range []struct {
+		change func(*rundata.Run)
+		want   string
+	}{
+		{func(r *rundata.Run) { r.CPULoad = 20 }, "DSP load differs: 80 % (a), 20 % (b)"},
+		{func(r *rundata.Run) { r.RT.Obtained = rundata.RTParams{Policy: "SCHED_OTHER"} }, "priority obtained differs: SCHED_FIFO 80 (a), SCHED_OTHER 0 (b)"},
+		{func(r *rundata.Run) { r.RT.Obtained.Priority = 50 }, "priority obtained differs: SCHED_FIFO 80 (a), SCHED_FIFO 50 (b)"},
+		{func(r *rundata.Run) { r.CPUs = []int{0, 1, 2, 3} }, "thread count differs: 1 (a), 4 (b)"},
+		{func(r *rundata.Run) { r.Tool = "v2" }, "tool version differs: v1 (a), v2 (b)"},
+	} {
+		d := differs([]*compared{run("a", nil), run("b", tc.change)})
+		if !slices.Equal(d, []string{tc.want}) {
+			t.Errorf("differs %q, want %q", d, tc.want)
+		}
+	}
+	// One CPU asked (run --cpus 2) is one thread, as without --cpus.
+	if d := differs([]*compared{run("a", nil), run("b", func(r *rundata.Run) { r.CPUs = []int{2} })}); d != nil {
+		t.Errorf("one thread each: %q", d)
+	}
+}
+
 // Runs with histograms rank by p99.9, pooled over each source's runs, with
 // each run's beside it; where the worst run's max ranks them otherwise the
 // ranking says so. A source whose one bad wakeup tops the max is not the
@@ -249,5 +283,110 @@ func TestRankByP999(t *testing.T) {
 	cs[1].run.Driver = "portaudio"
 	if ph := rank(cs).Phases[0]; ph.Best != "" || ph.Worst != "" || ph.NotRanked == "" {
 		t.Errorf("portaudio beside alsa ranked: %+v", ph)
+	}
+}
+
+// A source that lost periods in a phase (the engine's ring was full: one
+// of them may have been the late one) says so beside its figures, "n lost",
+// and is never ranked better on a figure they could have changed: not
+// named best or worst, not ★ in any column of the ranking or of the
+// phase's table, and not passed by --fail-if-worse.
+func TestRankLostPeriods(t *testing.T) {
+	src := func(label string, p999, maxUS float64, lost int64) *compared {
+		h := rundata.NewHistogram(rundata.DefaultHistUS)
+		for k := range 10000 {
+			switch {
+			case k < 9989:
+				h.Add(10_000)
+			case k < 9999:
+				h.Add(int64(p999 * 1000))
+			default:
+				h.Add(int64(maxUS * 1000))
+			}
+		}
+		p := &phaseData{hist: h}
+		p.Name, p.Lost = "idle", lost
+		rundata.FillPhase(&p.Phase, h)
+		return &compared{Input: Input{Label: label}, run: &rundata.Run{Driver: "alsa"}, phases: []*phaseData{p}}
+	}
+	cs := []*compared{src("calm", 40, 120, 0), src("lossy", 30, 100, 5), src("busy", 300, 500, 0)}
+	r := rank(cs)
+	ph := r.Phases[0]
+	if ph.Best != "calm" || ph.Worst != "busy" || ph.BestMax != "" || ph.WorstMax != "" {
+		t.Errorf("ranked best %q worst %q (by max %q, %q), want calm and busy", ph.Best, ph.Worst, ph.BestMax, ph.WorstMax)
+	}
+	for i, want := range []int64{0, 5, 0} {
+		if s := ph.Sources[i]; s.Lost == nil || *s.Lost != want {
+			t.Errorf("%s: lost %v, want %d", s.Label, s.Lost, want)
+		}
+	}
+	wantVerdict := "Best: calm; worst: busy (by p99.9, pooled over each source's runs). Not ranked: lossy, 5 lost (periods measured but not handed over: one of them may have been the late one)."
+	if v := rankVerdict(ph); v != wantVerdict {
+		t.Errorf("verdict\n%q\nwant\n%q", v, wantVerdict)
+	}
+	// The terminal: the lost count beside the figures, the mark says why.
+	var b strings.Builder
+	WriteRanking(&b, r)
+	var line []string
+	for _, l := range strings.Split(b.String(), "\n") {
+		if f := strings.Fields(l); len(f) > 0 && f[0] == "lossy" {
+			line = f
+		}
+	}
+	if want := []string{"5", "not", "ranked:", "5", "lost"}; len(line) < 5 || !slices.Equal(line[len(line)-5:], want) {
+		t.Errorf("terminal line of lossy %q, want it to end %q\n%s", line, want, b.String())
+	}
+	if !strings.Contains(b.String(), "  not ranked: lossy, 5 lost (periods measured but not handed over: one of them may have been the late one)\n") {
+		t.Errorf("terminal has no line leaving lossy out:\n%s", b.String())
+	}
+	// The page: no ★ for lossy, its lost count in its row.
+	vs, err := rankViews(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range vs[0].Rows[1].Cells {
+		if c.Best {
+			t.Errorf("lossy marked best in %s", c.Key)
+		}
+		if c.Key == "lost" && c.Text != "5" {
+			t.Errorf("lossy's lost cell %q, want 5", c.Text)
+		}
+	}
+	if c := vs[0].Rows[0].Cells; !c[3].Best || c[3].Key != "p999_us" {
+		t.Errorf("calm's p99.9 not marked best: %+v", c[3])
+	}
+	js, err := marshalRanking(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Ranking
+	if err := json.Unmarshal(js, &back); err != nil || back.Phases[0].Sources[1].Lost == nil || *back.Phases[0].Sources[1].Lost != 5 {
+		t.Errorf("JSON lost of lossy: %s", js)
+	}
+	// The phase's table: a lost column, and no ★ for lossy on a figure
+	// of its samples.
+	ps := []*phaseData{cs[0].phases[0], cs[1].phases[0], cs[2].phases[0]}
+	rows := [][]cell{row(ps[0]), row(ps[1]), row(ps[2])}
+	markBest(ps, rows)
+	for i, m := range metrics {
+		switch {
+		case m.key == "lost" && (rows[1][i].Text != "5" || rows[0][i].Text != "0"):
+			t.Errorf("lost cells %q, %q, want 0, 5", rows[0][i].Text, rows[1][i].Text)
+		case m.key != "lost" && rows[1][i].Best:
+			t.Errorf("lossy marked best in the table's %s", m.key)
+		case m.key == "max_us" && !rows[0][i].Best:
+			t.Errorf("calm's max not marked best")
+		}
+	}
+	// --fail-if-worse: a figure lost periods could have hidden is not
+	// passed as within the reference's.
+	want := "idle: lossy lost 5 periods: its p99.9 30.0 µs may be understated, not judged against calm's 40.0 µs (--fail-if-worse 10%)"
+	if got := r.WorseThanFirst(10); !slices.Contains(got, want) {
+		t.Errorf("--fail-if-worse %q, want %q among them", got, want)
+	}
+	// Two sources, one of them lossy: nothing is ranked.
+	ph = rank(cs[:2]).Phases[0]
+	if ph.Best != "" || ph.Worst != "" || rankVerdict(ph) != wantVerdict[strings.Index(wantVerdict, "Not ranked"):] {
+		t.Errorf("calm and lossy ranked %q, %q: %q", ph.Best, ph.Worst, rankVerdict(ph))
 	}
 }

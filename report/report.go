@@ -512,7 +512,7 @@ func statsRecord(p *phaseData) []string {
 		}
 		return strconv.FormatFloat(v, 'f', -1, 64)
 	}
-	rec = append(rec, num(p.CPULoop.NominalUS), num(p.CPULoop.MaxUS), num(float64(p.Lost)), num(float64(p.Overflow)), num(float64(p.Underflow)))
+	rec = append(rec, num(p.CPULoop.NominalUS), num(p.CPULoop.MaxUS), num(float64(p.Overflow)), num(float64(p.Underflow)))
 	if g := p.AfterUpdate; g != nil && p.Skipped == "" {
 		pct := func(v float64) string {
 			if g.Beyond(v) {
@@ -546,7 +546,7 @@ func writeStats(w *bytes.Buffer, phases []*phaseData) error {
 	for _, m := range metrics {
 		head = append(head, m.key)
 	}
-	head = append(head, "cpu_loop_nominal_us", "cpu_loop_max_us", "lost", "histogram_overflow", "histogram_underflow",
+	head = append(head, "cpu_loop_nominal_us", "cpu_loop_max_us", "histogram_overflow", "histogram_underflow",
 		"after_update_p50_us", "after_update_p99_us", "after_update_p9999_us", "after_update_max_us", "stressor_stats")
 	if err := cw.Write(head); err != nil {
 		return err

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/csv"
+	"slices"
 	"testing"
 
 	"latencytest/rundata"
@@ -63,5 +64,54 @@ func TestStatsRecordRepresentations(t *testing.T) {
 	}
 	if cells["p9999_us"] != "≥ 100000" || cells["p50_us"] != "-2.5" || cells["max_us"] != "150000.0" {
 		t.Errorf("table cells %v", cells)
+	}
+}
+
+// A phase's lost periods are a column of the tables where a phase lost
+// some, beside the figures they are missing from, and of stats.csv always:
+// one metric, every output.
+func TestStatsLostColumn(t *testing.T) {
+	h := rundata.NewHistogram(rundata.DefaultHistUS)
+	h.Add(10_000)
+	whole, lossy := &phaseData{hist: h}, &phaseData{hist: h}
+	whole.Name, lossy.Name, lossy.Lost = "idle", "hackbench", 3
+	rundata.FillPhase(&whole.Phase, h)
+	rundata.FillPhase(&lossy.Phase, h)
+	table := func(ps ...*phaseData) map[string][]string {
+		tb := statsTable{Head: metricHeads()}
+		for _, p := range ps {
+			tb.Rows = append(tb.Rows, statsRow{Name: p.Name, Cells: row(p)})
+		}
+		tb.dropUnmeasured()
+		cols := map[string][]string{}
+		for _, r := range tb.Rows {
+			for _, c := range r.Cells {
+				cols[c.Key] = append(cols[c.Key], c.Text)
+			}
+		}
+		return cols
+	}
+	if got, ok := table(whole)["lost"]; ok {
+		t.Errorf("a phase that lost nothing has a lost column: %q", got)
+	}
+	if got := table(whole, lossy)["lost"]; !slices.Equal(got, []string{"0", "3"}) {
+		t.Errorf("lost column %q, want 0 and 3", got)
+	}
+	var buf bytes.Buffer
+	if err := writeStats(&buf, []*phaseData{whole, lossy}); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(&buf).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for i, k := range recs[0] {
+		if k == "lost" {
+			got = append(got, recs[1][i], recs[2][i])
+		}
+	}
+	if !slices.Equal(got, []string{"0", "3"}) {
+		t.Errorf("stats.csv lost %q, want one column: 0 and 3", got)
 	}
 }

@@ -28,7 +28,8 @@ a mail); NAME=PATH names one (default: its base name).
   -json FILE    also write the ranking as JSON, for scripts (exit status stays 0)
   -fail-if-worse PCT  exit 1 when a source's p99.9 in a phase (its worst max where it
                 has no percentiles) is more than PCT percent above the first
-                source's (e.g. 10%), for CI
+                source's (e.g. 10%), or below it having lost periods there (one
+                may have been the late one), for CI
   -phase NAME   the phase cyclictest files are compared in (default cyclictest),
                 e.g. -phase idle to put them beside latencytest's idle phase
 

@@ -173,11 +173,12 @@ func TestGridFitFollowsDrift(t *testing.T) {
 		t.Fatalf("empty fit: at %d slope %v", g.at(100), g.slope())
 	}
 	// A card running 100 ppm fast against the system clock, pointer
-	// updates every 64 frames with ±20 µs of jitter, an hour in.
+	// updates every 64 frames up to 40 µs late (never early), an hour in:
+	// the grid is the card's clock, the updates' lower envelope.
 	real := nominal / (1 + 100e-6)
 	t0 := int64(3600e9)
 	base := uint64(1 << 40)
-	jitter := []int64{0, 20000, -20000, 5000, -5000, 12000, -12000}
+	jitter := []int64{0, 40000, 20000, 5000, 35000, 12000, 28000}
 	for k := 0; k < 200000; k++ {
 		x := base + uint64(k)*64
 		g.add(x, t0+int64(float64(k*64)*real)+jitter[k%len(jitter)])
@@ -189,6 +190,33 @@ func TestGridFitFollowsDrift(t *testing.T) {
 	want := t0 + int64(float64(k*64)*real)
 	if got := g.at(base + uint64(k)*64); math.Abs(float64(got-want)) > 1000 {
 		t.Errorf("grid at period %d: off by %d ns", k, got-want)
+	}
+}
+
+// The grid is the card's clock, not the updates' mean: a period whose
+// update came sooner than the others reads no earlier than the clock, and
+// lateness that lasts (an interrupt thread starved for a while) stays
+// lateness instead of moving the grid. A line through the middle of the
+// updates sat ~250 µs late here, and moved 270 µs up with the lateness.
+func TestGridIsTheUpdatesLowerEnvelope(t *testing.T) {
+	var g gridFit
+	nominal := 1e9 / 48000.0
+	period := 1024 * nominal
+	g.reset(nominal, period/2)
+	clock := func(k int) int64 { return int64(float64(k*1024) * nominal) }
+	delays := []int64{0, 500e3, 250e3, 400e3, 100e3, 350e3} // the interrupt's delay, 0 to 0.5 ms
+	k := 0
+	for ; k < 2000; k++ {
+		g.add(uint64(k*1024), clock(k)+delays[k%len(delays)])
+	}
+	if off := g.at(uint64(k*1024)) - clock(k); off < -1000 || off > 1000 {
+		t.Errorf("grid %d ns off the card's clock, want within 1 µs (the updates' earliest)", off)
+	}
+	for end := k + 200; k < end; k++ { // 3 ms late each, below a jump (half a period)
+		g.add(uint64(k*1024), clock(k)+3e6+delays[k%len(delays)])
+	}
+	if off := g.at(uint64(k*1024)) - clock(k); off < -1000 || off > 1000 {
+		t.Errorf("after 200 updates 3 ms late, the grid is %d ns off the card's clock, want within 1 µs", off)
 	}
 }
 

@@ -2,23 +2,47 @@
 
 package alsa
 
-// gridFit is the ideal period grid: a least-squares line through the
-// (hardware position, timestamp) pairs of on-time pointer updates since
-// the stream (re)started. Its slope is the card's real frame period on
-// the system clock, so the grid follows the card's clock drift instead of
-// the nominal rate. It uses Welford's running form, which stays exact
-// over hours where naive sums of squares would cancel.
+// gridFit is the ideal period grid: the card's clock, as its pointer
+// updates since the stream (re)started give it. An update can come late
+// (its interrupt held up, a coarse pointer step not yet taken) but never
+// before the card reached the position it reports, so the grid is their
+// lower envelope, as PortAudio's grid is its callbacks' (audio/portaudio):
+//
+//   - its slope, the card's real frame period on the system clock (so the
+//     grid follows the card's drift instead of the nominal rate), is a
+//     least-squares line through the (hardware position, timestamp) pairs
+//     of on-time updates, in Welford's running form, which stays exact
+//     over hours where naive sums of squares would cancel;
+//   - its phase is the earliest of the last envelopeN updates fitted,
+//     relative to that line. Once the slope is the card's (minSpanNS), an
+//     update later than the updates' usual spread is an interrupt that
+//     came late and leaves the line alone: lateness that lasts (a starved
+//     interrupt thread) stays in the latency instead of moving the grid.
+//
+// A line through the middle of the updates instead sits their mean delay
+// after the card's clock: a period whose update came sooner than the mean
+// then reads as woken before it ended (negative latencies, hundreds of µs
+// on USB audio's 1 ms steps under qemu), and every latency reads that
+// mean too short.
 type gridFit struct {
 	nominal  float64 // ns per frame at the nominal rate
 	n        float64
 	x0       uint64 // first point, subtracted to keep the sums small
 	y0       int64
-	span     float64 // frames between the first and the last point
-	mx, my   float64 // running means of x−x0, y−y0
-	sxx, sxy float64 // running sums of squared and cross deviations
-	resid    float64 // running mean |distance| of the points from the line, ns
-	minJump  float64 // a point this far (or 8 mean distances) off the line is a jump, ns
+	span     float64               // frames between the first and the last point
+	mx, my   float64               // running means of x−x0, y−y0
+	sxx, sxy float64               // running sums of squared and cross deviations
+	recent   [envelopeN][2]float64 // the last points fitted, x−x0 and y−y0
+	low      float64               // the earliest of them relative to the least-squares line, ns (≤ 0)
+	resid    float64               // running mean distance of the points above the grid, ns
+	minJump  float64               // a point this far (or 8 mean distances) off the line is a jump, ns
 }
+
+// envelopeN is how many recent updates place the grid: enough to hold
+// every phase of a coarse pointer's steps against the periods (USB's 48
+// frames against 64: 3 periods), few enough that a clock the nominal
+// slope does not yet follow (before minSpanNS) drifts little within it.
+const envelopeN = 64
 
 // Until the points span minSpan of audio their slope says more about the
 // jitter of the updates than about the clock, so the nominal one is used;
@@ -49,19 +73,20 @@ func (g *gridFit) reset(nominal, minJump float64) { *g = gridFit{nominal: nomina
 func (g *gridFit) add(x uint64, y int64) {
 	if g.n >= 8 {
 		r := float64(y - g.at(x))
-		if r < 0 {
-			r = -r
-		}
-		if r > max(8*g.resid, g.minJump) {
+		switch {
+		case max(r, -r) > max(8*g.resid, g.minJump):
 			g.reset(g.nominal, g.minJump)
-		} else {
-			g.resid += (r - g.resid) / min(g.n, 64)
+		case g.fitted() && r > max(4*g.resid, g.minJump/8):
+			return // an interrupt that came late: not the card's clock
+		default:
+			g.resid += (max(r, 0) - g.resid) / min(g.n, 64)
 		}
 	}
 	if g.n == 0 {
 		g.x0, g.y0 = x, y
 	}
 	dx, dy := float64(x-g.x0), float64(y-g.y0)
+	g.recent[int(g.n)%envelopeN] = [2]float64{dx, dy}
 	g.span = max(g.span, dx)
 	g.n++
 	ddx := dx - g.mx
@@ -69,23 +94,34 @@ func (g *gridFit) add(x uint64, y int64) {
 	g.my += (dy - g.my) / g.n
 	g.sxx += ddx * (dx - g.mx)
 	g.sxy += ddx * (dy - g.my)
+	g.low = 0
+	for _, p := range g.recent[:min(int(g.n), envelopeN)] {
+		g.low = min(g.low, p[1]-g.line(p[0]))
+	}
 }
+
+// fitted reports whether the slope is the points' own, not the nominal.
+func (g *gridFit) fitted() bool { return g.n >= 2 && g.sxx != 0 && g.span*g.nominal >= minSpanNS }
 
 // slope is the fitted ns per frame.
 func (g *gridFit) slope() float64 {
-	if g.n < 2 || g.sxx == 0 || g.span*g.nominal < minSpanNS {
+	if !g.fitted() {
 		return g.nominal
 	}
 	return min(max(g.sxy/g.sxx, g.nominal*(1-maxDrift)), g.nominal*(1+maxDrift))
 }
 
-// at is the instant the fitted clock reaches position x; 0 before the
-// first point.
+// line is the least-squares line at dx frames from the first point, ns
+// from it.
+func (g *gridFit) line(dx float64) float64 { return g.my + g.slope()*(dx-g.mx) }
+
+// at is the instant the card's clock reaches position x on the grid; 0
+// before the first point.
 func (g *gridFit) at(x uint64) int64 {
 	if g.n == 0 {
 		return 0
 	}
-	return g.y0 + int64(g.my+g.slope()*(float64(int64(x-g.x0))-g.mx))
+	return g.y0 + int64(g.line(float64(int64(x-g.x0)))+g.low)
 }
 
 // paceFrames is the span of frames a pace is given for (ns per

@@ -354,10 +354,10 @@ func compare(t *testing.T, device string, rw bool, period, periods int, d time.D
 	if rw {
 		name = "aplay"
 	}
-	t.Logf("%s %d×%d %v, %s: %s %d xruns (%d explained by the machine's stops; %s), latencytest %d (%d; %s), %s %d (%d; %s); latencytest's %s ms, %d pointer jumps, %d periods, max latency %.0f µs",
+	t.Logf("%s %d×%d %v, %s: %s %d xruns (%d explained by the machine's stops; %s), latencytest %d (%d; %s), %s %d (%d; %s); latencytest's %s ms, %d pointer jumps, %d periods, latency min %.0f max %.0f µs%s",
 		device, periods, period, d, access, name, len(ref), refE, freezeSummary(fs, t0, t1),
 		len(lt.at), ltE, freezeSummary(fs, t1, t2), name, len(ref2), ref2E, freezeSummary(fs, t2, t3),
-		fmtMS(lt.xruns), lt.ph.PointerJumps, lt.ph.Periods, lt.ph.Latency.Max)
+		fmtMS(lt.xruns), lt.ph.PointerJumps, lt.ph.Periods, lt.ph.Latency.Min, lt.ph.Latency.Max, updateSplit(lt.ph))
 	for _, x := range ltU {
 		t.Logf("  latencytest's xrun of %.2f ms at %.3f s: no stop of the machine explains it", x.ms, float64(x.at-t1)/1e9)
 	}
@@ -579,4 +579,15 @@ func BenchmarkVMAccess(b *testing.B) {
 			b.ReportMetric(float64(wit), c.name+"-witness-xruns")
 		}
 	}
+}
+
+// updateSplit says how a phase's latency splits at the pointer update,
+// for the log: where the card's clock put the period's end against the
+// update that reported it.
+func updateSplit(ph rundata.Phase) string {
+	if ph.UpdateDelay == nil || ph.AfterUpdate == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (update delay min %.0f p50 %.0f max %.0f µs; after it p50 %.0f µs)",
+		ph.UpdateDelay.Min, ph.UpdateDelay.P50, ph.UpdateDelay.Max, ph.AfterUpdate.P50)
 }

@@ -198,21 +198,6 @@ func checkReportedDelay(t *testing.T, name string, r rundata.Run, sh buffer) {
 	}
 }
 
-// checkNeverEarly checks that no period reads as woken before it ended
-// on the card's clock: the grid is the updates' lower envelope, and a
-// period's own update is on or above it, so its latency is 0 or more,
-// and so is the delay of the update that reported it. A grid through the
-// updates' middle read minima hundreds of µs below 0 on USB and HDA.
-func checkNeverEarly(t *testing.T, ph rundata.Phase) {
-	t.Helper()
-	if ph.Latency.Min < 0 {
-		t.Errorf("minimum latency %.1f µs: a period woken before it ended on the card's clock", ph.Latency.Min)
-	}
-	if ph.UpdateDelay != nil && ph.UpdateDelay.Min < 0 {
-		t.Errorf("minimum update delay %.1f µs: a pointer update before the card reached its position", ph.UpdateDelay.Min)
-	}
-}
-
 // TestVMCards: on each emulated card, idle, latencytest's xruns against
 // the same-access aplay's, before and after it on the same boot (mmap:
 // aplay -M; rw: plain aplay), by countsAgree on the xruns no stop of the
@@ -238,7 +223,6 @@ func TestVMCards(t *testing.T) {
 						lt := compare(t, c.hw(), access == "rw", sh.period, sh.periods, 10*time.Second)
 						checkCardRecord(t, name, c, lt.run)
 						checkReportedDelay(t, name, lt.run, sh)
-						checkNeverEarly(t, lt.ph)
 						if lt.run.Access != access {
 							t.Errorf("run.json access %q, want %s", lt.run.Access, access)
 						}

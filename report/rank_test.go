@@ -233,23 +233,29 @@ func TestRankingDiffersEachCondition(t *testing.T) {
 // each run's beside it; where the worst run's max ranks them otherwise the
 // ranking says so. A source whose one bad wakeup tops the max is not the
 // worst when its p99.9 is the best.
+// tailHist is 10000 wakeups: 9989 at 10 µs, 10 at p999 µs (the p99.9),
+// one at maxUS.
+func tailHist(p999, maxUS float64) *rundata.Histogram {
+	h := rundata.NewHistogram(rundata.DefaultHistUS)
+	for k := range 10000 {
+		switch {
+		case k < 9989:
+			h.Add(10_000)
+		case k < 9999:
+			h.Add(int64(p999 * 1000))
+		default:
+			h.Add(int64(maxUS * 1000))
+		}
+	}
+	return h
+}
+
 func TestRankByP999(t *testing.T) {
 	src := func(label string, p999 []float64, maxes []float64) *compared {
 		c := &compared{Input: Input{Label: label}, run: &rundata.Run{Driver: "alsa"}}
 		var runs []*phaseData
 		for i := range p999 {
-			// 10000 wakeups: 9989 at 10 µs, 10 at the p99.9, one at the max.
-			h := rundata.NewHistogram(rundata.DefaultHistUS)
-			for k := range 10000 {
-				switch {
-				case k < 9989:
-					h.Add(10_000)
-				case k < 9999:
-					h.Add(int64(p999[i] * 1000))
-				default:
-					h.Add(int64(maxes[i] * 1000))
-				}
-			}
+			h := tailHist(p999[i], maxes[i])
 			p := &phaseData{hist: h}
 			p.Name = "idle"
 			rundata.FillPhase(&p.Phase, h)
@@ -293,17 +299,7 @@ func TestRankByP999(t *testing.T) {
 // phase's table, and not passed by --fail-if-worse.
 func TestRankLostPeriods(t *testing.T) {
 	src := func(label string, p999, maxUS float64, lost int64) *compared {
-		h := rundata.NewHistogram(rundata.DefaultHistUS)
-		for k := range 10000 {
-			switch {
-			case k < 9989:
-				h.Add(10_000)
-			case k < 9999:
-				h.Add(int64(p999 * 1000))
-			default:
-				h.Add(int64(maxUS * 1000))
-			}
-		}
+		h := tailHist(p999, maxUS)
 		p := &phaseData{hist: h}
 		p.Name, p.Lost = "idle", lost
 		rundata.FillPhase(&p.Phase, h)

@@ -95,8 +95,9 @@ func (g *gridFit) add(x uint64, y int64) {
 	g.sxx += ddx * (dx - g.mx)
 	g.sxy += ddx * (dy - g.my)
 	g.low = 0
+	b := g.slope()
 	for _, p := range g.recent[:min(int(g.n), envelopeN)] {
-		g.low = min(g.low, p[1]-g.line(p[0]))
+		g.low = min(g.low, p[1]-g.line(p[0], b))
 	}
 }
 
@@ -111,9 +112,9 @@ func (g *gridFit) slope() float64 {
 	return min(max(g.sxy/g.sxx, g.nominal*(1-maxDrift)), g.nominal*(1+maxDrift))
 }
 
-// line is the least-squares line at dx frames from the first point, ns
-// from it.
-func (g *gridFit) line(dx float64) float64 { return g.my + g.slope()*(dx-g.mx) }
+// line is the least-squares line of slope b at dx frames from the first
+// point, ns from it.
+func (g *gridFit) line(dx, b float64) float64 { return g.my + b*(dx-g.mx) }
 
 // at is the instant the card's clock reaches position x on the grid; 0
 // before the first point.
@@ -121,7 +122,7 @@ func (g *gridFit) at(x uint64) int64 {
 	if g.n == 0 {
 		return 0
 	}
-	return g.y0 + int64(g.line(float64(int64(x-g.x0)))+g.low)
+	return g.y0 + int64(g.line(float64(int64(x-g.x0)), g.slope())+g.low)
 }
 
 // paceFrames is the span of frames a pace is given for (ns per

@@ -59,7 +59,11 @@ func inBurstVM(b culprit.Burst, l late) bool {
 // their account of each such spike names the same culprit with the same
 // time (noiseAgree); the tracer's settings are left as found. Where it
 // has not (Debian's standard kernel), run.json says why and no spike has
-// an osnoise account.
+// an osnoise account. The long tier's: not steady on this host (5 of 16
+// runs failed, docs/vmtest.md); the host's TestRunTraceKnownCulprit
+// (cmd/latencytest) keeps the culprit's account in the gate.
+//
+//vmtest:long
 func TestVMKnownCulpritOsnoise(t *testing.T) {
 	fs, haveNoise, before := osnoiseBefore(t)
 

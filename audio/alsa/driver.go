@@ -81,7 +81,8 @@ type side struct {
 	lastTs  int64
 	lastPos uint64
 	steps   stepStats
-	paces   stepStats // ns per paceFrames frames between those updates
+	back    paceSpan  // the last updates seen since the (re)start, each pace's start
+	paces   stepStats // ns per paceFrames frames over paceSpan's updates
 	paceNS  float64   // their median, ns per frame: the card's pace (0 until known)
 
 	// With read/write access each transfer syncs the hardware pointer
@@ -574,10 +575,18 @@ func (d *Driver) track(s *side, pos uint64, ts int64, onTime bool) {
 			d.grid.add(pos, ts)
 		}
 	}
+	if !s.seen {
+		s.back.reset()
+	}
 	if s.seen && ts > s.lastTs && pos-s.lastPos >= uint64(d.periodFrames)/2 {
 		s.steps.add(pos - s.lastPos)
-		s.paces.add(uint64(ts-s.lastTs) * paceFrames / (pos - s.lastPos))
-		s.paceNS = float64(s.paces.typical()) / paceFrames // once here, not at each of its uses in the period
+		if p0, t0, ok := s.back.oldest(); ok && ts > t0 && pos > p0 {
+			s.paces.add(uint64(ts-t0) * paceFrames / (pos - p0))
+			s.paceNS = float64(s.paces.typical()) / paceFrames // once here, not at each of its uses in the period
+		}
+	}
+	if !s.seen || (ts > s.lastTs && pos-s.lastPos >= uint64(d.periodFrames)/2) {
+		s.back.add(pos, ts)
 	}
 	s.seen, s.lastTs, s.lastPos = true, ts, pos
 }
@@ -634,7 +643,7 @@ func (d *Driver) gridHolds(s *side) bool {
 // Until steps are known, fallback is used (0: none). It returns the
 // instant and the steps taken.
 func (d *Driver) back(s *side, excess uint64, ts int64, fallback uint64) (int64, uint64) {
-	step := s.steps.typical()
+	step := s.steps.granularity()
 	if step == 0 {
 		step = fallback
 	}

@@ -131,9 +131,46 @@ const paceFrames = 1024
 
 // clockOff is how far a card's pace may be from its nominal rate for the
 // fitted grid to hold it (gridHolds); the pace is the median of ~15
-// updates, each as coarse as the card's pointer steps (USB's 1 ms
-// transfers), so it is not exact to the crystal's ppm.
+// spans of updates, each end as coarse as the card's pointer steps (USB's
+// 1 ms transfers), so it is not exact to the crystal's ppm.
 const clockOff = 0.05
+
+// paceSpan keeps the last updates seen at the wakeups (position and
+// time), so that a pace is measured over paceSpanN of them rather than
+// one: each end of a span is off by up to a pointer step and the update's
+// delay (USB's 1 ms transfers, completed up to a transfer late, against
+// 1.3 ms periods: a pace of one period was off by up to 75 %, and the
+// median of 15 such by more than clockOff, which took the grid away now
+// and then and dated those periods from their update, before the card's
+// clock). Over paceSpanN periods the ends' error is that much smaller,
+// and the median of the spans still ignores an odd late update, as each
+// update ends one span and begins one.
+type paceSpan struct {
+	ring [paceSpanN][2]int64
+	n    int
+}
+
+const paceSpanN = 16
+
+func (p *paceSpan) reset() { p.n = 0 }
+
+func (p *paceSpan) add(pos uint64, ts int64) {
+	p.ring[p.n%paceSpanN] = [2]int64{int64(pos), ts}
+	p.n++
+}
+
+// oldest is the earliest update kept: where the pace to the newest
+// update starts.
+func (p *paceSpan) oldest() (pos uint64, ts int64, ok bool) {
+	if p.n == 0 {
+		return 0, 0, false
+	}
+	o := p.ring[0]
+	if p.n > paceSpanN {
+		o = p.ring[p.n%paceSpanN]
+	}
+	return uint64(o[0]), o[1], true
+}
 
 // pace is the card's ns per frame, as its pointer moved between the last
 // wakeups (the median), or nominal until three are known.
@@ -156,6 +193,34 @@ func (st *stepStats) add(v uint64) {
 	st.ring[st.n%len(st.ring)] = v
 	st.n++
 }
+
+// granularity is the pointer's step: the greatest common divisor of the
+// advances when it is minStep frames or more (USB's 48-frame transfers
+// seen as advances of 240 and 288 frames against 256-frame periods; a
+// DMA's blocks; a BATCH card's periods), else their median (a pointer
+// read anywhere in its period, HD-Audio's, whose advances share no
+// divisor: one step is then what the interrupt moves it). 0 until three
+// are known.
+func (st *stepStats) granularity() uint64 {
+	n := min(st.n, len(st.ring))
+	if n < 3 {
+		return 0
+	}
+	g := st.ring[0]
+	for _, v := range st.ring[1:n] {
+		for v != 0 {
+			g, v = v, g%v
+		}
+	}
+	if g >= minStep {
+		return g
+	}
+	return st.typical()
+}
+
+// minStep is the finest pointer step granularity takes for a card's: a
+// divisor smaller than that is the advances' chance, not the pointer's.
+const minStep = 16
 
 // typical is the median advance, 0 until three are known.
 func (st *stepStats) typical() uint64 {

@@ -1,0 +1,136 @@
+//go:build linux && (amd64 || arm64 || arm || 386)
+
+package alsa
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// simCard is a simulated playback card at 48 kHz whose pointer moves in
+// steps of step frames (a USB transfer, an emulated DMA block, a period
+// for BATCH cards): the update for the step ending at frame f is
+// stamped f/48000 s plus a delay of up to jitter ns (a transfer's
+// completion handled late), and never before the previous update.
+type simCard struct {
+	step, jitter int64
+	rng          *rand.Rand
+	updates      []update // every update, in order
+}
+
+type update struct{ pos, ts int64 }
+
+const cardNSPerFrame = 1e9 / 48000.0
+
+// run makes the card's updates up to frame frames.
+func (c *simCard) run(frames int64) {
+	var last int64
+	for f := c.step; f <= frames; f += c.step {
+		ts := int64(float64(f)*cardNSPerFrame) + c.rng.Int64N(c.jitter+1)
+		ts = max(ts, last+1)
+		c.updates = append(c.updates, update{f, ts})
+		last = ts
+	}
+}
+
+// stepsRun plays periods periods of period frames (2 periods of buffer)
+// through check on the simulated card c: the thread wakes wake ns after the first
+// update that gives it room (poll), or, every lateEvery-th period, late by
+// lateBy steps. It returns each period's due against when the card
+// reached the period's end, and the pointer jumps seen.
+func stepsRun(t *testing.T, c *simCard, period int64, periods, lateEvery, lateBy int) (dues []int64, truths []int64, jumps int) {
+	t.Helper()
+	const bufPeriods = 2
+	st := &mmapStatus{State: stateRunning}
+	p := &pcm{bufferFrames: int(period) * bufPeriods, status: st}
+	p.boundary = uint64(p.bufferFrames)
+	for p.boundary*2 <= 1<<40 {
+		p.boundary *= 2
+	}
+	s := &side{pcm: p, name: "sim"}
+	d := &Driver{periodFrames: int(period), periodNS: int64(float64(period) * cardNSPerFrame)}
+	d.sides = []*side{s}
+	d.play = s
+	d.grid.reset(cardNSPerFrame, float64(d.periodNS)/2)
+	// The prefill: the buffer is full as the stream starts.
+	s.appl = uint64(p.bufferFrames)
+	c.run(int64(periods+bufPeriods+4) * period)
+	u := 0
+	for i := 1; i <= periods; i++ {
+		need := int64(d.need(s))
+		for u < len(c.updates) && c.updates[u].pos < need {
+			u++
+		}
+		if u >= len(c.updates) {
+			t.Fatalf("the card ran out at period %d", i)
+		}
+		if lateEvery > 0 && i%lateEvery == 0 {
+			u = min(u+lateBy, len(c.updates)-1)
+		}
+		up := c.updates[u]
+		st.HWPtr = uframes(uint64(up.pos) % p.boundary)
+		st.Tstamp = timespec{Sec: up.ts / 1e9, Nsec: up.ts % 1e9}
+		if err := d.check(s); err != nil {
+			t.Fatal(err)
+		}
+		if !s.ready {
+			t.Fatalf("period %d: not ready with the pointer at %d, need %d", i, up.pos, need)
+		}
+		if d.jumped {
+			jumps++
+			d.jumped = false
+		}
+		dues = append(dues, s.due)
+		truths = append(truths, int64(float64(need)*cardNSPerFrame))
+		s.ready = false
+		s.appl += uint64(period)
+	}
+	return dues, truths, jumps
+}
+
+// Coarse pointer steps are not pointer jumps, and each period's due is
+// where the card reached the period's end, never before it, within a step
+// and the update's delay: USB audio's 48-frame transfers (1 ms at 48 kHz)
+// against 64- and 256-frame periods, their completions jittered by a
+// transfer; an emulated DMA that moves in blocks (ES1370 under qemu's
+// audio timer: 1 ms, or 10 ms at its default); and a BATCH card whose
+// pointer moves a period at a time. docs/alsa.md, "Grid", claims this.
+func TestCoarsePointerSteps(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		step, period int64
+		jitter       int64 // ns
+	}{
+		{"usb 48-frame transfers, 64-frame periods", 48, 64, 1e6},
+		{"usb 48-frame transfers, 256-frame periods", 48, 256, 1e6},
+		{"es1370 1 ms blocks, 256-frame periods", 48, 256, 100e3},
+		{"es1370 10 ms blocks, 1024-frame periods", 480, 1024, 100e3},
+		{"batch, a period a step, 256", 256, 256, 200e3},
+	} {
+		for _, late := range []struct{ every, by int }{{0, 0}, {7, 1}, {11, 2}} {
+			name := fmt.Sprintf("%s, a wakeup %d updates late every %d", tc.name, late.by, late.every)
+			t.Run(name, func(t *testing.T) {
+				c := &simCard{step: tc.step, jitter: tc.jitter, rng: rand.New(rand.NewPCG(1, uint64(tc.step*tc.period)))}
+				dues, truths, jumps := stepsRun(t, c, tc.period, 2000, late.every, late.by)
+				if jumps != 0 {
+					t.Errorf("%d pointer jumps, want 0", jumps)
+				}
+				stepNS := int64(float64(tc.step) * cardNSPerFrame)
+				bad := 0
+				// The first periods are the driver's to learn the steps.
+				for i := 16; i < len(dues); i++ {
+					if d := dues[i] - truths[i]; d < 0 || d > stepNS+tc.jitter {
+						if bad < 5 {
+							t.Errorf("period %d: due %d ns after the card reached its end, want 0 to %d (a step and the update's delay)", i+1, d, stepNS+tc.jitter)
+						}
+						bad++
+					}
+				}
+				if bad > 0 {
+					t.Errorf("%d of %d periods due outside the step", bad, len(dues)-16)
+				}
+			})
+		}
+	}
+}

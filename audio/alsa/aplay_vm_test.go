@@ -254,6 +254,7 @@ type ltRun struct {
 	run    rundata.Run
 	stopAt stopped        // when the engine was stopped
 	worst  rundata.Sample // the latest wakeup
+	first  rundata.Sample // the earliest wakeup against its boundary (checkNeverEarly)
 	out    string         // its terminal
 }
 
@@ -286,6 +287,9 @@ func runLatencytest(t testing.TB, period, periods int, d time.Duration, st *stop
 	for i, s := range ss {
 		if s.Latency() > lt.worst.Latency() {
 			lt.worst = s
+		}
+		if i == 0 || s.Latency() < lt.first.Latency() {
+			lt.first = s
 		}
 		if s.Xrun != 0 {
 			ms = append(ms, float64(s.Xrun)/1e6)

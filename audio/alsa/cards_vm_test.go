@@ -203,8 +203,28 @@ func checkReportedDelay(t *testing.T, name string, r rundata.Run, sh buffer) {
 	}
 }
 
+// checkNeverEarly checks that no period reads as woken before it ended
+// on the card's clock: the grid is the updates' lower envelope, and a
+// period's own update is on or above it, so its latency is 0 or more,
+// and so is the delay of the update that reported it. A grid through the
+// updates' middle read minima hundreds of µs below 0 on USB and HDA; a
+// pace measured over one period took the grid away now and then on
+// coarse or jittery pointers (TestCoarsePointerSteps).
+func checkNeverEarly(t *testing.T, lt ltRun) {
+	t.Helper()
+	ph, s := lt.ph, lt.first
+	if ph.Latency.Min < 0 {
+		t.Errorf("minimum latency %.1f µs: a period woken before it ended on the card's clock (period %d: woke %d, due %d, grid %d, flags %#x, xrun %d)",
+			ph.Latency.Min, s.Index, s.Woke, s.Due, s.Grid, s.Flags, s.Xrun)
+	}
+	if ph.UpdateDelay != nil && ph.UpdateDelay.Min < 0 {
+		t.Errorf("minimum update delay %.1f µs: a pointer update before the card reached its position", ph.UpdateDelay.Min)
+	}
+}
+
 // TestVMCards: each emulated card is named by latencytest devices, plays
-// with both access methods, and run.json says what the kernel says of it.
+// with both access methods, never reads a period as woken before it ended
+// on the card's clock, and run.json says what the kernel says of it.
 // In the long tier, at every size, latencytest's xruns idle against the
 // same-access aplay's, before and after it on the same boot (mmap: aplay
 // -M; rw: plain aplay), by countsAgree on the xruns no stop of the
@@ -230,6 +250,7 @@ func TestVMCards(t *testing.T) {
 						lt := compare(t, c.hw(), access == "rw", sh.period, sh.periods, 10*time.Second)
 						checkCardRecord(t, name, c, lt.run)
 						checkReportedDelay(t, name, lt.run, sh)
+						checkNeverEarly(t, lt)
 						if lt.run.Access != access {
 							t.Errorf("run.json access %q, want %s", lt.run.Access, access)
 						}

@@ -336,10 +336,11 @@ func TestVMCardClock(t *testing.T) {
 
 // TestVMCardStop: a SIGSTOP of 300 ms of aplay -M and of latencytest's
 // engine on each emulated card is one xrun of the same length, and both
-// recover and play on (restart after an xrun). snd-usb-audio at 2, 3 and
-// 4 periods of 64 frames, in whichever mode the boot gave it (low-latency
-// by default; scripts/vmtest -append snd_usb_audio.lowlatency=0 for the
-// other, as make test runs it), the others at 2×256.
+// recover and play on (restart after an xrun), at 2×256 on every card;
+// in the long tier snd-usb-audio at 2, 3 and 4 periods of 64 frames
+// instead, in whichever mode the boot gave it (low-latency by default;
+// scripts/vmtest -append snd_usb_audio.lowlatency=0 for the other, where
+// only the recovery is checked, in the gate too).
 func TestVMCardStop(t *testing.T) {
 	cards := needCards(t)
 	st := stop{after: 1500 * time.Millisecond, length: 300 * time.Millisecond}
@@ -352,7 +353,14 @@ func TestVMCardStop(t *testing.T) {
 			ll, _ := os.ReadFile("/sys/module/snd_usb_audio/parameters/lowlatency")
 			lowlatency = strings.TrimSpace(string(ll))
 			t.Logf("snd_usb_audio.lowlatency=%s", lowlatency)
-			shapes = []buffer{{64, 2}, {64, 3}, {64, 4}}
+			if longTier() || lowlatency == "N" {
+				// At 2×64 aplay -M itself underruns under TCG, and a
+				// restart after one stalls USB's transfers: a stop
+				// falling into the stall is no xrun for it (seen once
+				// in 8: "aplay: 1, then 0 underruns longer than half
+				// the stop"), so the gate stops it at 2×256.
+				shapes = []buffer{{64, 2}, {64, 3}, {64, 4}}
+			}
 		}
 		for _, sh := range shapes {
 			t.Run(fmt.Sprintf("%s/%dx%d", name, sh.periods, sh.period), func(t *testing.T) {

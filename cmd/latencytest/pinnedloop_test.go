@@ -46,7 +46,7 @@ func TestRunStopsOnOneCPU(t *testing.T) {
 				t.Fatal(err)
 			}
 			eng := engineOf(t, cmd.Process.Pid)
-			time.Sleep(3 * time.Second)
+			waitMeasuring(t, out)
 			if cpus := statusField(eng, "Cpus_allowed_list"); c.oneCPU && cpus != "0" {
 				t.Errorf("the engine may run on CPUs %q, want 0 only", cpus)
 			}
@@ -102,8 +102,33 @@ func TestRunStopsWithMemoryLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	eng := engineOf(t, cmd.Process.Pid)
-	time.Sleep(3 * time.Second)
+	waitMeasuring(t, out)
 	stopAndCheck(t, cmd, eng, out, &se)
+}
+
+// waitMeasuring waits until the run in results directory out has handed
+// over its first periods (its samples file holds 64 records past its
+// 64-byte header), then a second more. A fixed wait from the engine's start failed under load: a
+// set-up slower than 3 s (the host at load 8 on 2 cores) had measured
+// nothing when SIGINT came ("0 periods measured"). An engine that stands
+// still, the fault these tests are for, hands nothing over and fails
+// here.
+func waitMeasuring(t *testing.T, out string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		files, _ := filepath.Glob(filepath.Join(out, "samples", "*"))
+		for _, f := range files {
+			if fi, err := os.Stat(f); err == nil && fi.Size() >= 64+64*8 {
+				time.Sleep(time.Second)
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no period handed over within 15 s of the engine's start (%s/samples: %v)", out, files)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // stopAndCheck sends SIGINT to the run, which must exit within 1 s with

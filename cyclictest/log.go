@@ -16,6 +16,11 @@ type LogRun struct {
 	Line    int // where the run starts in the log, from 1
 	Policy  string
 	Threads []LogThread
+	// Heading is the last heading line above the run ("Before the
+	// patch:" as a mail has it, without its colon), "" when none: the
+	// runs of a mail that compares two kernels without naming them are
+	// told apart by it (GroupByHeading).
+	Heading string
 }
 
 // LogThread is one "T:" line: latencies in microseconds.
@@ -70,8 +75,9 @@ func cleanLine(s string) string {
 // last state, and a run starts at cyclictest's first line ("# /dev/
 // cpu_dma_latency set to …"), at a shell command line ("$ …"), at a policy
 // line that is not a redraw, or where a thread's status line comes again
-// with another process id. A status line
-// that cannot be read is an error naming its line.
+// with another process id. A heading line (a short line of text ending in
+// a colon, "Before the patch:") names the runs below it, up to the next
+// heading. A status line that cannot be read is an error naming its line.
 func ParseLog(r io.Reader) ([]LogRun, error) {
 	src := logLines{sc: bufio.NewScanner(io.LimitReader(r, maxLogBytes+1))}
 	src.sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -92,6 +98,8 @@ func ParseLog(r io.Reader) ([]LogRun, error) {
 		case strings.HasPrefix(line, "policy:"):
 			// A live run redraws its policy line; a new one starts a run.
 			p.policy(no, strings.TrimSpace(strings.TrimPrefix(line, "policy:")), !src.buf[0].redraw)
+		case src.buf[0].heading:
+			p.heading = strings.TrimSpace(strings.TrimSuffix(line, ":"))
 		case strings.HasPrefix(line, "T:"):
 			lines := window[:0]
 			for _, l := range src.buf {
@@ -164,9 +172,10 @@ func (l *logLines) noteKernel(b []byte) {
 }
 
 type logLine struct {
-	text   string
-	no     int
-	redraw bool // began with a cursor movement
+	text    string
+	no      int
+	redraw  bool // began with a cursor movement
+	heading bool // a heading line (isHeading)
 }
 
 // fill reads lines until buf holds k, or the log ends.
@@ -181,11 +190,12 @@ func (l *logLines) fill(k int) error {
 		l.sinceT++
 		l.noteKernel(b)
 		ln := logLine{no: l.no, redraw: cursorUp.Match(b)}
-		if l.sinceT <= 2 || logStarts(b) {
+		if l.sinceT <= 2 || logStarts(b) || mayHead(b) {
 			ln.text = cleanLine(string(b))
 			if strings.HasPrefix(ln.text, "T:") {
 				l.sinceT = 0
 			}
+			ln.heading = isHeading(ln.text)
 		}
 		l.buf = append(l.buf, ln)
 	}
@@ -202,6 +212,34 @@ func logStarts(b []byte) bool {
 		}
 	}
 	return false
+}
+
+// maxHeading bounds a heading line: a heading is a few words, and a long
+// line ending in a colon is prose.
+const maxHeading = 100
+
+// mayHead says whether a raw line may be a heading, before it is cleaned:
+// short, and ending in a colon.
+func mayHead(b []byte) bool {
+	b = bytes.TrimRight(b, " \t\r")
+	return len(b) > 1 && len(b) <= maxHeading && b[len(b)-1] == ':'
+}
+
+// isHeading tells a heading ("Before the patch:", "> After:") from the
+// lines cyclictest and the shell write and from a status line's wrapped
+// remainder: a line of text ending in a colon, with no other colon, which
+// is none of theirs.
+func isHeading(s string) bool {
+	s = strings.TrimRight(s, " \t")
+	if len(s) < 2 || len(s) > maxHeading || !strings.HasSuffix(s, ":") || strings.Count(s, ":") > 1 {
+		return false
+	}
+	for _, w := range []string{"T:", "policy:", "#", "$"} {
+		if strings.HasPrefix(s, w) {
+			return false
+		}
+	}
+	return !startsWithDigitOrField(s)
 }
 
 // joinWrapped joins a status line with the lines a mailer wrapped it onto
@@ -243,16 +281,18 @@ func clip(s string) string {
 }
 
 type logParser struct {
-	runs []LogRun
-	cur  *LogRun
+	runs    []LogRun
+	cur     *LogRun
+	heading string // the last heading read
 }
 
 func (p *logParser) newRun(line int) {
 	if p.cur != nil && len(p.cur.Threads) == 0 {
 		p.cur.Line = line // a run's preamble: keep the one run
+		p.cur.Heading = p.heading
 		return
 	}
-	p.runs = append(p.runs, LogRun{Line: line})
+	p.runs = append(p.runs, LogRun{Line: line, Heading: p.heading})
 	p.cur = &p.runs[len(p.runs)-1]
 }
 
@@ -314,6 +354,32 @@ func (p *logParser) done() []LogRun {
 			r.Threads = ts
 			out = append(out, r)
 		}
+	}
+	return out
+}
+
+// LogSource is the runs of a log under one heading.
+type LogSource struct {
+	Heading string
+	Runs    []LogRun
+}
+
+// GroupByHeading splits a log's runs by their headings, in the order the
+// headings first come: a mail that shows "Before the patch:" and "After
+// the patch:" holds two sources, which pooled would be ranked as one
+// kernel's spread. The runs of a log with one heading or none are one
+// source.
+func GroupByHeading(runs []LogRun) []LogSource {
+	var out []LogSource
+	at := map[string]int{}
+	for _, r := range runs {
+		i, ok := at[r.Heading]
+		if !ok {
+			i = len(out)
+			at[r.Heading] = i
+			out = append(out, LogSource{Heading: r.Heading})
+		}
+		out[i].Runs = append(out[i].Runs, r)
 	}
 	return out
 }

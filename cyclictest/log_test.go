@@ -95,7 +95,7 @@ func TestParseCyclictestLogErrors(t *testing.T) {
 const logPerByte = 12
 
 func FuzzParseCyclictestLog(f *testing.F) {
-	for _, name := range []string{"loop-q.txt", "mail-wrapped.txt", "live-t2.txt", "old-policy.txt"} {
+	for _, name := range []string{"loop-q.txt", "mail-wrapped.txt", "live-t2.txt", "old-policy.txt", "mail-before-after.txt"} {
 		b, err := os.ReadFile(filepath.Join("testdata", "cyclictest-log", name))
 		if err != nil {
 			f.Fatal(err)
@@ -140,4 +140,42 @@ func TestParseLogSeveralKernels(t *testing.T) {
 			t.Errorf("%s: %d runs, %v", name, len(runs), err)
 		}
 	}
+}
+
+// A mail that compares two kernels under headings that name no version
+// ("Before the patch:", "After the patch:") holds two sources: each run
+// carries its heading, and GroupByHeading keeps them apart. The prose
+// above ("The numbers:") is a heading no run comes under.
+func TestParseLogHeadingsSplitSources(t *testing.T) {
+	runs := parseLogFile(t, "mail-before-after.txt")
+	if want := [][]int64{{312, 287}, {405, 266}, {41, 38}, {52, 44}}; !reflect.DeepEqual(maxes(runs), want) {
+		t.Fatalf("runs' max %v, want %v", maxes(runs), want)
+	}
+	srcs := GroupByHeading(runs)
+	var got []string
+	for _, s := range srcs {
+		got = append(got, fmt.Sprintf("%s: %d runs", s.Heading, len(s.Runs)))
+	}
+	if want := []string{"Before the patch: 2 runs", "After the patch: 2 runs"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("sources %q, want %q", got, want)
+	}
+	for _, name := range []string{"loop-q.txt", "mail-wrapped.txt", "live-t2.txt", "old-policy.txt"} {
+		if n := len(GroupByHeading(parseLogFile(t, name))); n != 1 {
+			t.Errorf("%s: %d sources, want 1", name, n)
+		}
+	}
+	// A wrapped status line's remainder is no heading.
+	wrapped := "Before:\nT: 0 (12) P:80 I:1000 C: 5 Min: 3 Act: 4 Avg: 4 Max:\n  9\nAfter:\nT: 0 (13) P:80 I:1000 C: 5 Min: 3 Act: 4 Avg: 4 Max: 8\n"
+	if srcs := GroupByHeading(mustParseLog(t, wrapped)); len(srcs) != 2 || srcs[0].Runs[0].Threads[0].MaxUS != 9 || srcs[1].Heading != "After" {
+		t.Errorf("wrapped: %+v", srcs)
+	}
+}
+
+func mustParseLog(t *testing.T, s string) []LogRun {
+	t.Helper()
+	runs, err := ParseLog(strings.NewReader(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runs
 }

@@ -38,6 +38,7 @@ type compared struct {
 	run    *rundata.Run        // nil for cyclictest
 	ct     *cyclictest.Result  // a cyclictest histogram or JSON file
 	log    []cyclictest.LogRun // a cyclictest terminal log
+	split  bool                // log is the runs under one of its headings (splitLog)
 	phases []*phaseData
 	spikes map[int][]rundata.Spike // by phase index, for a traced run
 }
@@ -60,17 +61,19 @@ func CompareGated(ins []Input, out, jsonOut string, g *Gate) (Ranking, error) {
 	if len(ins) == 0 {
 		return Ranking{}, badinput.New("nothing to compare: give at least one results directory or cyclictest file")
 	}
-	cs := make([]*compared, len(ins))
+	loaded := make([][]*compared, len(ins))
 	errs := make([]error, len(ins))
 	wg := newGroup()
 	for i, in := range ins {
-		wg.Go(func() { cs[i], errs[i] = loadInput(in) })
+		wg.Go(func() { loaded[i], errs[i] = loadInput(in) })
 	}
 	wg.Wait()
-	for _, err := range errs {
+	var cs []*compared
+	for i, err := range errs {
 		if err != nil {
 			return Ranking{}, err // the first, in the order given: one line for the user
 		}
+		cs = append(cs, loaded[i]...)
 	}
 	labels := map[string]int{}
 	for _, c := range cs {
@@ -127,7 +130,10 @@ func (c *compared) expandCPUs() {
 // is about 50 MB of histogram text.
 const maxCyclictestBytes = 256 << 20
 
-func loadInput(in Input) (*compared, error) {
+// loadInput reads one input: a results directory, or a cyclictest file,
+// which is one source unless it is a log whose headings part its runs
+// (splitLog).
+func loadInput(in Input) ([]*compared, error) {
 	c := &compared{Input: in}
 	labelled := c.Label != ""
 	if !labelled {
@@ -151,7 +157,7 @@ func loadInput(in Input) (*compared, error) {
 		}
 		c.expandCPUs()
 		c.poolRepeats()
-		return c, nil
+		return []*compared{c}, nil
 	}
 	b, err := rundata.ReadFileLimited(in.Path, maxCyclictestBytes)
 	if err != nil {
@@ -160,7 +166,35 @@ func loadInput(in Input) (*compared, error) {
 	if err := c.parseCyclictest(b); err != nil {
 		return nil, badinput.Errorf("%s: %v", in.Path, err)
 	}
-	return c, nil
+	return c.splitLog(labelled), nil
+}
+
+// splitLog makes a source of each heading of a cyclictest log whose runs
+// come under several ("Before the patch:", "After the patch:"): pooled,
+// two kernels' runs would be ranked as one kernel's spread. Each is
+// labelled by its heading, after the input's label when the user gave
+// one. Any other input is the one source it was.
+func (c *compared) splitLog(labelled bool) []*compared {
+	srcs := cyclictest.GroupByHeading(c.log)
+	if len(srcs) < 2 {
+		return []*compared{c}
+	}
+	out := make([]*compared, len(srcs))
+	for i, s := range srcs {
+		one := *c
+		switch {
+		case s.Heading == "":
+			one.Label = c.Label + " (above the first heading)"
+		case labelled:
+			one.Label = c.Label + ": " + s.Heading
+		default:
+			one.Label = s.Heading
+		}
+		one.log, one.split = s.Runs, true
+		one.phases = []*phaseData{logPhase(c.phases[0].Name, s.Runs)}
+		out[i] = &one
+	}
+	return out
 }
 
 // parseCyclictest reads b, a cyclictest file in any of its formats, as
@@ -293,6 +327,9 @@ func inputOf(c *compared, col color.NRGBA) inputView {
 			iv.Period = fmt.Sprintf("interval %d µs", interval)
 		}
 		iv.Notes = fmt.Sprintf("cyclictest terminal log: %d runs, up to %d thread(s) each; a log holds no histogram, so percentiles are unknown", len(c.log), threads)
+		if c.split {
+			iv.Notes += fmt.Sprintf("; the runs under %q, from line %d", c.log[0].Heading, c.log[0].Line)
+		}
 	default:
 		iv.Kernel, iv.Host = c.ct.Kernel, "—"
 		if c.ct.Version != "" {

@@ -386,3 +386,57 @@ func TestRankLostPeriods(t *testing.T) {
 		t.Errorf("calm and lossy ranked %q, %q: %q", ph.Best, ph.Worst, rankVerdict(ph))
 	}
 }
+
+// A mail comparing two kernels under headings that name no version
+// ("Before the patch:", "After the patch:") is two sources, labelled by
+// their headings, not one pooled; with a label given, the label comes
+// first.
+func TestCompareSplitsLogByHeading(t *testing.T) {
+	mail := filepath.Join("..", "cyclictest", "testdata", "cyclictest-log", "mail-before-after.txt")
+	dir := t.TempDir()
+	for _, c := range []struct {
+		label  string
+		labels []string
+	}{
+		{"", []string{"Before the patch", "After the patch"}},
+		{"box", []string{"box: Before the patch", "box: After the patch"}},
+	} {
+		out, js := filepath.Join(dir, "c.html"), filepath.Join(dir, "c.json")
+		if err := CompareTo([]Input{{Path: mail, Label: c.label}}, out, js); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(js)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r Ranking
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Phases) != 1 || len(r.Phases[0].Sources) != 2 {
+			t.Fatalf("label %q: %+v, want one phase of two sources", c.label, r.Phases)
+		}
+		var got []string
+		for _, s := range r.Phases[0].Sources {
+			got = append(got, s.Label)
+		}
+		ph := r.Phases[0]
+		if !reflect.DeepEqual(got, c.labels) || ph.Sources[0].Runs != 2 || ph.Sources[1].Runs != 2 || ph.Best != c.labels[1] {
+			t.Errorf("label %q: sources %q, %+v, want %q, 2 runs each, the second best", c.label, got, ph, c.labels)
+		}
+		if ws := []float64{312, 405}; !reflect.DeepEqual(ph.Sources[0].MaxUS, ws) {
+			t.Errorf("before: runs' max %v, want %v", ph.Sources[0].MaxUS, ws)
+		}
+		page, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := html.Parse(strings.NewReader(string(page)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if txt := text(doc); !strings.Contains(txt, `the runs under "After the patch", from line 21`) {
+			t.Errorf("label %q: the page does not say where the second source's runs come from:\n%s", c.label, txt)
+		}
+	}
+}

@@ -28,6 +28,7 @@ type Accumulator struct {
 	periods  int64
 	xruns    int
 	xrunNS   int64
+	workLate int   // xruns whose wakeup was in time (Sample.WorkLate)
 	jumps    int   // pointer jumps (FlagPointerJump)
 	headroom int64 // least frames queued at a wakeup without an xrun; -1 before one
 	dspMax   int64
@@ -122,6 +123,9 @@ func (a *Accumulator) Add(s *Sample) {
 	if s.Xrun > 0 {
 		a.xruns++
 		a.xrunNS += s.Xrun
+		if a.frames > 0 && s.WorkLate(a.periodNS, int(a.bufFrames/a.frames)) {
+			a.workLate++
+		}
 	} else if q := a.bufFrames - int64(s.Avail); a.headroom < 0 || q < a.headroom {
 		a.headroom = max(q, 0)
 	}
@@ -153,6 +157,7 @@ func (a *Accumulator) Fill(p *Phase) {
 	a.Sides.Fill(p)
 	p.Xruns = a.xruns
 	p.XrunMSTotal = float64(a.xrunNS) / 1e6
+	p.XrunsWorkLate = a.workLate
 	p.PointerJumps = a.jumps
 	p.CaughtUp = a.caughtUp
 	p.ClockHz = math.Round(a.clock.hz(a.frames)*10) / 10

@@ -33,6 +33,7 @@ import (
 // once, at an end (Break, CardReported, Sound, StressorStats).
 func (p *Phase) Pool(parts []*Phase, all *Histogram) {
 	p.Periods, p.Xruns, p.XrunMSTotal, p.PointerJumps, p.CaughtUp, p.Lost = 0, 0, 0, 0, 0, 0
+	p.XrunsWorkLate = 0
 	p.RTThrottled, p.RTThrottledNS, p.Overflow, p.Underflow = 0, 0, 0, 0
 	p.Safe, p.SafeAtDefaultLoad, p.HeadroomMinUS, p.ClockHz = nil, nil, 0, 0
 	p.CPULoop = CPULoop{}
@@ -41,6 +42,7 @@ func (p *Phase) Pool(parts []*Phase, all *Histogram) {
 	for _, c := range parts {
 		p.Xruns += c.Xruns
 		p.XrunMSTotal += c.XrunMSTotal
+		p.XrunsWorkLate += c.XrunsWorkLate
 		p.PointerJumps += c.PointerJumps
 		p.CaughtUp += c.CaughtUp
 		p.Lost += c.Lost

@@ -252,6 +252,11 @@ type Phase struct {
 	HeadroomMinUS float64 `json:"headroom_min_us"`
 	Xruns         int     `json:"xruns"`
 	XrunMSTotal   float64 `json:"xrun_ms_total"`
+	// XrunsWorkLate counts the xruns whose period's wakeup came within
+	// the period but whose write, after the DSP work, came past the
+	// buffer's deadline (Sample.WorkLate): the thread woke in time and its
+	// work was held up, which the worst wakeup alone does not show.
+	XrunsWorkLate int `json:"xruns_work_late,omitempty"`
 	// PointerJumps counts wakeups at which the hardware pointer had lost
 	// whole buffers against the clock fitted to it without the kernel
 	// reporting an xrun (rundata.FlagPointerJump): not xruns.

@@ -74,6 +74,16 @@ func (s *Sample) UpdateSplit() (update, wake int64, ok bool) {
 	return 0, 0, false
 }
 
+// WorkLate reports whether the period's xrun came from the work after the
+// wakeup rather than from the wakeup: the thread woke within the period,
+// but its write (the wakeup plus the DSP work) came later than the buffer
+// of bufPeriods periods could wait, (bufPeriods − 1) periods after the
+// period was due (docs/method.md, "Xruns").
+func (s *Sample) WorkLate(periodNS int64, bufPeriods int) bool {
+	lat := s.Latency()
+	return s.Xrun > 0 && lat <= periodNS && lat+s.DSP > int64(bufPeriods-1)*periodNS
+}
+
 // Duplex reports whether the sample holds both sides' due instants.
 func (s *Sample) Duplex() bool { return s.CaptureDue != 0 && s.PlaybackDue != 0 }
 

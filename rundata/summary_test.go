@@ -102,3 +102,57 @@ func TestSummaryPerCPULines(t *testing.T) {
 		}
 	}
 }
+
+// A run whose xruns came from the work after the wakeup: 14 periods woke
+// within their 1333 µs period (774 µs at worst) and their DSP work,
+// nominal 1067 µs, stretched to 1.3–4.1 ms, so the write came past the
+// 2-period buffer's deadline; one more xrun woke too late, which the
+// worst wakeup explains. The closing block says which are which.
+func TestSummaryWorkLate(t *testing.T) {
+	h := NewSampleHeader(48000, 64, 2) // 1333 µs periods, 2 of them
+	const nominal = 1_067_000
+	a := NewAccumulator(h, nominal)
+	late := 0
+	for i := range int64(1000) {
+		s := Sample{Index: i, Due: i * h.PeriodNS, DSP: nominal}
+		s.Woke = s.Due + 50_000
+		switch {
+		case i%50 == 7 && late < 14: // in time, the work stretched
+			s.Woke = s.Due + 300_000 + int64(late)*36_000 // up to 768 µs
+			s.DSP = 1_300_000 + int64(late)*200_000       // 1.3 ms to 3.9 ms
+			if late == 13 {
+				s.Woke, s.DSP = s.Due+774_000, 4_100_000
+			}
+			s.Xrun = s.Woke + s.DSP - s.Due - h.PeriodNS
+			late++
+		case i == 999: // the wakeup itself too late
+			s.Woke = s.Due + 2_000_000
+			s.Xrun = s.Woke + s.DSP - s.Due - h.PeriodNS
+		case i == 500: // in time and the work past the period, yet no xrun reported: not counted
+			s.DSP = 1_300_000
+		}
+		a.Add(&s)
+	}
+	p := Phase{Name: "idle"}
+	a.Fill(&p)
+	if p.Xruns != 15 || p.XrunsWorkLate != 14 {
+		t.Fatalf("xruns %d, of them work late %d; want 15 and 14", p.Xruns, p.XrunsWorkLate)
+	}
+	var b bytes.Buffer
+	WriteSummary(&b, &Run{PeriodUS: 1333, Phases: []Phase{p}}, nil, nil)
+	want := "why it broke: the thread woke in time; its work was preempted: 14 periods in idle (of its 15 xruns; its DSP work, nominal 1067 µs, took up to 4.1 ms)"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("closing block\n%s\nwithout %q", b.String(), want)
+	}
+	// Pooled repetitions add them up; a run without such xruns says nothing.
+	var pooled Phase
+	pooled.Pool([]*Phase{&p, &p}, a.Hist)
+	if pooled.XrunsWorkLate != 28 {
+		t.Errorf("pooled: %d work late, want 28", pooled.XrunsWorkLate)
+	}
+	b.Reset()
+	WriteSummary(&b, &Run{PeriodUS: 1333, Phases: []Phase{{Name: "idle", Periods: 10, Xruns: 2}}}, nil, nil)
+	if strings.Contains(b.String(), "why it broke") {
+		t.Errorf("no xrun from the work, yet:\n%s", b.String())
+	}
+}

@@ -147,11 +147,18 @@ var streams = []string{"playback", "capture", "duplex"}
 const maxLoops int64 = 1e9
 
 // Validate checks the invariants of a measurement that hold however it
-// was asked for: the stream's shape and direction, the simulated load,
-// the real-time priority, the repetitions and the length. Each error is
-// bad input naming run's flag and what it allows; the flags' own forms,
-// the driver and the device are the caller's and the engine's to check.
+// was asked for: the stream's rate, period, shape and direction, the
+// sound it plays, the simulated load, the real-time priority, the
+// repetitions and the length, what the driver can do (once Driver is
+// resolved) and the label. It checks the measurement as asked, before an
+// RTC driver's period (one interrupt) replaces the rate and period. Each
+// error is bad input naming run's flag and what it allows, so that run
+// and monitor refuse a measurement alike; the flags' own forms, the files
+// they name and the device are the caller's and the engine's to check.
 func (c *Config) Validate() error {
+	if err := c.validateShape(); err != nil {
+		return err
+	}
 	a := c.Audio
 	switch {
 	case a.Channels < 1 || a.Channels > 64:
@@ -176,8 +183,82 @@ func (c *Config) Validate() error {
 		return badinput.Errorf("--loopback: wants --stream duplex and 2 channels or more, without --tone or --file (it plays its own sine and MLS)")
 	case c.Repeat < 1 || c.Repeat > 1000:
 		return badinput.Errorf("--repeat %d: allowed 1 to 1000", c.Repeat)
+	case a.ToneHz > float64(a.Rate)/2:
+		return badinput.Errorf("--tone %g: allowed 0 (silence) to %d Hz (half the rate)", a.ToneHz, a.Rate/2)
+	}
+	if periodNS := int64(a.PeriodFrames) * 1e9 / int64(a.Rate); c.Duration != 0 && int64(c.Duration) < periodNS {
+		return badinput.Errorf("--duration %v: shorter than one period (%v)", c.Duration, time.Duration(periodNS))
+	}
+	if err := c.validateDriver(); err != nil {
+		return err
+	}
+	if strings.ContainsAny(c.Label, "\n\r") || len(c.Label) > 200 {
+		return badinput.Errorf("--label: one line of up to 200 bytes")
 	}
 	return c.ValidatePhases()
+}
+
+// validateShape checks the stream's rate and period size: the ranges a
+// card and the histogram's period arithmetic are sure of.
+func (c *Config) validateShape() error {
+	switch a := c.Audio; {
+	case a.Rate < 8000 || a.Rate > 768000:
+		return badinput.Errorf("--rate %d: allowed 8000 to 768000 Hz", a.Rate)
+	case a.PeriodFrames < 16 || a.PeriodFrames > 65536:
+		return badinput.Errorf("--period %d: allowed 16 to 65536 frames", a.PeriodFrames)
+	}
+	return nil
+}
+
+// validateDriver checks what the stream asks of the driver resolved (none
+// yet when Driver is ""): the timer and the RTC play no sound, and only
+// ALSA has an access mode other than mmap or a loopback.
+func (c *Config) validateDriver() error {
+	a := c.Audio
+	if c.Driver == "" {
+		return nil
+	}
+	switch {
+	case (a.File != "" || a.ToneHz != 0) && (c.Driver == "timer" || c.Driver == "rtc"):
+		what := "--file " + a.File
+		if a.File == "" {
+			what = fmt.Sprintf("--tone %g", a.ToneHz)
+		}
+		why := ""
+		if c.AutoDriver {
+			why = " (--driver auto found no sound card)"
+		}
+		return badinput.Errorf("%s: the %s driver%s plays no sound; allowed with --driver alsa or portaudio", what, c.Driver, why)
+	case a.Access != "mmap" && a.Access != "rw":
+		return badinput.Errorf("--access %q: allowed mmap or rw", a.Access)
+	case a.Access == "rw" && c.Driver != "alsa":
+		return badinput.Errorf("--access rw: only with the ALSA driver (the driver is %s)", c.Driver)
+	case a.Loopback && c.Driver != "alsa":
+		return badinput.Errorf("--loopback: only with the ALSA driver (the driver is %s)", c.Driver)
+	}
+	return nil
+}
+
+// ValidateSizes is Validate for the period sizes of a --period list, run
+// once per size, beside the Config's own period: each in range, the first
+// out of it named, and the measurement valid at the largest (a length
+// shorter than its period measures nothing).
+func (c *Config) ValidateSizes(sizes []int) error {
+	for _, n := range sizes {
+		one := *c
+		one.Audio.PeriodFrames = n
+		if err := one.validateShape(); err != nil {
+			return err
+		}
+	}
+	if err := c.validateShape(); err != nil {
+		return err
+	}
+	one := *c
+	if len(sizes) > 0 {
+		one.Audio.PeriodFrames = max(c.Audio.PeriodFrames, slices.Max(sizes))
+	}
+	return one.Validate()
 }
 
 // ValidatePhases checks the phases the tests and repetitions make, once

@@ -145,6 +145,60 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
+// The invariants cmd/latencytest's run once checked itself are
+// Validate's too, with run's messages: the rate, the period size (each of
+// a --period list's), the tone against the rate, a length of at least a
+// period, what the driver resolved can play and access, and the label.
+func TestConfigValidateRunFlags(t *testing.T) {
+	good := func() Config {
+		return Config{Audio: audio.Config{Stream: "playback", Rate: 48000, Channels: 2, PeriodFrames: 64, Periods: 2, Access: "mmap"},
+			CPULoad: 80, RT: rundata.RTParams{Priority: 80}, Repeat: 1, Duration: time.Second, Driver: "timer"}
+	}
+	if c := good(); c.Validate() != nil || c.ValidateSizes([]int{32, 64, 128}) != nil {
+		t.Fatalf("good config: %v, %v", c.Validate(), c.ValidateSizes([]int{32, 64, 128}))
+	}
+	for want, bad := range map[string]func(*Config){
+		"--rate 100: allowed 8000 to 768000 Hz":  func(c *Config) { c.Audio.Rate = 100 },
+		"--period 8: allowed 16 to 65536 frames": func(c *Config) { c.Audio.PeriodFrames = 8 },
+		"--tone 30000: allowed 0 (silence) to 24000 Hz (half the rate)": func(c *Config) {
+			c.Audio.ToneHz, c.Driver = 30000, "alsa"
+		},
+		"--duration 1ms: shorter than one period (1.333333ms)": func(c *Config) { c.Duration = time.Millisecond },
+		"--tone 440: the timer driver (--driver auto found no sound card) plays no sound; allowed with --driver alsa or portaudio": func(c *Config) {
+			c.Audio.ToneHz, c.AutoDriver = 440, true
+		},
+		"--file x.wav: the rtc driver plays no sound":                  func(c *Config) { c.Audio.File, c.Driver = "x.wav", "rtc" },
+		`--access "direct": allowed mmap or rw`:                        func(c *Config) { c.Audio.Access = "direct" },
+		"--access rw: only with the ALSA driver (the driver is timer)": func(c *Config) { c.Audio.Access = "rw" },
+		"--loopback: only with the ALSA driver (the driver is timer)": func(c *Config) {
+			c.Audio.Loopback, c.Audio.Stream = true, "duplex"
+		},
+		"--label: one line of up to 200 bytes": func(c *Config) { c.Label = "a\nb" },
+	} {
+		c := good()
+		bad(&c)
+		if err := c.Validate(); !badinput.Is(err) || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%q: %v, want bad input saying it", want, err)
+		}
+	}
+	// Without a driver resolved yet, what depends on it is not checked.
+	c := good()
+	c.Driver, c.Audio.Access = "", "rw"
+	if err := c.Validate(); err != nil {
+		t.Errorf("no driver yet: %v", err)
+	}
+	// A --period list: the first size out of range, and the length
+	// against the largest.
+	c = good()
+	if err := c.ValidateSizes([]int{32, 100000, 8}); err == nil || !strings.HasPrefix(err.Error(), "--period 100000: allowed 16 to 65536 frames") {
+		t.Errorf("sizes 32,100000,8: %v", err)
+	}
+	c.Duration = 2 * time.Millisecond
+	if err := c.ValidateSizes([]int{64, 256, 128}); !badinput.Is(err) || !strings.HasPrefix(err.Error(), "--duration 2ms: shorter than one period (5.333333ms)") {
+		t.Errorf("2ms with sizes 64,256,128: %v", err)
+	}
+}
+
 // The engine is asked to stall only when a test put a stall on the run's
 // context (internal/testhook); otherwise StallAt is -1, none.
 func TestEngineRequestStall(t *testing.T) {

@@ -952,10 +952,9 @@ func (d *Driver) xferRW(s *side) unix.Errno {
 // WRITEI would.
 func (d *Driver) xferMmap(s *side) unix.Errno {
 	p := s.pcm
-	// No pointer sync before the write: aplay's blocking WRITEI syncs it
-	// before it sleeps (the buffer full), not after the interrupt wakes
-	// it, so its xruns are those the period interrupts find; a sync here
-	// would find more (see docs/alsa.md).
+	// No pointer sync of its own: Wait synced it (HWSYNC) before it
+	// looked for room, as alsa-lib does before a write and aplay -M is
+	// seen doing (docs/alsa.md).
 	fb := p.frameBytes
 	buf := uint64(p.bufferFrames)
 	for done := 0; done < d.periodFrames; {

@@ -24,7 +24,9 @@ import (
 )
 
 // alsabatBinary is alsa-utils' alsabat, the reference for the sound
-// itself; scripts/vmtest puts it in the amd64 VM only.
+// itself; scripts/vmtest puts it in every VM, amd64's from the host and
+// the ARM VMs' (arm64, arm) from Debian's alsa-utils of their
+// architecture (docs/vmtest.md).
 const alsabatBinary = "/bin/alsabat"
 
 func needAlsabat(t *testing.T) {

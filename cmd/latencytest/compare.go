@@ -22,7 +22,9 @@ run's max, the median and the worst of them; also printed as a table), then per 
 histograms and one table with the best value of each row marked. A, B, ...
 are results directories or cyclictest files: its --histfile text, its --json
 output, or its terminal output (one or more runs, as captured or pasted into
-a mail); NAME=PATH names one (default: its base name).
+a mail; a mail's headings, "Before the patch:" and "After the patch:", make a
+source each, named by the heading); NAME=PATH names one (default: its base
+name).
 
   -o FILE       where to write the page (default compare.html)
   -json FILE    also write the ranking as JSON, for scripts (exit status stays 0)

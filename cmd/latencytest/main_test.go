@@ -110,6 +110,13 @@ func TestBadFlagsExit2WritingNothing(t *testing.T) {
 		{[]string{"--break-above", "soon"}, "--break-above"},
 		{[]string{"--out", "/etc/hostname/out"}, "--out"},
 		{[]string{"--histfile", "/etc/hostname/h.txt"}, "--histfile"},
+		// runner.Config.Validate's, once run's own.
+		{[]string{"--access", "direct"}, "--access"},
+		{[]string{"--access", "rw"}, "--access rw: only with the ALSA driver"},
+		{[]string{"--label", "a\nb"}, "--label"},
+		{[]string{"--tone", "30000"}, "--tone 30000: allowed 0 (silence) to 24000 Hz"},
+		{[]string{"--duration", "1ms"}, "--duration 1ms: shorter than one period"},
+		{[]string{"--period", "64,100000"}, "--period 100000"},
 	}
 	for _, c := range cases {
 		out := filepath.Join(t.TempDir(), "out")

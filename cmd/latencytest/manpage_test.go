@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"latencytest/internal/bintest"
 )
 
 // helpFlagLine and helpUsageFlag find the flags a -h text lists, read
@@ -168,7 +170,7 @@ func bashComplete(t *testing.T, script string, words ...string) string {
 	t.Helper()
 	line := "latencytest " + strings.Join(words, " ")
 	prog := `source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _latencytest; echo "${COMPREPLY[*]}"`
-	out, err := exec.Command("bash", append([]string{"-c", prog, "bash", script}, strings.Fields(line)...)...).Output()
+	out, err := bintest.Output(exec.Command("bash", append([]string{"-c", prog, "bash", script}, strings.Fields(line)...)...))
 	if err != nil {
 		t.Fatalf("bash completion of %q: %v", line, err)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"math"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"latencytest/internal/bintest"
 	"latencytest/report"
 	"latencytest/report/synth"
 )
@@ -184,6 +184,8 @@ func TestReportInterrupt(t *testing.T) {
 	for _, delay := range []time.Duration{5 * time.Millisecond, 40 * time.Millisecond, 120 * time.Millisecond} {
 		os.Remove(filepath.Join(dir, "index.html"))
 		cmd := exec.Command(binary, "report", dir)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -192,7 +194,7 @@ func TestReportInterrupt(t *testing.T) {
 		err := cmd.Wait()
 		code := cmd.ProcessState.ExitCode()
 		if err != nil && code != 130 && code != -1 {
-			t.Errorf("delay %v: exit %d (%v), want 0, 130 or killed by the signal", delay, code, err)
+			t.Errorf("delay %v: exit %d (%v), want 0, 130 or killed by the signal; its stderr: %s", delay, code, err, stderr.String())
 		}
 		ents, _ := os.ReadDir(dir)
 		for _, e := range ents {
@@ -274,23 +276,13 @@ func TestHostileInputFiles(t *testing.T) {
 }
 
 // latencytestWithin is latencytest with a deadline: a reader that blocks
-// (on a FIFO, a device) fails the test instead of hanging it.
+// (on a FIFO, a device) fails the test instead of hanging it, with what
+// the child had said on stderr.
 func latencytestWithin(t *testing.T, d time.Duration, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, args...)
-	var so, se strings.Builder
-	cmd.Stdout, cmd.Stderr = &so, &se
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		t.Fatalf("latencytest %v: still running after %v", args, d)
-	}
-	r := result{stdout: so.String(), stderr: se.String()}
-	if ee, ok := err.(*exec.ExitError); ok {
-		r.code = ee.ExitCode()
-	} else if err != nil {
+	r, err := bintest.Within(d, binary, args...)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return r
+	return result{code: r.Code, stdout: r.Stdout, stderr: r.Stderr}
 }

@@ -230,9 +230,11 @@ func streamFlags(fs *flag.FlagSet, f *runFlags, driver string, cpuLoad int) *apl
 
 // config validates the flags into a runner configuration. Every error
 // names the flag and what it allows, and nothing has been written yet.
-// The measurement's own invariants are runner.Config.Validate's; what is
-// checked here is the flags' forms and what they resolve to. loads are
-// the stressors run's flags configured; nil, only idle is a phase.
+// The measurement's own invariants are runner.Config.Validate's (and
+// ValidateSizes' for a --period list), checked once the driver is
+// resolved; what is checked here is the flags' forms, the files they name
+// and what they resolve to. loads are the stressors run's flags
+// configured; nil, only idle is a phase.
 func (f *runFlags) config(loads *loadSet) (runner.Config, error) {
 	policy := "SCHED_FIFO"
 	if f.prio == 0 {
@@ -257,28 +259,10 @@ func (f *runFlags) config(loads *loadSet) (runner.Config, error) {
 		Children:     &child.Set{},
 		Trace:        f.trace,
 		TraceDebug:   traceDebug(),
+		Label:        f.label,
 	}
 	if loads != nil {
 		cfg.StartLoad, cfg.Children = loads.start, loads.children
-	}
-	switch {
-	case f.rate < 8000 || f.rate > 768000:
-		return cfg, badFlag("--rate %d: allowed 8000 to 768000 Hz", f.rate)
-	case slices.ContainsFunc(f.sizes.sizes, func(n int) bool { return n < 16 || n > 65536 }):
-		i := slices.IndexFunc(f.sizes.sizes, func(n int) bool { return n < 16 || n > 65536 })
-		return cfg, badFlag("--period %d: allowed 16 to 65536 frames", f.sizes.sizes[i])
-	case f.period < 16 || f.period > 65536:
-		return cfg, badFlag("--period %d: allowed 16 to 65536 frames", f.period)
-	}
-	if err := cfg.Validate(); err != nil {
-		return cfg, err
-	}
-	if f.tone > float64(f.rate)/2 {
-		return cfg, badFlag("--tone %g: allowed 0 (silence) to %d Hz (half the rate)", f.tone, f.rate/2)
-	}
-	periodNS := int64(max(f.period, slices.Max(f.sizes.sizes))) * 1e9 / int64(f.rate)
-	if f.duration != 0 && int64(f.duration) < periodNS {
-		return cfg, badFlag("--duration %v: shorter than one period (%v)", f.duration, time.Duration(periodNS))
 	}
 	if f.file != "" {
 		if st, err := os.Stat(f.file); err != nil || !st.Mode().IsRegular() {
@@ -290,23 +274,8 @@ func (f *runFlags) config(loads *loadSet) (runner.Config, error) {
 		return cfg, err
 	}
 	cfg.AutoDriver = f.driver == "auto"
-	switch {
-	case (f.file != "" || f.tone != 0) && (cfg.Driver == "timer" || cfg.Driver == "rtc"):
-		what := "--file " + f.file
-		if f.file == "" {
-			what = fmt.Sprintf("--tone %g", f.tone)
-		}
-		why := ""
-		if cfg.AutoDriver {
-			why = " (--driver auto found no sound card)"
-		}
-		return cfg, badFlag("%s: the %s driver%s plays no sound; allowed with --driver alsa or portaudio", what, cfg.Driver, why)
-	case f.access != "mmap" && f.access != "rw":
-		return cfg, badFlag("--access %q: allowed mmap or rw", f.access)
-	case f.access == "rw" && cfg.Driver != "alsa":
-		return cfg, badFlag("--access rw: only with the ALSA driver (the driver is %s)", cfg.Driver)
-	case f.loopback && cfg.Driver != "alsa":
-		return cfg, badFlag("--loopback: only with the ALSA driver (the driver is %s)", cfg.Driver)
+	if err := cfg.ValidateSizes(f.sizes.sizes); err != nil {
+		return cfg, err
 	}
 	if cfg.Audio.Rate, cfg.Audio.PeriodFrames, err = f.shape(cfg.Driver); err != nil {
 		return cfg, err
@@ -317,10 +286,6 @@ func (f *runFlags) config(loads *loadSet) (runner.Config, error) {
 	if cfg.CPUs, err = f.perCPU(cfg.Driver); err != nil {
 		return cfg, err
 	}
-	if strings.ContainsAny(f.label, "\n\r") || len(f.label) > 200 {
-		return cfg, badFlag("--label: one line of up to 200 bytes")
-	}
-	cfg.Label = f.label
 	if cfg.Tests, err = parseTests(f.tests, loads); err != nil {
 		return cfg, err
 	}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"latencytest/internal/bintest"
 )
 
 // hostDirs is the loader's search path on a Debian host of this
@@ -32,9 +34,9 @@ func TestNeedsIsLdd(t *testing.T) {
 			}
 			continue // aplay: where scripts/setup has installed alsa-utils
 		}
-		out, err := exec.Command("ldd", bin).Output()
+		out, err := bintest.Output(exec.Command("ldd", bin))
 		if err != nil {
-			t.Fatalf("ldd %s: %v", bin, err)
+			t.Fatal(err)
 		}
 		var want []string
 		for _, line := range strings.Split(string(out), "\n") {

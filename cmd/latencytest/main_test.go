@@ -110,6 +110,7 @@ func TestBadFlagsExit2WritingNothing(t *testing.T) {
 		{[]string{"--break-above", "soon"}, "--break-above"},
 		{[]string{"--out", "/etc/hostname/out"}, "--out"},
 		{[]string{"--histfile", "/etc/hostname/h.txt"}, "--histfile"},
+		{[]string{"--histfile", t.TempDir()}, "--histfile"}, // a directory: refused before the run, not renamed over after it
 	}
 	for _, c := range cases {
 		out := filepath.Join(t.TempDir(), "out")

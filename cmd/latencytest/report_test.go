@@ -151,6 +151,61 @@ func TestCompareCommand(t *testing.T) {
 	}
 }
 
+// An output path that is not a regular file is written through or
+// refused, never renamed over (internal/atomicfile): a directory given as
+// -o is one line of bad input with nothing written (it was exit 1,
+// "renameat ... file exists"); standard output, as /dev/stdout is, takes
+// the JSON alone, the table going to standard error, so that
+// "-json /dev/stdout | jq" works; a FIFO is written through to its
+// reader. /proc/self/fd/1 stands for /dev/stdout: the old code renamed
+// over the name, which in /proc fails rather than replacing the real
+// /dev/stdout.
+func TestCompareOutputPaths(t *testing.T) {
+	a := synthRun(t, "host-a")
+	before := listing(t, a)
+	r := latencytest(t, "compare", a, "-o", a)
+	oneLine(t, r, "-o a results directory")
+	if !strings.Contains(r.stderr, "-o "+a+": bad output path, a directory") {
+		t.Errorf("-o a directory: %q does not say it", r.stderr)
+	}
+	if after := listing(t, a); !slices.Equal(before, after) {
+		t.Errorf("-o a directory: it now holds %v, before %v", after, before)
+	}
+	out := filepath.Join(t.TempDir(), "cmp.html")
+	oneLine(t, latencytest(t, "compare", a, "-o", out, "-json", a), "-json a directory")
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Error("-json a directory: the page was written anyway")
+	}
+	r = latencytest(t, "compare", a, "-o", out, "-json", "/proc/self/fd/1")
+	var rk report.Ranking
+	if err := json.Unmarshal([]byte(r.stdout), &rk); r.code != 0 || err != nil || len(rk.Phases) == 0 {
+		t.Errorf("-json to standard output: exit %d, %v; stdout %q, stderr %q", r.code, err, r.stdout, r.stderr)
+	}
+	fifo := filepath.Join(t.TempDir(), "page")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	page := make(chan []byte, 1)
+	go func() {
+		b, _ := os.ReadFile(fifo)
+		page <- b
+	}()
+	if r := latencytest(t, "compare", a, "-o", fifo); r.code != 0 {
+		t.Errorf("-o a FIFO: exit %d: %s", r.code, r.stderr)
+	}
+	select {
+	case b := <-page:
+		if !strings.Contains(string(b), "host-a") {
+			t.Errorf("-o a FIFO: its reader read %d bytes without the run", len(b))
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("-o a FIFO: its reader read nothing")
+	}
+	if fi, err := os.Lstat(fifo); err != nil || fi.Mode().Type() != os.ModeNamedPipe {
+		t.Errorf("-o a FIFO: it is now %v, %v", fi.Mode().Type(), err)
+	}
+}
+
 func TestCheckCommand(t *testing.T) {
 	r := latencytest(t, "check")
 	if r.code != 0 {

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"latencytest/audio"
+	"latencytest/internal/atomicfile"
 	"latencytest/internal/badinput"
 	"latencytest/internal/child"
 	"latencytest/internal/cpulist"
@@ -355,6 +356,9 @@ func (f *runFlags) checkOut(drv string) (string, error) {
 	}
 	if f.histfile != "" {
 		if err := checkWritable("--histfile", filepath.Dir(f.histfile)); err != nil {
+			return "", err
+		}
+		if err := atomicfile.Check("--histfile", f.histfile); err != nil {
 			return "", err
 		}
 	}

@@ -75,9 +75,9 @@ Measures the wakeup latency of an audio thread, phase by phase under the --tests
 writes a results directory and renders its report.
 
 Examples:
-  latencytest run --tests idle,hackbench --duration 1m
+  latencytest run --tests idle,hackbench --duration 1m --fail-above 5ms
   latencytest run --device hw:1,0 --access rw --period-time 125000 --buffer-time 500000 --cpu-load 0 --tests hackbench --hackbench-groups 6
-  latencytest run --period 32,64,128,256 --tests idle,hackbench --fail-above 5ms
+  latencytest run --period 32,64,128,256 --tests idle,hackbench
 `
 
 func runMain(args []string, stdout, stderr io.Writer) int {

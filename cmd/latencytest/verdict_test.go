@@ -207,6 +207,26 @@ func TestHelpExamples(t *testing.T) {
 	}
 }
 
+// Help shows no default that means off ("(default 0s)" was shown for
+// --fail-above, --break-above and, after its own words, --trace-above),
+// and a command without flags (version) no empty "Flags:" heading.
+func TestHelpDefaults(t *testing.T) {
+	r := latencytest(t, "run", "-h")
+	for _, off := range []string{"(default 0s)", "(default -1)", "(default 0)", "(default false)"} {
+		if strings.Contains(r.stdout, off) {
+			t.Errorf("run -h shows %q:\n%s", off, r.stdout)
+		}
+	}
+	for _, name := range []string{"fail-above", "max-xruns", "break-above"} {
+		if _, usage, _ := strings.Cut(r.stdout, "  -"+name+" "); !strings.Contains(strings.SplitN(usage, "\n", 3)[1], "(default: off)") {
+			t.Errorf("run -h: --%s does not say it is off by default", name)
+		}
+	}
+	if r := latencytest(t, "version", "-h"); r.code != 0 || strings.Contains(r.stdout, "Flags:") {
+		t.Errorf("version -h: exit %d:\n%s", r.code, r.stdout)
+	}
+}
+
 // onTimer is an example's flags for the timer driver: without the ALSA
 // device's own (--device, --access; this machine may have no card), with
 // --duration d (none for ""), and without --rotate and --out, which the

@@ -111,7 +111,7 @@ func TestBadFlagsExit2WritingNothing(t *testing.T) {
 		{[]string{"--out", "/etc/hostname/out"}, "--out"},
 		{[]string{"--histfile", "/etc/hostname/h.txt"}, "--histfile"},
 		{[]string{"--histfile", t.TempDir()}, "--histfile"}, // a directory: refused before the run, not renamed over after it
-		{[]string{"--max-xruns", "-1"}, "--max-xruns"}, // -1 is the default's off, not a value to give (it was accepted silently)
+		{[]string{"--max-xruns", "-1"}, "--max-xruns"},      // -1 is the default's off, not a value to give (it was accepted silently)
 	}
 	for _, c := range cases {
 		out := filepath.Join(t.TempDir(), "out")

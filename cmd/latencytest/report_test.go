@@ -301,20 +301,35 @@ func TestHostileInputFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	negOverflow := write("neg.hist", regexp.MustCompile(`# Histogram Overflows: *[0-9]+`).ReplaceAllString(string(hist), "# Histogram Overflows: -1"))
+	// A results directory whose samples file is a FIFO: refused, naming it,
+	// as a FIFO run.json is (it was drawn without graphs, exit 0, and
+	// report --text said nothing).
+	fifoSamples := synthRun(t, "host-b")
+	bins, _ := filepath.Glob(filepath.Join(fifoSamples, "*.samples"))
+	if len(bins) == 0 {
+		t.Fatal("the synthetic run has no samples file")
+	}
+	os.Remove(bins[0])
+	if err := syscall.Mkfifo(bins[0], 0o644); err != nil {
+		t.Fatal(err)
+	}
 	out := filepath.Join(tmp, "never.html")
 	cases := map[string]struct {
 		args []string
 		want string // in the error line
 	}{
-		"report malformed run.json":  {[]string{"report", malformed}, filepath.Join(malformed, "run.json")},
-		"compare malformed run.json": {[]string{"compare", good, malformed, "-o", out}, filepath.Join(malformed, "run.json")},
-		"report newer schema":        {[]string{"report", newer}, "schema 99"},
-		"report FIFO run.json":       {[]string{"report", fifoDir}, "FIFO"},
-		"compare FIFO run.json":      {[]string{"compare", fifoDir, "-o", out}, "FIFO"},
-		"compare FIFO file":          {[]string{"compare", fifo, "-o", out}, "FIFO"},
-		"compare device":             {[]string{"compare", "/dev/zero", "-o", out}, "device"},
-		"compare -h 9e18":            {[]string{"compare", hugeH, "-o", out}, "hugeh.json"},
-		"compare overflows -1":       {[]string{"compare", negOverflow, "-o", out}, "neg.hist"},
+		"report malformed run.json":       {[]string{"report", malformed}, filepath.Join(malformed, "run.json")},
+		"compare malformed run.json":      {[]string{"compare", good, malformed, "-o", out}, filepath.Join(malformed, "run.json")},
+		"report newer schema":             {[]string{"report", newer}, "schema 99"},
+		"report FIFO run.json":            {[]string{"report", fifoDir}, "FIFO"},
+		"compare FIFO run.json":           {[]string{"compare", fifoDir, "-o", out}, "FIFO"},
+		"compare FIFO file":               {[]string{"compare", fifo, "-o", out}, "FIFO"},
+		"report FIFO samples file":        {[]string{"report", fifoSamples}, bins[0] + ": not a regular file (a FIFO)"},
+		"report --text FIFO samples file": {[]string{"report", "--text", fifoSamples}, bins[0] + ": not a regular file (a FIFO)"},
+		"compare FIFO samples file":       {[]string{"compare", good, fifoSamples, "-o", out}, bins[0] + ": not a regular file (a FIFO)"},
+		"compare device":                  {[]string{"compare", "/dev/zero", "-o", out}, "device"},
+		"compare -h 9e18":                 {[]string{"compare", hugeH, "-o", out}, "hugeh.json"},
+		"compare overflows -1":            {[]string{"compare", negOverflow, "-o", out}, "neg.hist"},
 	}
 	for what, c := range cases {
 		r := latencytestWithin(t, 20*time.Second, c.args...)
@@ -324,6 +339,9 @@ func TestHostileInputFiles(t *testing.T) {
 		}
 		if _, err := os.Stat(out); !os.IsNotExist(err) {
 			t.Fatalf("%s: wrote the output anyway", what)
+		}
+		if _, err := os.Stat(filepath.Join(fifoSamples, "index.html")); !os.IsNotExist(err) {
+			t.Fatalf("%s: rendered the run with the FIFO samples file anyway", what)
 		}
 	}
 }

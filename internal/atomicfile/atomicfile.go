@@ -29,6 +29,7 @@ import (
 // WriteFile writes data to a temporary file beside path and renames it
 // into place, removing the temporary file on any failure (see WriteIn).
 func WriteFile(path string, data []byte) error {
+	path = filepath.Clean(path) // "r1/" names r1, not a file r1/r1
 	root, err := os.OpenRoot(filepath.Dir(path))
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
@@ -66,12 +67,13 @@ func WriteIn(root *os.Root, name string, data []byte) error {
 // a directory given as -o is refused with nothing half-written. flagName
 // names the flag in the message ("-o", "--histfile").
 func Check(flagName, path string) error {
-	root, err := os.OpenRoot(filepath.Dir(path))
+	clean := filepath.Clean(path) // "r1/" names r1, as WriteFile takes it
+	root, err := os.OpenRoot(filepath.Dir(clean))
 	if err != nil {
 		return badinput.Errorf("%s %s: %w", flagName, path, err)
 	}
 	defer root.Close()
-	if _, err := classify(root, filepath.Base(path)); err != nil {
+	if _, err := classify(root, filepath.Base(clean)); err != nil {
 		return badinput.Errorf("%s %s: %w", flagName, path, err)
 	}
 	return nil

@@ -111,7 +111,7 @@ func TestWriteFileDeviceNodes(t *testing.T) {
 			t.Errorf("WriteFile(%s): %v", p, err)
 		}
 	}
-	for _, p := range []string{blk, toBlk, sub} {
+	for _, p := range []string{blk, toBlk, sub, sub + "/"} {
 		if err := Check("-o", p); !badinput.Is(err) {
 			t.Errorf("Check(%s): %v, want bad input", p, err)
 		}

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,8 +11,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
 	"golang.org/x/net/netutil"
+
+	"latencytest/internal/atomicfile"
 )
 
 // fileEvery is how often KeepFile rewrites the metrics file: node_exporter
@@ -84,12 +87,25 @@ func (s *Set) serve(ln net.Listener, l serveLimits) (stop func()) {
 	}
 }
 
-// WriteFile writes the metrics to path in the text format, atomically: a
-// new file beside it (created exclusively, so never through a planted
-// symlink), renamed over path (which replaces a symlink there, never
-// writing through it). No temporary file is left, also on an error.
+// WriteFile writes the metrics to path in the text format through
+// atomicfile, the one place that decides what an output path may be: a
+// regular file is replaced whole (a new file beside it, created
+// exclusively, renamed over path, which replaces a symlink there rather
+// than writing through it), a character device or a FIFO is written
+// through, anything else is bad input. prometheus.WriteToTextfile is not
+// used: it renames over whatever path is, /dev/null included.
 func (s *Set) WriteFile(path string) error {
-	if err := prometheus.WriteToTextfile(path, s.reg); err != nil {
+	mfs, err := s.reg.Gather()
+	if err != nil {
+		return fmt.Errorf("metrics file: %w", err)
+	}
+	var b bytes.Buffer
+	for _, mf := range mfs {
+		if _, err := expfmt.MetricFamilyToText(&b, mf); err != nil {
+			return fmt.Errorf("metrics file: %w", err)
+		}
+	}
+	if err := atomicfile.WriteFile(path, b.Bytes()); err != nil {
 		return fmt.Errorf("metrics file: %w", err)
 	}
 	return nil

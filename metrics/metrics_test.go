@@ -3,6 +3,7 @@ package metrics
 import (
 	"errors"
 	"io"
+	"io/fs"
 	"math"
 	"net"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	"golang.org/x/sys/unix"
 
 	"latencytest/rundata"
 )
@@ -218,6 +220,34 @@ func TestWriteFile(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 3 {
 		t.Errorf("files left after a failed write: %v", entries)
+	}
+}
+
+// A metrics file that is a FIFO is written through, as every output path
+// is (internal/atomicfile), and stays a FIFO: prometheus.WriteToTextfile
+// renamed a regular file over it, as it would over /dev/null.
+func TestWriteFileFIFO(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "lt.prom")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err := os.OpenFile(fifo, os.O_RDONLY|unix.O_NONBLOCK, 0) // so that the write's open finds a reader
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	s := New(Labels{Driver: "timer"})
+	s.Sample(&rundata.Sample{Due: 1, Woke: 1001})
+	if err := s.WriteFile(fifo); err != nil {
+		t.Fatal(err)
+	}
+	r.SetReadDeadline(time.Now().Add(10 * time.Second)) // not to hang when nothing came
+	b, _ := io.ReadAll(r)
+	if !strings.Contains(string(b), "latencytest_periods_total") {
+		t.Errorf("the FIFO's reader read:\n%s", b)
+	}
+	if st, err := os.Lstat(fifo); err != nil || st.Mode().Type() != fs.ModeNamedPipe {
+		t.Errorf("%s is now %v, %v; want a FIFO", fifo, st.Mode().Type(), err)
 	}
 }
 

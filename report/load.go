@@ -23,6 +23,10 @@ type phaseData struct {
 	env   *envelope // nil for inputs without a time series (cyclictest)
 	// note says why the graphs of a phase that ran are missing.
 	note string
+	// refused is a samples file that is not a regular file (a FIFO, a
+	// device): bad input that fails the load, where a missing or damaged
+	// one is only a note.
+	refused error
 	// act is the phase's last latency, µs (cyclictest's Act), from its
 	// samples file.
 	act float64
@@ -58,7 +62,8 @@ type runData struct {
 // parallel since each is an independent pass over tens of MB, but no more
 // at a time than there are CPUs. A missing or damaged samples file is not
 // fatal: the phase keeps its run.json figures and says why its graphs are
-// missing. A run.json that cannot be read is bad input (internal/badinput).
+// missing. A run.json that cannot be read, and a spikes or samples file
+// that is not a regular file, are bad input (internal/badinput).
 func load(dir string) (*runData, error) {
 	r, err := rundata.ReadRun(dir)
 	if err != nil {
@@ -92,10 +97,29 @@ func load(dir string) (*runData, error) {
 		}
 	}
 	wg.Wait()
+	if err := refusedSamples(rd.phases); err != nil {
+		return nil, err
+	}
 	for _, pd := range rd.phases {
 		pd.mergeCPUs()
 	}
 	return rd, nil
+}
+
+// refusedSamples is the first samples file, in the phases' order, that
+// is not a regular file: nothing a run writes, so the directory is not
+// drawn as though the phase merely lacked its graphs (a FIFO's report
+// used to exit 0 with nothing said).
+func refusedSamples(phases []*phaseData) error {
+	for _, pd := range phases {
+		if pd.refused != nil {
+			return pd.refused
+		}
+		if err := refusedSamples(pd.cpus); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // loadSamples reads pd's samples file on wg (a phase's, or under run
@@ -111,6 +135,10 @@ func (pd *phaseData) loadSamples(dir string, wg *group) {
 	}
 	wg.Go(func() {
 		rec, e, err := readSamples(filepath.Join(dir, filepath.FromSlash(pd.SamplesFile)), pd)
+		if errors.Is(err, rundata.ErrNotRegular) {
+			pd.refused = badinput.Errorf("%v; allowed a regular file, as a run writes", err)
+			return
+		}
 		if err != nil {
 			pd.note = err.Error()
 			return

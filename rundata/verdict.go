@@ -153,18 +153,38 @@ func VerdictText(r *Run) string {
 }
 
 // rtNote says when the figures are not a real-time audio thread's: it
-// ran without a real-time policy, or with its memory unlocked though that
-// was asked (a page fault can then add milliseconds).
+// ran without a real-time policy (asked, with --prio 0, or refused), or
+// with its memory unlocked though that was asked (a page fault can then
+// add milliseconds). Each is said, both when both failed.
 func rtNote(rt RTSetup) string {
-	o := rt.Obtained
-	switch {
-	case o.Policy != "" && o.Policy != "SCHED_FIFO" && o.Policy != "SCHED_RR": // "": a run.json from before policies were recorded
-		return fmt.Sprintf("not a real-time thread's figures: it ran %s, not the SCHED_FIFO asked (run as root, or give the user rtprio: latencytest check)", o.Policy)
-	case rt.Asked.Mlockall && !o.Mlockall:
-		return "its memory was not locked (mlockall refused: raise the memlock limit, latencytest check): page faults may be in the figures"
+	var notes []string
+	if n := policyNote(rt); n != "" {
+		notes = append(notes, n)
 	}
-	return ""
+	if rt.Asked.Mlockall && !rt.Obtained.Mlockall {
+		notes = append(notes, "its memory was not locked (mlockall refused: raise the memlock limit, latencytest check): page faults may be in the figures")
+	}
+	return strings.Join(notes, "; ")
 }
+
+// policyNote says that the thread ran without a real-time policy, and
+// whether that was asked or refused; "" for a real-time thread, or a
+// run.json from before policies were recorded.
+func policyNote(rt RTSetup) string {
+	asked, got := rt.Asked.Policy, rt.Obtained.Policy
+	switch {
+	case got == "" || realTime(got):
+		return ""
+	case asked == got:
+		return fmt.Sprintf("not a real-time thread's figures: it ran %s, as asked (--prio 0)", got)
+	case asked == "": // a run.json from before the asked policy was recorded: SCHED_FIFO was the only one
+		asked = "SCHED_FIFO"
+	}
+	return fmt.Sprintf("not a real-time thread's figures: it ran %s, not the %s asked (run as root, or give the user rtprio: latencytest check)", got, asked)
+}
+
+// realTime reports whether policy is one of the real-time ones.
+func realTime(policy string) bool { return policy == "SCHED_FIFO" || policy == "SCHED_RR" }
 
 // CPUsText names, for a run --cpus of two CPUs or more, the best and the
 // worst CPU for the audio thread, each with its why: "best for audio

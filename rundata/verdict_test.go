@@ -145,7 +145,9 @@ func inHeld(verdict, name string) bool {
 	return ok && slices.Contains(strings.Split(list, ", "), name)
 }
 
-// A verdict of a thread that was not real-time says so.
+// A verdict of a thread that was not real-time says so, and whether that
+// was asked (--prio 0) or refused; with its memory unlocked as well, it
+// says both.
 func TestVerdictTextNotRealTime(t *testing.T) {
 	for _, tc := range []struct {
 		rt   RTSetup
@@ -154,6 +156,13 @@ func TestVerdictTextNotRealTime(t *testing.T) {
 		{RTSetup{Asked: RTParams{Policy: "SCHED_FIFO", Mlockall: true}, Obtained: RTParams{Policy: "SCHED_FIFO", Priority: 80, Mlockall: true}}, ""},
 		{RTSetup{Asked: RTParams{Policy: "SCHED_FIFO", Mlockall: true}, Obtained: RTParams{Policy: "SCHED_OTHER", Mlockall: true}}, "; not a real-time thread's figures: it ran SCHED_OTHER"},
 		{RTSetup{Asked: RTParams{Policy: "SCHED_FIFO", Mlockall: true}, Obtained: RTParams{Policy: "SCHED_FIFO", Priority: 80}}, "; its memory was not locked"},
+		// --prio 0 asks SCHED_OTHER: the note says it was asked, not refused.
+		{RTSetup{Asked: RTParams{Policy: "SCHED_OTHER", Mlockall: true}, Obtained: RTParams{Policy: "SCHED_OTHER", Mlockall: true}}, "; not a real-time thread's figures: it ran SCHED_OTHER, as asked (--prio 0)"},
+		// Both refused: both said.
+		{RTSetup{Asked: RTParams{Policy: "SCHED_FIFO", Mlockall: true}, Obtained: RTParams{Policy: "SCHED_OTHER"}},
+			"; not a real-time thread's figures: it ran SCHED_OTHER, not the SCHED_FIFO asked (run as root, or give the user rtprio: latencytest check); its memory was not locked"},
+		{RTSetup{Asked: RTParams{Policy: "SCHED_OTHER", Mlockall: true}, Obtained: RTParams{Policy: "SCHED_OTHER"}},
+			"; not a real-time thread's figures: it ran SCHED_OTHER, as asked (--prio 0); its memory was not locked"},
 	} {
 		r := &Run{PeriodFrames: 64, Periods: 2, PeriodUS: 1333.333, RT: tc.rt, Phases: []Phase{{Name: "idle", Safe: &Safe{Periods: 2}}}}
 		got := VerdictText(r)

@@ -197,14 +197,45 @@ func adoptable(path string) (empty bool, err error) {
 	if err != nil {
 		return false, badOutErr(path, err)
 	}
+	if !holdsRun(root) {
+		return false, badOut(path, "not empty and not a latencytest results directory (no valid "+rundata.RunFile+"); give a new or an empty directory")
+	}
+	return false, nil
+}
+
+// holdsRun reports whether the directory root is a results directory: it
+// holds a valid run.json (a regular file, a schema). It is what makes run
+// refuse an earlier run's directory without --force (adoptable), and a
+// monitor refuse one as its base (CheckMonitorOut).
+func holdsRun(root *os.Root) bool {
 	b, err := readRegular(root, rundata.RunFile, maxRunJSON)
 	var head struct {
 		Schema int `json:"schema"`
 	}
-	if err != nil || json.Unmarshal(b, &head) != nil || head.Schema < 1 {
-		return false, badOut(path, "not empty and not a latencytest results directory (no valid "+rundata.RunFile+"); give a new or an empty directory")
+	return err == nil && json.Unmarshal(b, &head) == nil && head.Schema >= 1
+}
+
+// CheckMonitorOut is CheckOut for a monitor's base directory, which holds
+// its rotations: an earlier run's results directory is refused as well,
+// as run refuses it (holdsRun), since the rotations would be written
+// inside it. A monitor has no --force: it would replace the earlier run
+// with a directory of rotations.
+func CheckMonitorOut(base string) error {
+	if err := CheckOut(base); err != nil {
+		return err
 	}
-	return false, nil
+	root, err := os.OpenRoot(base)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return badOutErr(base, err)
+	}
+	defer root.Close()
+	if holdsRun(root) {
+		return badOut(base, "holds an earlier run's results; give a new directory, or a monitor's (it holds the rotations)")
+	}
+	return nil
 }
 
 // readRegular reads name in root if it is a regular file (not a symlink,

@@ -179,7 +179,7 @@ func wallAt(at int64) time.Time {
 // run. Bad input (the driver refused the device) leaves nothing behind.
 func RunRotating(ctx context.Context, cfg Config, keep int, rotated func()) error {
 	base := filepath.Clean(cfg.Out)
-	if err := CheckOut(base); err != nil {
+	if err := CheckMonitorOut(base); err != nil {
 		return err
 	}
 	_, statErr := os.Lstat(base)

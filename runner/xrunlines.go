@@ -22,7 +22,7 @@ type xrunLines struct {
 
 	from    int64 // CLOCK_MONOTONIC ns: the second's start (its first line)
 	printed int
-	more    map[string]int // kind ("underruns", "overruns", "pointer jumps") → lines not printed
+	more    map[string]int // kind ("underrun", "overrun", "pointer jump") → lines not printed
 	longest int64          // of the xruns not printed, ns
 }
 
@@ -48,10 +48,14 @@ func (x *xrunLines) add(s *rundata.Sample) {
 
 // flush prints the sum of the lines the second did not print.
 func (x *xrunLines) flush() {
-	for _, kind := range []string{"underruns", "overruns", "pointer jumps"} {
+	for _, kind := range []string{"underrun", "overrun", "pointer jump"} {
 		if n := x.more[kind]; n > 0 {
-			line := fmt.Sprintf("[%s] … and %d more %s in that second", x.phase, n, kind)
-			if kind != "pointer jumps" {
+			line := fmt.Sprintf("[%s] … and %d more %s in that second", x.phase, n, plural(n, kind))
+			switch {
+			case kind == "pointer jump":
+			case n == 1:
+				line += fmt.Sprintf(", at least %.3f ms long", float64(x.longest)/1e6)
+			default:
 				line += fmt.Sprintf(", longest %.3f ms", float64(x.longest)/1e6)
 			}
 			x.print("%s (every one is in the results)", line)
@@ -65,15 +69,23 @@ func (x *xrunLines) flush() {
 // is, and its kind.
 func xrunLine(s *rundata.Sample) (kind, line string) {
 	if s.Xrun == 0 {
-		return "pointer jumps", fmt.Sprintf("pointer jump at period %d: the hardware pointer fell a buffer or more behind the card's clock (a period interrupt more than a buffer late; the kernel reported no xrun, and it is not counted as one)", s.Index)
+		return "pointer jump", fmt.Sprintf("pointer jump at period %d: the hardware pointer fell a buffer or more behind the card's clock (a period interrupt more than a buffer late; the kernel reported no xrun, and it is not counted as one)", s.Index)
 	}
-	kind, word := "underruns", "underrun"
+	kind = "underrun"
 	if s.Flags&rundata.FlagCapture != 0 {
-		kind, word = "overruns", "overrun"
+		kind = "overrun"
 	}
 	sim := ""
 	if s.Flags&rundata.FlagSimulated != 0 {
 		sim = " (simulated)"
 	}
-	return kind, fmt.Sprintf("%s!!! (at least %.3f ms long)%s", word, float64(s.Xrun)/1e6, sim)
+	return kind, fmt.Sprintf("%s!!! (at least %.3f ms long)%s", kind, float64(s.Xrun)/1e6, sim)
+}
+
+// plural is noun for n things: "1 more underrun", "2 more underruns".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return noun
+	}
+	return noun + "s"
 }

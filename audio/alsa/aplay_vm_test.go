@@ -71,7 +71,7 @@ func underruns(out string) []float64 {
 	return ms
 }
 
-var moreRE = regexp.MustCompile(`… and (\d+) more underruns in that second`)
+var moreRE = regexp.MustCompile(`… and (\d+) more underruns? in that second`)
 
 // underrunsSaid counts the underruns latencytest's terminal out says: a
 // line each, up to a few a second, and the sum of the rest of a second.

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"latencytest/internal/atomicfile"
 	"latencytest/internal/badinput"
 	"latencytest/report"
 )
@@ -27,7 +28,8 @@ source each, named by the heading); NAME=PATH names one (default: its base
 name).
 
   -o FILE       where to write the page (default compare.html)
-  -json FILE    also write the ranking as JSON, for scripts (exit status stays 0)
+  -json FILE    also write the ranking as JSON, for scripts (exit status stays 0);
+                -json /dev/stdout | jq gets it alone, the table going to stderr
   -fail-if-worse PCT  exit 1 when a source's p99.9 in a phase (its worst max where it
                 has no percentiles) is more than PCT percent above the first
                 source's (e.g. 10%), or below it having lost periods there (one
@@ -88,6 +90,16 @@ func compareMain(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "latencytest compare: %s %s: no directory %s to write it in\n", flag, p, d)
 			return 2
 		}
+		if p == "" {
+			continue
+		}
+		if err := atomicfile.Check(flag, p); err != nil {
+			fmt.Fprintf(stderr, "latencytest compare: %v\n", err)
+			return 2
+		}
+		if onStdout(p) {
+			stdout = stderr // the file is the terminal's text's place: keep it JSON (or HTML) alone
+		}
 	}
 	ins := make([]report.Input, len(paths))
 	for i, p := range paths {
@@ -139,6 +151,18 @@ func labelled(arg, phase string) report.Input {
 		}
 	}
 	return report.Input{Path: arg, Phase: phase}
+}
+
+// onStdout reports whether writing path writes this process's standard
+// output (-json /dev/stdout | jq), where the ranking table and the
+// "wrote" lines would otherwise be mixed into the file.
+func onStdout(path string) bool {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	out, err := os.Stdout.Stat()
+	return err == nil && os.SameFile(fi, out)
 }
 
 func isDir(p string) bool {

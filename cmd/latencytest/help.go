@@ -66,7 +66,9 @@ func printGroupedHelp(w io.Writer, fs *flag.FlagSet, groups []flagGroup) {
 	}
 }
 
-// printFlag prints one flag as flag.PrintDefaults does.
+// printFlag prints one flag as flag.PrintDefaults does, without a
+// default that means off or none (0, 0s, -1, false, ""): such a flag's
+// usage says what its absence does.
 func printFlag(w io.Writer, f *flag.Flag) {
 	name, usage := flag.UnquoteUsage(f)
 	line := "  -" + f.Name
@@ -74,7 +76,7 @@ func printFlag(w io.Writer, f *flag.Flag) {
 		line += " " + name
 	}
 	line += "\n    \t" + strings.ReplaceAll(usage, "\n", "\n    \t")
-	if d := f.DefValue; d != "" && d != "0" && d != "false" && d != "-1" {
+	if d := f.DefValue; d != "" && d != "0" && d != "0s" && d != "false" && d != "-1" {
 		if name == "string" {
 			d = fmt.Sprintf("%q", d)
 		}

@@ -117,6 +117,8 @@ func TestBadFlagsExit2WritingNothing(t *testing.T) {
 		{[]string{"--tone", "30000"}, "--tone 30000: allowed 0 (silence) to 24000 Hz"},
 		{[]string{"--duration", "1ms"}, "--duration 1ms: shorter than one period"},
 		{[]string{"--period", "64,100000"}, "--period 100000"},
+		{[]string{"--histfile", t.TempDir()}, "--histfile"}, // a directory: refused before the run, not renamed over after it
+		{[]string{"--max-xruns", "-1"}, "--max-xruns"},      // -1 is the default's off, not a value to give (it was accepted silently)
 	}
 	for _, c := range cases {
 		out := filepath.Join(t.TempDir(), "out")

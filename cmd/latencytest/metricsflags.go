@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"latencytest/internal/atomicfile"
 	"latencytest/metrics"
 	"latencytest/rundata"
 	"latencytest/runner"
@@ -97,7 +98,8 @@ func (m *metricsFlags) start(cfg *runner.Config, stderr io.Writer) (set *metrics
 }
 
 // checkMetricsFile refuses a --metrics-file that cannot be written: its
-// directory must exist and be writable, and the name not be a directory.
+// directory must exist and be writable, and the name be new, a regular
+// file, a character device or a FIFO (atomicfile.Check).
 func checkMetricsFile(path string) error {
 	dir := filepath.Dir(path)
 	st, err := os.Stat(dir)
@@ -107,8 +109,5 @@ func checkMetricsFile(path string) error {
 	if err := checkWritable("--metrics-file", dir); err != nil {
 		return err
 	}
-	if st, err := os.Lstat(path); err == nil && st.IsDir() {
-		return badFlag("--metrics-file %s: a directory; give a file name", path)
-	}
-	return nil
+	return atomicfile.Check("--metrics-file", path)
 }

@@ -103,6 +103,9 @@ func (m *monitorFlags) config(fs *flag.FlagSet, f *runFlags, aplay *aplayFlags, 
 	if err != nil {
 		return cfg, err
 	}
+	if err := runner.CheckMonitorOut(cfg.Out); err != nil {
+		return cfg, err
+	}
 	if err := attach(&cfg, "monitor", args); err != nil {
 		return cfg, err
 	}

@@ -54,6 +54,23 @@ func TestMonitorBadFlags(t *testing.T) {
 	}
 }
 
+// A monitor whose --out is an earlier run's results directory is refused
+// as run refuses one (runner's holdsRun), with one line and the directory
+// unchanged: it used to write its rotations inside it. A rotation of an
+// earlier monitor is such a directory too.
+func TestMonitorRefusesEarlierRun(t *testing.T) {
+	earlier := synthRun(t, "host-a")
+	before := listing(t, earlier)
+	r := latencytestWithin(t, 30*time.Second, "monitor", "--driver", "timer", "--rotate", "1s", "--out", earlier)
+	oneLine(t, r, "monitor --out an earlier run")
+	if !strings.Contains(r.stderr, "--out "+earlier+": holds an earlier run") {
+		t.Errorf("monitor --out an earlier run: %q", r.stderr)
+	}
+	if after := listing(t, earlier); !slices.Equal(before, after) {
+		t.Errorf("monitor --out an earlier run: it now holds %v, before %v", after, before)
+	}
+}
+
 // Rotations: one engine measures the whole time, and every period it
 // measured is in exactly one results directory: each directory takes the
 // periods due in its rotation, the first period of a directory is due one

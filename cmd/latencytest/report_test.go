@@ -151,6 +151,61 @@ func TestCompareCommand(t *testing.T) {
 	}
 }
 
+// An output path that is not a regular file is written through or
+// refused, never renamed over (internal/atomicfile): a directory given as
+// -o is one line of bad input with nothing written (it was exit 1,
+// "renameat ... file exists"); standard output, as /dev/stdout is, takes
+// the JSON alone, the table going to standard error, so that
+// "-json /dev/stdout | jq" works; a FIFO is written through to its
+// reader. /proc/self/fd/1 stands for /dev/stdout: the old code renamed
+// over the name, which in /proc fails rather than replacing the real
+// /dev/stdout.
+func TestCompareOutputPaths(t *testing.T) {
+	a := synthRun(t, "host-a")
+	before := listing(t, a)
+	r := latencytest(t, "compare", a, "-o", a)
+	oneLine(t, r, "-o a results directory")
+	if !strings.Contains(r.stderr, "-o "+a+": bad output path, a directory") {
+		t.Errorf("-o a directory: %q does not say it", r.stderr)
+	}
+	if after := listing(t, a); !slices.Equal(before, after) {
+		t.Errorf("-o a directory: it now holds %v, before %v", after, before)
+	}
+	out := filepath.Join(t.TempDir(), "cmp.html")
+	oneLine(t, latencytest(t, "compare", a, "-o", out, "-json", a), "-json a directory")
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Error("-json a directory: the page was written anyway")
+	}
+	r = latencytest(t, "compare", a, "-o", out, "-json", "/proc/self/fd/1")
+	var rk report.Ranking
+	if err := json.Unmarshal([]byte(r.stdout), &rk); r.code != 0 || err != nil || len(rk.Phases) == 0 {
+		t.Errorf("-json to standard output: exit %d, %v; stdout %q, stderr %q", r.code, err, r.stdout, r.stderr)
+	}
+	fifo := filepath.Join(t.TempDir(), "page")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	page := make(chan []byte, 1)
+	go func() {
+		b, _ := os.ReadFile(fifo)
+		page <- b
+	}()
+	if r := latencytest(t, "compare", a, "-o", fifo); r.code != 0 {
+		t.Errorf("-o a FIFO: exit %d: %s", r.code, r.stderr)
+	}
+	select {
+	case b := <-page:
+		if !strings.Contains(string(b), "host-a") {
+			t.Errorf("-o a FIFO: its reader read %d bytes without the run", len(b))
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("-o a FIFO: its reader read nothing")
+	}
+	if fi, err := os.Lstat(fifo); err != nil || fi.Mode().Type() != os.ModeNamedPipe {
+		t.Errorf("-o a FIFO: it is now %v, %v", fi.Mode().Type(), err)
+	}
+}
+
 func TestCheckCommand(t *testing.T) {
 	r := latencytest(t, "check")
 	if r.code != 0 {
@@ -248,20 +303,35 @@ func TestHostileInputFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	negOverflow := write("neg.hist", regexp.MustCompile(`# Histogram Overflows: *[0-9]+`).ReplaceAllString(string(hist), "# Histogram Overflows: -1"))
+	// A results directory whose samples file is a FIFO: refused, naming it,
+	// as a FIFO run.json is (it was drawn without graphs, exit 0, and
+	// report --text said nothing).
+	fifoSamples := synthRun(t, "host-b")
+	bins, _ := filepath.Glob(filepath.Join(fifoSamples, "*.samples"))
+	if len(bins) == 0 {
+		t.Fatal("the synthetic run has no samples file")
+	}
+	os.Remove(bins[0])
+	if err := syscall.Mkfifo(bins[0], 0o644); err != nil {
+		t.Fatal(err)
+	}
 	out := filepath.Join(tmp, "never.html")
 	cases := map[string]struct {
 		args []string
 		want string // in the error line
 	}{
-		"report malformed run.json":  {[]string{"report", malformed}, filepath.Join(malformed, "run.json")},
-		"compare malformed run.json": {[]string{"compare", good, malformed, "-o", out}, filepath.Join(malformed, "run.json")},
-		"report newer schema":        {[]string{"report", newer}, "schema 99"},
-		"report FIFO run.json":       {[]string{"report", fifoDir}, "FIFO"},
-		"compare FIFO run.json":      {[]string{"compare", fifoDir, "-o", out}, "FIFO"},
-		"compare FIFO file":          {[]string{"compare", fifo, "-o", out}, "FIFO"},
-		"compare device":             {[]string{"compare", "/dev/zero", "-o", out}, "device"},
-		"compare -h 9e18":            {[]string{"compare", hugeH, "-o", out}, "hugeh.json"},
-		"compare overflows -1":       {[]string{"compare", negOverflow, "-o", out}, "neg.hist"},
+		"report malformed run.json":       {[]string{"report", malformed}, filepath.Join(malformed, "run.json")},
+		"compare malformed run.json":      {[]string{"compare", good, malformed, "-o", out}, filepath.Join(malformed, "run.json")},
+		"report newer schema":             {[]string{"report", newer}, "schema 99"},
+		"report FIFO run.json":            {[]string{"report", fifoDir}, "FIFO"},
+		"compare FIFO run.json":           {[]string{"compare", fifoDir, "-o", out}, "FIFO"},
+		"compare FIFO file":               {[]string{"compare", fifo, "-o", out}, "FIFO"},
+		"report FIFO samples file":        {[]string{"report", fifoSamples}, bins[0] + ": not a regular file (a FIFO)"},
+		"report --text FIFO samples file": {[]string{"report", "--text", fifoSamples}, bins[0] + ": not a regular file (a FIFO)"},
+		"compare FIFO samples file":       {[]string{"compare", good, fifoSamples, "-o", out}, bins[0] + ": not a regular file (a FIFO)"},
+		"compare device":                  {[]string{"compare", "/dev/zero", "-o", out}, "device"},
+		"compare -h 9e18":                 {[]string{"compare", hugeH, "-o", out}, "hugeh.json"},
+		"compare overflows -1":            {[]string{"compare", negOverflow, "-o", out}, "neg.hist"},
 	}
 	for what, c := range cases {
 		r := latencytestWithin(t, 20*time.Second, c.args...)
@@ -271,6 +341,9 @@ func TestHostileInputFiles(t *testing.T) {
 		}
 		if _, err := os.Stat(out); !os.IsNotExist(err) {
 			t.Fatalf("%s: wrote the output anyway", what)
+		}
+		if _, err := os.Stat(filepath.Join(fifoSamples, "index.html")); !os.IsNotExist(err) {
+			t.Fatalf("%s: rendered the run with the FIFO samples file anyway", what)
 		}
 	}
 }

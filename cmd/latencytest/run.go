@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"latencytest/audio"
+	"latencytest/internal/atomicfile"
 	"latencytest/internal/badinput"
 	"latencytest/internal/child"
 	"latencytest/internal/cpulist"
@@ -74,9 +75,9 @@ Measures the wakeup latency of an audio thread, phase by phase under the --tests
 writes a results directory and renders its report.
 
 Examples:
-  latencytest run --tests idle,hackbench --duration 1m
+  latencytest run --tests idle,hackbench --duration 1m --fail-above 5ms
   latencytest run --device hw:1,0 --access rw --period-time 125000 --buffer-time 500000 --cpu-load 0 --tests hackbench --hackbench-groups 6
-  latencytest run --period 32,64,128,256 --tests idle,hackbench --fail-above 5ms
+  latencytest run --period 32,64,128,256 --tests idle,hackbench
 `
 
 func runMain(args []string, stdout, stderr io.Writer) int {
@@ -88,7 +89,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.tests, "tests", classicSuite, "phases to run in order, comma-separated: idle and stressor names")
 	fs.DurationVar(&f.duration, "duration", 30*time.Second, "length of each phase")
 	fs.Int64Var(&f.loops, "loops", 0, "end each phase after this many periods, as cyclictest -l (without --duration: however long they take)")
-	fs.DurationVar(&f.breakAbove, "break-above", 0, "end the run at the first wakeup later than this (e.g. 500us), as cyclictest -b; with --trace its window is explained")
+	fs.DurationVar(&f.breakAbove, "break-above", 0, "end the run at the first wakeup later than this (e.g. 500us), as cyclictest -b; with --trace its window is explained (default: off)")
 	fs.IntVar(&f.repeat, "repeat", 1, "run the phases that many times over, into one results directory (1-1000, and at most 128 phases in all)")
 	fs.StringVar(&f.out, "out", "", "results directory (default results/HOST-KERNEL-YYYYMMDD-HHMMSS)")
 	fs.StringVar(&f.label, "label", "", `a name for the run where it is compared, e.g. "with patch" (default: its directory's name)`)
@@ -98,8 +99,8 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.noReport, "no-report", false, "do not render index.html at the end")
 	fs.StringVar(&f.cpus, "cpus", "", "measure on every CPU listed at once, one thread pinned to each at the same priority and period, as cyclictest --smp: all, or a list such as 0,2-3 (with a card or the RTC, its stream on the first CPU listed, timer threads on the others)")
 	fs.StringVar(&f.testStall, "test-stall", "", "testing hook: PERIOD:DURATION stalls the loop at that period of each phase; PERIOD:DURATION@CPU only that CPU's under --cpus")
-	fs.DurationVar(&f.failAbove, "fail-above", 0, "exit 1 when a phase's worst wakeup was later than this (e.g. 1ms), for scripts and CI")
-	fs.IntVar(&f.maxXruns, "max-xruns", -1, "exit 1 when a phase had more xruns than this, for scripts and CI")
+	fs.DurationVar(&f.failAbove, "fail-above", 0, "exit 1 when a phase's worst wakeup was later than this (e.g. 1ms), for scripts and CI (default: off)")
+	fs.IntVar(&f.maxXruns, "max-xruns", -1, "exit 1 when a phase had more xruns than this (0 or more), for scripts and CI (default: off)")
 	loads := newLoads(fs)
 	mf := newMetricsFlags(fs)
 	if code, ok := parseFlags(fs, args, stdout, stderr, runDoc); !ok {
@@ -141,8 +142,8 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	case f.failAbove < 0:
 		fmt.Fprintf(stderr, "latencytest run: --fail-above %v: allowed a positive duration (0: off)\n", f.failAbove)
 		return 2
-	case f.maxXruns < -1:
-		fmt.Fprintf(stderr, "latencytest run: --max-xruns %d: allowed 0 or more (-1: off)\n", f.maxXruns)
+	case f.maxXruns < 0 && givenFlags(fs)["max-xruns"]: // -1 is only the default's "off", never asked for
+		fmt.Fprintf(stderr, "latencytest run: --max-xruns %d: allowed 0 or more (not given: off)\n", f.maxXruns)
 		return 2
 	case (f.failAbove > 0 || f.maxXruns >= 0) && len(f.sizes.sizes) > 1:
 		fmt.Fprintf(stderr, "latencytest run: --fail-above and --max-xruns with a --period list: the floor answers for every size; give one size\n")
@@ -320,6 +321,9 @@ func (f *runFlags) checkOut(drv string) (string, error) {
 	}
 	if f.histfile != "" {
 		if err := checkWritable("--histfile", filepath.Dir(f.histfile)); err != nil {
+			return "", err
+		}
+		if err := atomicfile.Check("--histfile", f.histfile); err != nil {
 			return "", err
 		}
 	}
@@ -630,9 +634,11 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, doc s
 			printGroupedHelp(stdout, fs, runGroups)
 			return 0, false
 		}
-		fmt.Fprintf(stdout, "\nFlags:\n")
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
+		if hasFlags(fs) { // version has none: no heading over nothing
+			fmt.Fprintf(stdout, "\nFlags:\n")
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+		}
 		return 0, false
 	}
 	if err != nil {
@@ -643,6 +649,13 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, doc s
 		return 2, false
 	}
 	return 0, true
+}
+
+// hasFlags reports whether fs defines any flag.
+func hasFlags(fs *flag.FlagSet) bool {
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	return n > 0
 }
 
 // explainDuration says what a duration flag allows where the flag

@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // A 30 ms stall at 4 × 256 frames (5.33 ms periods): the verdict is the
@@ -144,9 +147,14 @@ func TestRunDiskInRAMSaid(t *testing.T) {
 	}
 }
 
-// Every command's -h shows three examples of itself; run's groups its
-// flags by what they set and leaves the test hooks out.
+// Every subcommand's -h has three examples (run's groups its flags by
+// what they set and leaves the test hooks out), and run's and monitor's are
+// run, each as printed but on the timer driver, for a second (a monitor
+// rotating every second, stopped after two), into a temporary directory:
+// an example the binary refuses (exit 2) fails the test. run's third
+// example, a --period list with --fail-above, was refused so.
 func TestHelpExamples(t *testing.T) {
+	examples := map[string][][]string{}
 	for _, cmd := range []string{"run", "monitor", "report", "compare", "devices", "check", "stress"} {
 		r := latencytest(t, cmd, "-h")
 		_, ex, ok := strings.Cut(r.stdout, "\nExamples:\n")
@@ -154,6 +162,9 @@ func TestHelpExamples(t *testing.T) {
 		for _, l := range strings.Split(ex, "\n") {
 			if strings.HasPrefix(l, "  latencytest "+cmd) || strings.HasPrefix(l, "  for d in") {
 				n++
+			}
+			if f := strings.Fields(l); strings.HasPrefix(l, "  latencytest "+cmd+" ") && !strings.ContainsAny(l, "|;*") {
+				examples[cmd] = append(examples[cmd], f[2:])
 			}
 		}
 		if r.code != 0 || !ok || n != 3 {
@@ -169,4 +180,89 @@ func TestHelpExamples(t *testing.T) {
 	if strings.Contains(r.stdout, "test-stall") || strings.Contains(r.stdout, "\nOther:\n") {
 		t.Errorf("run -h shows a test hook or an ungrouped flag:\n%s", r.stdout)
 	}
+	if len(examples["run"]) != 3 || len(examples["monitor"]) != 3 {
+		t.Fatalf("examples to run: %d of run, %d of monitor, want 3 each", len(examples["run"]), len(examples["monitor"]))
+	}
+	for _, ex := range examples["run"] {
+		args := append(onTimer(t, ex, "1s"), "--out", filepath.Join(t.TempDir(), "out"), "--no-report", "--quiet")
+		r := latencytestWithin(t, 2*time.Minute, append([]string{"run"}, args...)...)
+		if r.code != 0 && (r.code != 1 || !strings.Contains(r.stderr, "latencytest run: failed: ")) { // a gate may fail on a busy machine
+			t.Errorf("run %s: exit %d: %s", strings.Join(ex, " "), r.code, r.stderr)
+		}
+	}
+	for _, ex := range examples["monitor"] {
+		dir := t.TempDir()
+		args := append(onTimer(t, ex, ""), "--rotate", "1s", "--out", filepath.Join(dir, "out"))
+		for i, a := range args {
+			switch {
+			case a == "--listen":
+				args[i+1] = "127.0.0.1:0" // not the machine's port for every interface
+			case a == "--metrics-file":
+				args[i+1] = filepath.Join(dir, "lt.prom")
+			}
+		}
+		if code, stderr := stoppedAfter(t, 2*time.Second, append([]string{"monitor"}, args...)...); code != 130 {
+			t.Errorf("monitor %s: exit %d after SIGINT, want 130: %s", strings.Join(ex, " "), code, stderr)
+		}
+	}
+}
+
+// Help shows no default that means off ("(default 0s)" was shown for
+// --fail-above, --break-above and, after its own words, --trace-above),
+// and a command without flags (version) no empty "Flags:" heading.
+func TestHelpDefaults(t *testing.T) {
+	r := latencytest(t, "run", "-h")
+	for _, off := range []string{"(default 0s)", "(default -1)", "(default 0)", "(default false)"} {
+		if strings.Contains(r.stdout, off) {
+			t.Errorf("run -h shows %q:\n%s", off, r.stdout)
+		}
+	}
+	for _, name := range []string{"fail-above", "max-xruns", "break-above"} {
+		if _, usage, _ := strings.Cut(r.stdout, "  -"+name+" "); !strings.Contains(strings.SplitN(usage, "\n", 3)[1], "(default: off)") {
+			t.Errorf("run -h: --%s does not say it is off by default", name)
+		}
+	}
+	if r := latencytest(t, "version", "-h"); r.code != 0 || strings.Contains(r.stdout, "Flags:") {
+		t.Errorf("version -h: exit %d:\n%s", r.code, r.stdout)
+	}
+}
+
+// onTimer is an example's flags for the timer driver: without the ALSA
+// device's own (--device, --access; this machine may have no card), with
+// --duration d (none for ""), and without --rotate and --out, which the
+// caller gives.
+func onTimer(t *testing.T, ex []string, d string) []string {
+	t.Helper()
+	args := []string{"--driver", "timer"}
+	for i := 0; i < len(ex); i++ {
+		switch ex[i] {
+		case "--device", "--access", "--duration", "--rotate", "--out":
+			i++ // and its value
+			continue
+		}
+		args = append(args, ex[i])
+	}
+	if d != "" {
+		args = append(args, "--duration", d)
+	}
+	return args
+}
+
+// stoppedAfter runs the binary, sends it SIGINT after d and returns its
+// exit code and standard error; one still running a minute later is
+// killed (and fails on the code).
+func stoppedAfter(t *testing.T, d time.Duration, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	var se strings.Builder
+	cmd.Stderr = &se
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stop := time.AfterFunc(d, func() { cmd.Process.Signal(syscall.SIGINT) })
+	kill := time.AfterFunc(d+time.Minute, func() { cmd.Process.Kill() })
+	code, _ := exitCode(t, cmd, time.Now())
+	stop.Stop()
+	kill.Stop()
+	return code, se.String()
 }

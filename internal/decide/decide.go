@@ -1,0 +1,303 @@
+// Package decide says whether one source's figure differs from another's
+// by more than the spread of their runs allows, and in which direction.
+//
+// A run's tail figures (p99.9, the max) move from one run to the next on
+// the same kernel by far more than their periods' count suggests: the
+// periods of one run share its machine state and are not independent, so
+// the unit of evidence is the run. Per-run maxima are heavy-tailed (one
+// run in ten may be three times its neighbours), so the method is
+// rank-based: the Hodges–Lehmann estimate of the ratio B/A (the median of
+// every pairwise ratio b/a) with the interval that the Mann–Whitney test
+// inverts. The interval is exact for any distribution of the runs where B
+// is A scaled, needs no resampling (no seed, the same runs always give the
+// same answer), and an outlying run counts as one rank, not as its size.
+package decide
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Confidence is the two-sided coverage of every interval.
+const Confidence = 0.95
+
+// SuggestedRuns is how many runs each source should have when it has too
+// few for any interval: the fewest (4 each) that give a 95 % interval at
+// all, and one more so that it can be narrower than the runs' range.
+const SuggestedRuns = 5
+
+// maxRunsNeeded caps the estimate of runs that would tell: beyond it the
+// difference is too small for repeated runs to find.
+const maxRunsNeeded = 1000
+
+// Word is a decision in one word (or a few).
+type Word string
+
+// The four answers. Same is "no difference larger than X %": the whole
+// interval within 1 ± X %.
+const (
+	Worse      Word = "worse"
+	Better     Word = "better"
+	Same       Word = "no difference"
+	CannotTell Word = "cannot tell"
+)
+
+// Side is where an interval lies against a bound.
+type Side int
+
+// An interval is wholly Below a bound (its top at or under it), wholly
+// Above it, or Straddles it.
+const (
+	Straddles Side = iota
+	Below
+	Above
+)
+
+// Against says where [lo, hi] lies against bound: the one test every
+// decision here and every goal judged on an interval uses (compare's
+// words, --fail-if-worse, benchstat's goals), so that none decides on a
+// point figure alone.
+func Against(lo, hi, bound float64) Side {
+	switch {
+	case math.IsNaN(lo) || math.IsNaN(hi):
+		return Straddles
+	case hi <= bound:
+		return Below
+	case lo > bound:
+		return Above
+	}
+	return Straddles
+}
+
+// Decision is B against A on one figure.
+type Decision struct {
+	// Ratio is B over A (the Hodges–Lehmann estimate), Lo and Hi its
+	// 95 % interval; NaN where there is none (too few runs).
+	Ratio, Lo, Hi float64
+	RunsA, RunsB  int
+	Word          Word
+	// WithinPct is X of "no difference larger than X %".
+	WithinPct float64
+	// RunsNeeded is, when Word is CannotTell, about how many runs each
+	// source would need for the interval to decide, at most 1000 (more:
+	// the difference is too small for runs to find).
+	RunsNeeded int
+	// Why says why the runs cannot tell, when it is not their spread.
+	Why string
+}
+
+// HasInterval says whether the runs gave an interval at all.
+func (d Decision) HasInterval() bool { return !math.IsNaN(d.Lo) && !math.IsNaN(d.Hi) }
+
+// Exceeds judges d against "B is more than pct % above A" (compare
+// --fail-if-worse): Above is decided worse by more than pct, Below
+// decided not, Straddles the spread cannot tell.
+func (d Decision) Exceeds(pct float64) Side {
+	if !d.HasInterval() {
+		return Straddles
+	}
+	return Against(d.Lo, d.Hi, 1+pct/100)
+}
+
+// String is the decision as a table shows it: "worse 1.52× [1.31, 1.80]",
+// "cannot tell 1.03× [0.71, 1.40], ~24 runs each would".
+func (d Decision) String() string {
+	s := string(d.Word)
+	if d.Word == Same {
+		s = fmt.Sprintf("no difference > %g %%", d.WithinPct)
+	}
+	if !math.IsNaN(d.Ratio) {
+		s += fmt.Sprintf(" %.2f×", d.Ratio)
+	}
+	if d.HasInterval() {
+		s += fmt.Sprintf(" [%.2f, %.2f]", d.Lo, d.Hi)
+	}
+	if d.Word != CannotTell {
+		return s
+	}
+	if d.Why != "" {
+		s += ": " + d.Why
+	}
+	switch {
+	case d.RunsNeeded >= maxRunsNeeded:
+		s += fmt.Sprintf(", more than %d runs each would be needed", maxRunsNeeded)
+	case d.RunsNeeded > 0:
+		s += fmt.Sprintf(", ~%d runs each would likely tell", d.RunsNeeded)
+	}
+	return s
+}
+
+// OneRunEach is what a decision says when neither source has more than
+// one run: one run's figure against another's says nothing of the
+// run-to-run spread.
+const OneRunEach = "one run each cannot tell a difference from the run-to-run spread: give run --repeat 5"
+
+// Compare decides B against A from their runs' figures (one per run),
+// withinPct being X of "no difference larger than X %". unit is added to
+// every figure before the ratio is taken, so that a figure that can be 0
+// (xruns) still has one: 0 against 0 is a ratio of 1, 3 against 0 one of
+// (3+unit)/unit; 0 for latencies, whose figures are positive. Figures
+// that are NaN are left out (a run without that figure).
+func Compare(a, b []float64, unit, withinPct float64) Decision {
+	a, b = usable(a), usable(b)
+	d := Decision{Ratio: math.NaN(), Lo: math.NaN(), Hi: math.NaN(), RunsA: len(a), RunsB: len(b),
+		Word: CannotTell, WithinPct: withinPct}
+	if len(a) == 0 || len(b) == 0 {
+		d.Why = "a source has no such figure"
+		return d
+	}
+	la, lb, ok := logs(a, unit), logs(b, unit), true
+	if la == nil || lb == nil {
+		d.Why, ok = "a figure is not above 0, so no ratio", false
+	}
+	if !ok {
+		return d
+	}
+	diffs := pairwise(la, lb)
+	d.Ratio = math.Exp(median(diffs))
+	if len(a) == 1 && len(b) == 1 {
+		d.Why, d.RunsNeeded = OneRunEach, SuggestedRuns
+		return d
+	}
+	k := criticalRank(len(a), len(b), (1-Confidence)/2)
+	if k == 0 {
+		d.Why = fmt.Sprintf("%d runs against %d give no 95 %% interval", len(a), len(b))
+		d.RunsNeeded = max(SuggestedRuns, runsNeeded(d.Ratio, math.Exp(diffs[0]), math.Exp(diffs[len(diffs)-1]), len(a), len(b), withinPct))
+		return d
+	}
+	d.Lo, d.Hi = math.Exp(diffs[k-1]), math.Exp(diffs[len(diffs)-k])
+	d.Word = word(d.Lo, d.Hi, withinPct)
+	if d.Word == CannotTell {
+		d.RunsNeeded = runsNeeded(d.Ratio, d.Lo, d.Hi, len(a), len(b), withinPct)
+	}
+	return d
+}
+
+// word is the decision an interval of B/A makes: worse or better when it
+// leaves 1 on one side, no difference when it fits in 1 ± X %, cannot
+// tell when it holds 1 and reaches beyond X.
+func word(lo, hi, withinPct float64) Word {
+	switch {
+	case Against(lo, hi, 1) == Above:
+		return Worse
+	case hi < 1:
+		return Better
+	case Against(lo, hi, 1+withinPct/100) == Below && lo >= 1-withinPct/100:
+		return Same
+	}
+	return CannotTell
+}
+
+// runsNeeded estimates how many runs each source would need for an
+// interval like [lo, hi] around ratio to decide: the interval's half-width
+// (in logarithms) shrinks as the square root of the runs, and it decides
+// once it is narrower than the ratio's distance from 1, or than its
+// distance from 1 ± X %'s edge, whichever is larger. Both sources are
+// taken to get the same number, the harmonic mean of today's counts
+// having the same width.
+func runsNeeded(ratio, lo, hi float64, na, nb int, withinPct float64) int {
+	h := (math.Log(hi) - math.Log(lo)) / 2
+	c := math.Abs(math.Log(ratio))
+	edge := math.Log(1 + withinPct/100)
+	t := max(c, edge-c)
+	if h <= 0 || t <= 0 {
+		return maxRunsNeeded
+	}
+	hm := 2 / (1/float64(na) + 1/float64(nb))
+	n := math.Ceil(hm * (h / t) * (h / t))
+	if n > maxRunsNeeded || math.IsNaN(n) {
+		return maxRunsNeeded
+	}
+	return max(int(n), max(na, nb)+1)
+}
+
+// usable drops NaNs and infinities: a run without the figure.
+func usable(xs []float64) []float64 {
+	var out []float64
+	for _, x := range xs {
+		if !math.IsNaN(x) && !math.IsInf(x, 0) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// logs is log(x+unit) of each x, nil when one is not above 0.
+func logs(xs []float64, unit float64) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		if x+unit <= 0 {
+			return nil
+		}
+		out[i] = math.Log(x + unit)
+	}
+	return out
+}
+
+// pairwise is every difference b−a, sorted.
+func pairwise(a, b []float64) []float64 {
+	out := make([]float64, 0, len(a)*len(b))
+	for _, x := range a {
+		for _, y := range b {
+			out = append(out, y-x)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func median(sorted []float64) float64 {
+	n := len(sorted)
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return (sorted[n/2-1] + sorted[n/2]) / 2
+}
+
+// criticalRank is the largest k with P(U ≤ k−1) ≤ alpha under the null
+// distribution of the Mann–Whitney U of m against n: the k-th smallest and
+// k-th largest pairwise differences bound the (1 − 2·alpha) interval of
+// the shift. 0 when even U = 0 is likelier than alpha (too few runs).
+func criticalRank(m, n int, alpha float64) int {
+	dist := uDistribution(m, n)
+	cum := 0.0
+	for k := 0; k < len(dist); k++ {
+		cum += dist[k]
+		if cum > alpha {
+			return k
+		}
+	}
+	return 0
+}
+
+// uDistribution is the probability of each value of U for m against n
+// runs under the null, from the generating function of U, the Gaussian
+// binomial coefficient [m+n choose m]_q, built as the product over
+// i = 1..m of (1 − q^(n+i)) / (1 − q^i).
+func uDistribution(m, n int) []float64 {
+	if m > n {
+		m, n = n, m
+	}
+	size := m*n + 1
+	c := make([]float64, size)
+	c[0] = 1
+	for i := 1; i <= m; i++ {
+		// multiply by (1 − q^(n+i)), highest degree first
+		for j := size - 1; j >= n+i; j-- {
+			c[j] -= c[j-n-i]
+		}
+		// divide by (1 − q^i): a running sum with stride i
+		for j := i; j < size; j++ {
+			c[j] += c[j-i]
+		}
+	}
+	total := 0.0
+	for _, v := range c {
+		total += v
+	}
+	for j := range c {
+		c[j] /= total
+	}
+	return c
+}

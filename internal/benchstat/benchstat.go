@@ -12,6 +12,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"latencytest/internal/decide"
 )
 
 // Round is one round's figures of one tool, µs (CPU in seconds).
@@ -139,8 +141,10 @@ func Pair(a, b []Round, seed uint64) (Paired, error) {
 }
 
 // Goals are what a tool that does not disturb what it measures must meet
-// against the reference (issue 28): the median per-round ratio of p99 and
-// of p99.9 at most P99 and P999, the max's interval overlapping the A/A's
+// against the reference (issue 28): the per-round ratio of p99 and of
+// p99.9 at most P99 and P999, judged on its interval as compare judges
+// (decide.Against: met when the whole interval is within the goal, not
+// met when the whole is beyond it, cannot tell otherwise), the max's interval overlapping the A/A's
 // (the max of one round is one wakeup: only the noise can judge it), and
 // CPU per period at most CPU times the reference's.
 type Goals struct {
@@ -182,9 +186,22 @@ func (v Verdict) Lines() []string {
 	return l
 }
 
-// atMost judges a median ratio against its goal.
+// atMost judges a ratio against its goal by its interval, not by its
+// median alone: a median within the goal whose interval reaches far
+// beyond it is the rounds' noise, not a goal met.
 func atMost(name string, i Interval, goal float64, aa *Interval) string {
-	s := fmt.Sprintf("%s %s (goal: median ≤ %.2f: %s)", name, i, goal, met(i.N > 0 && i.Median <= goal))
+	word := "not decided"
+	if i.N > 0 {
+		switch decide.Against(i.Lo, i.Hi, goal) {
+		case decide.Below:
+			word = "met"
+		case decide.Above:
+			word = "not met"
+		default:
+			word = string(decide.CannotTell)
+		}
+	}
+	s := fmt.Sprintf("%s %s (goal: ≤ %.2f: %s)", name, i, goal, word)
 	if aa != nil {
 		s += fmt.Sprintf("; A/A %s", aa)
 	}

@@ -209,10 +209,7 @@ func rankedSource(label string, p *phaseData) RankedSource {
 		return s
 	}
 	s.Periods = p.Periods
-	s.MaxUS = p.runMaxUS
-	if len(s.MaxUS) == 0 {
-		s.MaxUS = []float64{p.Latency.Max}
-	}
+	s.MaxUS = p.runFigure(func(r *phaseData) float64 { return r.Latency.Max })
 	s.Runs = len(s.MaxUS)
 	s.WorstMaxUS, s.MedianMaxUS = slices.Max(s.MaxUS), median(s.MaxUS)
 	if v := p.Latency.P99; !math.IsNaN(v) {
@@ -220,8 +217,8 @@ func rankedSource(label string, p *phaseData) RankedSource {
 	}
 	if v := p.Latency.P999; !math.IsNaN(v) {
 		s.P999US = &v
-		if len(p.runP999US) > 1 {
-			s.RunP999US = p.runP999US
+		if rs := p.runFigure(func(r *phaseData) float64 { return r.Latency.P999 }); len(rs) > 1 && !slices.ContainsFunc(rs, math.IsNaN) {
+			s.RunP999US = rs
 		}
 	}
 	if !p.noLoop {
@@ -306,7 +303,7 @@ func logPhase(name string, runs []cyclictest.LogRun) *phaseData {
 	p.Latency = rundata.LatencyStats{Min: math.Inf(1), P50: nan, P90: nan, P99: nan, P999: nan, P9999: nan}
 	p.WithinUS100, p.WithinMS1 = nan, nan
 	var sum float64
-	for _, r := range runs {
+	for i, r := range runs {
 		runMax := 0.0
 		for _, t := range r.Threads {
 			p.Periods += t.Count
@@ -314,7 +311,9 @@ func logPhase(name string, runs []cyclictest.LogRun) *phaseData {
 			p.Latency.Min = min(p.Latency.Min, float64(t.MinUS))
 			runMax = max(runMax, float64(t.MaxUS))
 		}
-		p.runMaxUS = append(p.runMaxUS, runMax)
+		if len(runs) > 1 {
+			p.runs = append(p.runs, logPhase(name, runs[i:i+1]))
+		}
 		p.Latency.Max = max(p.Latency.Max, runMax)
 	}
 	if p.Periods > 0 {

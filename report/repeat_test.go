@@ -56,8 +56,8 @@ func TestRenderRepeated(t *testing.T) {
 	}
 	// The pooled max is the larger of the two repetitions'.
 	pooled := pool([]*phaseData{{Phase: r.Phases[0]}, {Phase: r.Phases[2]}})
-	if want := max(r.Phases[0].Latency.Max, r.Phases[2].Latency.Max); pooled.Latency.Max != want || len(pooled.runMaxUS) != 2 {
-		t.Errorf("pooled max %v (runs %v), want %v", pooled.Latency.Max, pooled.runMaxUS, want)
+	if want := max(r.Phases[0].Latency.Max, r.Phases[2].Latency.Max); pooled.Latency.Max != want || len(pooled.runs) != 2 {
+		t.Errorf("pooled max %v (runs %v), want %v", pooled.Latency.Max, pooled.runs, want)
 	}
 }
 

@@ -49,14 +49,16 @@ type compared struct {
 // Errors caused by the inputs are bad input (internal/badinput); out is
 // only written when everything could be read.
 func CompareTo(ins []Input, out, jsonOut string) error {
-	_, err := CompareGated(ins, out, jsonOut, nil)
+	_, err := CompareGated(ins, out, jsonOut, DefaultWithinPct, nil)
 	return err
 }
 
 // CompareGated is CompareTo whose writes pass g (nil: none), so that the
-// caller can stop it at any instant without a file half-written; it
-// returns the ranking, for the terminal (WriteRanking).
-func CompareGated(ins []Input, out, jsonOut string, g *Gate) (Ranking, error) {
+// caller can stop it at any instant without a file half-written, deciding
+// "no difference larger than within %" (compare --fail-if-worse's PCT);
+// it returns the ranking, for the terminal (WriteRanking) and the exit
+// code (Ranking.FailIfWorse).
+func CompareGated(ins []Input, out, jsonOut string, within float64, g *Gate) (Ranking, error) {
 	if len(ins) == 0 {
 		return Ranking{}, badinput.New("nothing to compare: give at least one results directory or cyclictest file")
 	}
@@ -81,11 +83,11 @@ func CompareGated(ins []Input, out, jsonOut string, g *Gate) (Ranking, error) {
 			c.Label = fmt.Sprintf("%s #%d", c.Label, i+1)
 		}
 	}
-	page, err := renderCompare(cs)
+	rk := rank(cs, within)
+	page, err := renderCompare(cs, rk, within)
 	if err != nil {
 		return Ranking{}, err
 	}
-	rk := rank(cs)
 	var ranking []byte
 	if jsonOut != "" {
 		if ranking, err = marshalRanking(rk); err != nil {
@@ -213,13 +215,12 @@ type comparePage struct {
 	Sections []sectionView
 }
 
-func renderCompare(cs []*compared) ([]byte, error) {
+func renderCompare(cs []*compared, rk Ranking, within float64) ([]byte, error) {
 	pg := &comparePage{}
 	for i, c := range cs {
 		pg.Inputs = append(pg.Inputs, inputOf(c, paletteAt(i)))
 	}
 	var err error
-	rk := rank(cs)
 	pg.Differs = rk.Differs
 	if pg.Ranking, err = rankViews(rk); err != nil {
 		return nil, err
@@ -233,7 +234,7 @@ func renderCompare(cs []*compared) ([]byte, error) {
 	for si, name := range names {
 		sv := &pg.Sections[si]
 		sv.ID, sv.Name = "phase-"+strconv.Itoa(si+1), name
-		hs := fillSection(sv, cs, name)
+		hs := fillSection(sv, cs, name, within)
 		if len(hs) == 0 {
 			continue // the phase was skipped in every run
 		}
@@ -316,7 +317,7 @@ func inputOf(c *compared, col color.NRGBA) inputView {
 // fillSection fills the table of phase name across the inputs into sv
 // (a run that skipped it says why, the best figure of each row marked)
 // and returns the histograms to overlay in its figure.
-func fillSection(sv *sectionView, cs []*compared, name string) []histSeries {
+func fillSection(sv *sectionView, cs []*compared, name string, within float64) []histSeries {
 	var ps []*phaseData // nil for a phase that was skipped
 	var skipped []string
 	var hs []histSeries
@@ -345,7 +346,7 @@ func fillSection(sv *sectionView, cs []*compared, name string) []histSeries {
 			byPhase[i] = row(p)
 		}
 	}
-	markBest(ps, byPhase)
+	markDecided(ps, byPhase, within)
 	for mi, m := range metrics {
 		if _, ok := sometimes[m.key]; ok && !measuredIn(compareCells(byPhase, mi), 0) {
 			continue

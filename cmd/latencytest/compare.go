@@ -64,14 +64,14 @@ func compareMain(args []string, stdout, stderr io.Writer) int {
 		paths = append(paths, rest[0])
 		rest = rest[1:]
 	}
-	failPct := -1.0
+	failPct, within := -1.0, float64(report.DefaultWithinPct)
 	if *worse != "" {
 		v, err := strconv.ParseFloat(strings.TrimSuffix(*worse, "%"), 64)
 		if err != nil || v < 0 || math.IsInf(v, 0) {
 			fmt.Fprintf(stderr, "latencytest compare: --fail-if-worse %q: allowed a percentage of 0 or more, e.g. 10%%\n", *worse)
 			return 2
 		}
-		failPct = v
+		failPct, within = v, v
 	}
 	if *out == "" || *phase == "" {
 		fmt.Fprintln(stderr, "latencytest compare: -o and -phase must not be empty")
@@ -93,7 +93,7 @@ func compareMain(args []string, stdout, stderr io.Writer) int {
 	}
 	var rk report.Ranking
 	interrupted, err := stoppable(func(g *report.Gate) (err error) {
-		rk, err = report.CompareGated(ins, *out, *jsonOut, g)
+		rk, err = report.CompareGated(ins, *out, *jsonOut, within, g)
 		return err
 	})
 	if errors.Is(err, report.ErrStopped) {
@@ -115,16 +115,14 @@ func compareMain(args []string, stdout, stderr io.Writer) int {
 	if interrupted {
 		return 130
 	}
-	if failPct >= 0 {
-		fails := rk.WorseThanFirst(failPct)
-		for _, l := range fails {
-			fmt.Fprintf(stderr, "latencytest compare: failed: %s\n", l)
-		}
-		if len(fails) > 0 {
-			return 1
-		}
+	if failPct < 0 {
+		return 0
 	}
-	return 0
+	code, lines := rk.FailIfWorse(failPct)
+	for _, l := range lines {
+		fmt.Fprintf(stderr, "latencytest compare: %s\n", l)
+	}
+	return code
 }
 
 // labelled is an input as given on the command line: NAME=PATH labels

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 )
 
 // Confidence is the two-sided coverage of every interval.
@@ -27,9 +28,9 @@ const Confidence = 0.95
 // all, and one more so that it can be narrower than the runs' range.
 const SuggestedRuns = 5
 
-// maxRunsNeeded caps the estimate of runs that would tell: beyond it the
+// MaxRunsNeeded caps the estimate of runs that would tell: beyond it the
 // difference is too small for repeated runs to find.
-const maxRunsNeeded = 1000
+const MaxRunsNeeded = 1000
 
 // Word is a decision in one word (or a few).
 type Word string
@@ -100,32 +101,43 @@ func (d Decision) Exceeds(pct float64) Side {
 	return Against(d.Lo, d.Hi, 1+pct/100)
 }
 
-// String is the decision as a table shows it: "worse 1.52× [1.31, 1.80]",
-// "cannot tell 1.03× [0.71, 1.40], ~24 runs each would".
+// String is the decision as a table shows it: "worse: 1.52× [1.31, 1.80]",
+// "cannot tell: 1.03× [0.71, 1.40], ~24 runs each would likely tell".
 func (d Decision) String() string {
 	s := string(d.Word)
 	if d.Word == Same {
 		s = fmt.Sprintf("no difference > %g %%", d.WithinPct)
 	}
-	if !math.IsNaN(d.Ratio) {
-		s += fmt.Sprintf(" %.2f×", d.Ratio)
-	}
-	if d.HasInterval() {
-		s += fmt.Sprintf(" [%.2f, %.2f]", d.Lo, d.Hi)
+	if r := d.Interval(); r != "" {
+		s += ": " + r
 	}
 	if d.Word != CannotTell {
 		return s
 	}
 	if d.Why != "" {
-		s += ": " + d.Why
+		s += "; " + d.Why
 	}
 	switch {
-	case d.RunsNeeded >= maxRunsNeeded:
-		s += fmt.Sprintf(", more than %d runs each would be needed", maxRunsNeeded)
+	case d.Why == OneRunEach:
+	case d.RunsNeeded >= MaxRunsNeeded:
+		s += fmt.Sprintf(", more than %d runs each would be needed", MaxRunsNeeded)
 	case d.RunsNeeded > 0:
 		s += fmt.Sprintf(", ~%d runs each would likely tell", d.RunsNeeded)
 	}
 	return s
+}
+
+// Interval is the ratio and its interval, "1.52× [1.31, 1.80]" ("" for
+// no ratio, the ratio alone for no interval).
+func (d Decision) Interval() string {
+	s := ""
+	if !math.IsNaN(d.Ratio) {
+		s = fmt.Sprintf("%.2f×", d.Ratio)
+	}
+	if d.HasInterval() {
+		s += fmt.Sprintf(" [%.2f, %.2f]", d.Lo, d.Hi)
+	}
+	return strings.TrimSpace(s)
 }
 
 // OneRunEach is what a decision says when neither source has more than
@@ -190,24 +202,38 @@ func word(lo, hi, withinPct float64) Word {
 }
 
 // runsNeeded estimates how many runs each source would need for an
-// interval like [lo, hi] around ratio to decide: the interval's half-width
-// (in logarithms) shrinks as the square root of the runs, and it decides
-// once it is narrower than the ratio's distance from 1, or than its
-// distance from 1 ± X %'s edge, whichever is larger. Both sources are
-// taken to get the same number, the harmonic mean of today's counts
-// having the same width.
+// interval like [lo, hi] around ratio to decide its word: narrower than
+// the ratio's distance from 1 (worse, better), or than its distance from
+// the edge of 1 ± X % (no difference), whichever is larger.
 func runsNeeded(ratio, lo, hi float64, na, nb int, withinPct float64) int {
-	h := (math.Log(hi) - math.Log(lo)) / 2
 	c := math.Abs(math.Log(ratio))
-	edge := math.Log(1 + withinPct/100)
-	t := max(c, edge-c)
-	if h <= 0 || t <= 0 {
-		return maxRunsNeeded
+	return runsToNarrow(lo, hi, na, nb, max(c, math.Log(1+withinPct/100)-c))
+}
+
+// RunsFor estimates how many runs each source would need for an interval
+// like d's to lie wholly on one side of bound (compare --fail-if-worse's
+// 1 + PCT %); d.RunsNeeded where d has no interval.
+func (d Decision) RunsFor(bound float64) int {
+	if !d.HasInterval() {
+		return d.RunsNeeded
+	}
+	return runsToNarrow(d.Lo, d.Hi, d.RunsA, d.RunsB, math.Abs(math.Log(d.Ratio)-math.Log(bound)))
+}
+
+// runsToNarrow is how many runs each source would need for the half-width
+// of [lo, hi] (in logarithms) to shrink below t: it shrinks as the square
+// root of the runs, and both sources are taken to get the same number,
+// the harmonic mean of today's counts giving today's width; at most
+// MaxRunsNeeded, and always more than either has.
+func runsToNarrow(lo, hi float64, na, nb int, t float64) int {
+	h := (math.Log(hi) - math.Log(lo)) / 2
+	if h <= 0 || t <= 0 || math.IsNaN(h) || math.IsNaN(t) {
+		return MaxRunsNeeded
 	}
 	hm := 2 / (1/float64(na) + 1/float64(nb))
 	n := math.Ceil(hm * (h / t) * (h / t))
-	if n > maxRunsNeeded || math.IsNaN(n) {
-		return maxRunsNeeded
+	if n >= MaxRunsNeeded {
+		return MaxRunsNeeded
 	}
 	return max(int(n), max(na, nb)+1)
 }

@@ -24,6 +24,11 @@ const DefaultCyclictestPhase = "cyclictest"
 // Input is one run to compare.
 type Input struct {
 	Path string
+	// More are further results directories or cyclictest files of the
+	// same source (the kernel measured again): each of their runs is a
+	// run of this source, as a repeated run's repetitions are, so that
+	// compare decides from their spread.
+	More []string
 	// Label names the run in the page; default: the base name of Path.
 	Label string
 	// Phase is the phase a cyclictest file is compared in, so that it can
@@ -66,7 +71,7 @@ func CompareGated(ins []Input, out, jsonOut string, within float64, g *Gate) (Ra
 	errs := make([]error, len(ins))
 	wg := newGroup()
 	for i, in := range ins {
-		wg.Go(func() { cs[i], errs[i] = loadInput(in) })
+		wg.Go(func() { cs[i], errs[i] = loadSource(in) })
 	}
 	wg.Wait()
 	for _, err := range errs {
@@ -123,6 +128,41 @@ func (c *compared) expandCPUs() {
 		}
 	}
 	c.phases, c.spikes = phases, spikes
+}
+
+// loadSource loads in, and each of in.More as further runs of the same
+// source: their phases pooled by name, every run kept (pool).
+func loadSource(in Input) (*compared, error) {
+	if len(in.More) == 0 {
+		return loadInput(in)
+	}
+	paths := append([]string{in.Path}, in.More...)
+	var src *compared
+	for _, p := range paths {
+		one := in
+		one.Path, one.More = p, nil
+		c, err := loadInput(one)
+		if err != nil {
+			return nil, err
+		}
+		if src == nil {
+			src = c
+			continue
+		}
+		for i, ss := range c.spikes {
+			if src.spikes == nil {
+				src.spikes = map[int][]rundata.Spike{}
+			}
+			src.spikes[len(src.phases)+i] = ss
+		}
+		src.phases = append(src.phases, c.phases...)
+	}
+	if in.Label == "" {
+		src.Label = fmt.Sprintf("%s +%d", src.Label, len(in.More))
+	}
+	src.Path = strings.Join(paths, ", ")
+	src.poolByName()
+	return src, nil
 }
 
 // maxCyclictestBytes bounds a cyclictest file: -h 100000 with 64 threads

@@ -118,6 +118,13 @@ func (c *compared) poolRepeats() {
 	if c.run == nil || c.run.Repeat < 2 {
 		return
 	}
+	c.poolByName()
+}
+
+// poolByName pools c's phases of one name into one, in order of first
+// appearance, their spikes together: a repeated run's repetitions, or the
+// phases of several results directories given to one source.
+func (c *compared) poolByName() {
 	index := map[*phaseData]int{}
 	for i, p := range c.phases {
 		index[p] = i

@@ -257,7 +257,14 @@ func undecided(rp RankedPhase) string {
 	case !several:
 		return decide.OneRunEach
 	}
-	return "cannot tell the best or the worst by " + rp.By + " from the runs' spread (see each source against the first)"
+	which := "the best or the worst"
+	switch {
+	case rp.Best != "":
+		which = "the worst"
+	case rp.Worst != "":
+		which = "the best"
+	}
+	return "cannot tell " + which + " by " + rp.By + " from the runs' spread (see each source against the first)"
 }
 
 // decideAgainstFirst decides every later source of rp against the first,

@@ -224,10 +224,15 @@ func (d Decision) RunsFor(bound float64) int {
 // of [lo, hi] (in logarithms) to shrink below t: it shrinks as the square
 // root of the runs, and both sources are taken to get the same number,
 // the harmonic mean of today's counts giving today's width; at most
-// MaxRunsNeeded, and always more than either has.
+// MaxRunsNeeded, and always more than either has; 0 when the runs showed
+// no spread at all (then the fewest runs that give an interval are the
+// answer: SuggestedRuns).
 func runsToNarrow(lo, hi float64, na, nb int, t float64) int {
 	h := (math.Log(hi) - math.Log(lo)) / 2
-	if h <= 0 || t <= 0 || math.IsNaN(h) || math.IsNaN(t) {
+	switch {
+	case h == 0:
+		return 0
+	case h < 0 || t <= 0 || math.IsNaN(h) || math.IsNaN(t):
 		return MaxRunsNeeded
 	}
 	hm := 2 / (1/float64(na) + 1/float64(nb))

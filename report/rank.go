@@ -489,7 +489,7 @@ type rankView struct {
 	// Figures and Decisions are every later source against the first.
 	Figures   []string
 	Decisions []decisionRow
-	Fig       template.HTML // the sources' per-run maxima, when some have several runs
+	Figs      []rankFig // the sources' per-run figures, when some have several runs
 }
 
 type rankRow struct {
@@ -540,49 +540,89 @@ func rankViews(r Ranking) ([]rankView, error) {
 		}
 		markRankDecided(rp, v.Rows, r.WithinPct)
 		v.Figures, v.Decisions = decisionRows(rp)
-		fig, err := rankFigure(rp)
+		figs, err := rankFigures(rp)
 		if err != nil {
 			return nil, err
 		}
-		v.Fig = fig
+		v.Figs = figs
 		vs = append(vs, v)
 	}
 	return vs, nil
 }
 
-// rankFigure draws each source's per-run maxima in a column of its own,
-// when any source has more than one run.
-func rankFigure(rp RankedPhase) (template.HTML, error) {
-	var labels []string
-	var columns [][]float64
+// rankFigures draw, when any source has more than one run, each run's
+// figure per source (a dot per run, the median a bar) with the interval
+// the runs give each later source against the first: one figure for the
+// figure ranked by (p99.9, or the max), and one for the max beside
+// p99.9.
+func rankFigures(rp RankedPhase) ([]rankFig, error) {
 	several := false
 	for _, s := range rp.Sources {
-		labels, columns = append(labels, s.Label), append(columns, s.MaxUS)
 		several = several || s.Runs > 1
 	}
 	if !several {
-		return "", nil
+		return nil, nil
 	}
-	return maximaFigure(labels, columns)
+	keys := []string{rp.byKey()}
+	if keys[0] != "max_us" {
+		keys = append(keys, "max_us")
+	}
+	var figs []rankFig
+	for _, key := range keys {
+		f := figureByKey(key)
+		var labels []string
+		var columns [][]float64
+		var ivs [][2]float64
+		for _, s := range rp.Sources {
+			labels, columns = append(labels, s.Label), append(columns, s.RunFigures[key])
+			ivs = append(ivs, whisker(rp.Sources[0], s, key))
+		}
+		svg, err := maximaFigure(labels, columns, ivs, f.label+" per run, µs")
+		if err != nil {
+			return nil, err
+		}
+		figs = append(figs, rankFig{SVG: svg, Caption: fmt.Sprintf("Each run's %s (dots) and their median (bar), per source; beside each later source, "+
+			"the first's median (dashed) times the 95 %% interval of the ratio to it: it clears the dashed line only where the runs decide.", f.label)})
+	}
+	return figs, nil
 }
 
-// maximaFigure draws columns of per-run maxima (RunMaxima), one per label.
-func maximaFigure(labels []string, columns [][]float64) (template.HTML, error) {
+// rankFig is one figure of the ranking, with its caption.
+type rankFig struct {
+	SVG     template.HTML
+	Caption string
+}
+
+// whisker is s's interval against ref on figure key in the figure's
+// unit: ref's median times the ratio's interval; NaNs for none.
+func whisker(ref, s RankedSource, key string) [2]float64 {
+	none := [2]float64{math.NaN(), math.NaN()}
+	d, ok := s.against(key)
+	if !ok || len(d.Interval) != 2 || len(ref.RunFigures[key]) == 0 {
+		return none
+	}
+	m := median(ref.RunFigures[key])
+	return [2]float64{m * d.Interval[0], m * d.Interval[1]}
+}
+
+// maximaFigure draws columns of per-run figures (RunMaxima), one per
+// label, with their whiskers (ivs; nil: none).
+func maximaFigure(labels []string, columns [][]float64, ivs [][2]float64, ylabel string) (template.HTML, error) {
 	ticks := make([]plot.Tick, len(labels))
 	for i, l := range labels {
 		ticks[i] = plot.Tick{Value: float64(i), Label: l}
 	}
-	p := newPlot("", "", "max latency per run, µs")
-	p.Add(&RunMaxima{Columns: columns, Color: colLatency})
+	p := newPlot("", "", ylabel)
+	p.Add(&RunMaxima{Columns: columns, Intervals: ivs, Color: colLatency})
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	return svgOf(p, figW, figHCPU+30)
 }
 
 var rankKeys = []string{"median_max_us", "worst_max_us", "p99_us", "p999_us", "vs_best", "xruns", "lost"}
 
-// rankFigures are the decided figures whose ★ each column of rankKeys
+// rankColumnFigures are the decided figures whose ★ each column of rankKeys
 // takes ("": none: a point ratio, a count of lost periods).
-var rankFigures = []string{"max_us", "max_us", "p99_us", "p999_us", "", "xruns_per_min", ""}
+var rankColumnFigures = []string{"max_us", "max_us", "p99_us", "p999_us", "", "xruns_per_min", ""}
 
 // markRankDecided stars, in each column of the ranking's table, the
 // source decided better than every other from the runs; none where they
@@ -591,7 +631,7 @@ func markRankDecided(rp RankedPhase, rows []rankRow, within float64) {
 	if rp.NotRanked != "" {
 		return
 	}
-	for k, key := range rankFigures {
+	for k, key := range rankColumnFigures {
 		if key == "" {
 			continue
 		}

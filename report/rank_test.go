@@ -330,6 +330,18 @@ func TestRankByP999(t *testing.T) {
 	if v := rankVerdict(ph); !strings.Contains(v, "by p99.9") || !strings.Contains(v, "By the runs' maxima: best busy, worst calm") {
 		t.Errorf("verdict %q", v)
 	}
+	// The page draws each run's p99.9 and max per source, with busy's
+	// interval against calm beside it.
+	vs, err := rankViews(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if figs := vs[0].Figs; len(figs) != 2 || !strings.Contains(figs[0].Caption, "p99.9") || !strings.Contains(figs[1].Caption, "max") {
+		t.Errorf("figures %+v, want p99.9's and max's", figs)
+	}
+	if w := whisker(ph.Sources[0], ph.Sources[1], "p999_us"); w[0] < 6*42 || w[1] > 8*42 {
+		t.Errorf("busy's whisker %v, want calm's median 42 µs times about 7", w)
+	}
 	// PortAudio beside ALSA: its jitter is not a latency from the card.
 	cs[1].run.Driver = "portaudio"
 	if ph := rank(cs, 10).Phases[0]; ph.Best != "" || ph.Worst != "" || ph.NotRanked == "" {

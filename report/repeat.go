@@ -202,5 +202,5 @@ func spreadFigure(ps []*phaseData) (template.HTML, error) {
 	if len(columns) == 0 {
 		return "", nil
 	}
-	return maximaFigure(labels, columns)
+	return maximaFigure(labels, columns, nil, "max latency per run, µs")
 }

@@ -45,6 +45,9 @@ type compared struct {
 	log    []cyclictest.LogRun // a cyclictest terminal log
 	phases []*phaseData
 	spikes map[int][]rundata.Spike // by phase index, for a traced run
+	// inner says what differs between the results directories given to
+	// this one source (differs), a line each.
+	inner []string
 }
 
 // CompareTo renders several runs side by side into out, and writes their
@@ -138,13 +141,15 @@ func loadSource(in Input) (*compared, error) {
 	}
 	paths := append([]string{in.Path}, in.More...)
 	var src *compared
+	var parts []*compared
 	for _, p := range paths {
 		one := in
-		one.Path, one.More = p, nil
+		one.Path, one.More, one.Label = p, nil, p
 		c, err := loadInput(one)
 		if err != nil {
 			return nil, err
 		}
+		parts = append(parts, c)
 		if src == nil {
 			src = c
 			continue
@@ -157,8 +162,11 @@ func loadSource(in Input) (*compared, error) {
 		}
 		src.phases = append(src.phases, c.phases...)
 	}
+	// Runs of one source measured otherwise are not one source's runs.
+	src.inner = differs(parts)
+	src.Label = in.Label
 	if in.Label == "" {
-		src.Label = fmt.Sprintf("%s +%d", src.Label, len(in.More))
+		src.Label = fmt.Sprintf("%s +%d", filepath.Base(filepath.Clean(in.Path)), len(in.More))
 	}
 	src.Path = strings.Join(paths, ", ")
 	src.poolByName()

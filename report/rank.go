@@ -320,6 +320,11 @@ func unrankable(cs []*compared) string {
 // sources, each with every source's value: "driver: alsa (A), timer (B)".
 func differs(cs []*compared) []string {
 	var out []string
+	for _, c := range cs {
+		for _, d := range c.inner {
+			out = append(out, c.Label+"'s runs: "+d)
+		}
+	}
 	cond := func(name string, of func(*rundata.Run) string) {
 		var vals, parts []string
 		for _, c := range cs {

@@ -104,6 +104,20 @@ func TestCompareDecidesFromRuns(t *testing.T) {
 		t.Errorf("good against bad: exit %d, want 0:\n%s", r.code, r.stderr)
 	}
 	oneLine(t, latencytest(t, "compare", "good="+filepath.Join(dir, "none-*"), "-o", out), "a glob matching nothing")
+	// A run of one source measured otherwise is said not like with like.
+	c := synth.Default()
+	c.PhaseLength, c.Frames, c.Phases = time.Second, 128, []synth.Phase{synth.Idle()}
+	odd := filepath.Join(dir, "odd")
+	if err := os.Mkdir(odd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := synth.Write(odd, c); err != nil {
+		t.Fatal(err)
+	}
+	if r := latencytest(t, "compare", "good="+strings.Join(append(good, odd), ","), "-o", out); r.code != 0 ||
+		!strings.Contains(r.stdout, "not like with like: good's runs: buffer differs:") {
+		t.Errorf("a run measured otherwise among good's: exit %d\n%s", r.code, r.stdout)
+	}
 }
 
 func TestReportCommand(t *testing.T) {

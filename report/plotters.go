@@ -3,12 +3,12 @@ package report
 import (
 	"image/color"
 	"math"
-	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"latencytest/internal/decide"
 	"latencytest/rundata"
 )
 
@@ -313,7 +313,7 @@ func (r *RunMaxima) Plot(c draw.Canvas, p *plot.Plot) {
 		// The first column's median across the plot: what each whisker
 		// clears or not.
 		ref := draw.LineStyle{Color: r.Color, Width: vg.Points(0.5), Dashes: []vg.Length{vg.Points(3), vg.Points(3)}}
-		y := trY(median(r.Columns[0]))
+		y := trY(decide.Median(r.Columns[0]))
 		c.StrokeLine2(ref, trX(-0.5), y, trX(float64(len(r.Columns))-0.5), y)
 	}
 	for i, col := range r.Columns {
@@ -322,7 +322,7 @@ func (r *RunMaxima) Plot(c draw.Canvas, p *plot.Plot) {
 			c.DrawGlyph(dot, vg.Point{X: x, Y: trY(v)})
 		}
 		if len(col) > 0 {
-			y := trY(median(col))
+			y := trY(decide.Median(col))
 			c.StrokeLine2(bar, x-vg.Points(9), y, x+vg.Points(9), y)
 		}
 		if i < len(r.Intervals) && !math.IsNaN(r.Intervals[i][0]) {
@@ -351,14 +351,4 @@ func (r *RunMaxima) DataRange() (xmin, xmax, ymin, ymax float64) {
 		ymin, ymax = 0, 1
 	}
 	return -0.5, float64(len(r.Columns)) - 0.5, math.Min(0, ymin), ymax + 0.05*(ymax-math.Min(0, ymin)) // room for the top dot
-}
-
-// median is the middle of vs (the mean of the two middle ones).
-func median(vs []float64) float64 {
-	s := slices.Sorted(slices.Values(vs))
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }

@@ -377,7 +377,7 @@ func rankedSource(label string, p *phaseData) RankedSource {
 	s.Periods = p.Periods
 	s.MaxUS = p.runFigure(func(r *phaseData) float64 { return r.Latency.Max })
 	s.Runs = len(s.MaxUS)
-	s.WorstMaxUS, s.MedianMaxUS = slices.Max(s.MaxUS), median(s.MaxUS)
+	s.WorstMaxUS, s.MedianMaxUS = slices.Max(s.MaxUS), decide.Median(s.MaxUS)
 	if v := p.Latency.P99; !math.IsNaN(v) {
 		s.P99US = &v
 	}
@@ -606,7 +606,7 @@ func whisker(ref, s RankedSource, key string) [2]float64 {
 	if !ok || len(d.Interval) != 2 || len(ref.RunFigures[key]) == 0 {
 		return none
 	}
-	m := median(ref.RunFigures[key])
+	m := decide.Median(ref.RunFigures[key])
 	return [2]float64{m * d.Interval[0], m * d.Interval[1]}
 }
 

@@ -57,7 +57,7 @@ const Resamples = 10000
 // interval: xs resampled with replacement Resamples times, from seed, so
 // that the same rounds always give the same interval.
 func MedianInterval(xs []float64, seed uint64) Interval {
-	xs = finite(xs)
+	xs = decide.Finite(xs)
 	if len(xs) == 0 {
 		return Interval{}
 	}
@@ -75,19 +75,8 @@ func MedianInterval(xs []float64, seed uint64) Interval {
 }
 
 // Median is the median of xs' finite values (NaN for none: a round with
-// no figure); xs is not changed.
-func Median(xs []float64) float64 {
-	s := finite(xs)
-	if len(s) == 0 {
-		return math.NaN()
-	}
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
+// no figure); xs is not changed. It is decide's, compare's.
+func Median(xs []float64) float64 { return decide.Median(xs) }
 
 // quantile is the q-quantile of sorted s, interpolated between ranks.
 func quantile(s []float64, q float64) float64 {
@@ -97,16 +86,6 @@ func quantile(s []float64, q float64) float64 {
 		return s[len(s)-1]
 	}
 	return s[i] + (pos-float64(i))*(s[i+1]-s[i])
-}
-
-func finite(xs []float64) []float64 {
-	var out []float64
-	for _, x := range xs {
-		if !math.IsNaN(x) && !math.IsInf(x, 0) {
-			out = append(out, x)
-		}
-	}
-	return out
 }
 
 // Paired is one tool over another, round by round.

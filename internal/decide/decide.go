@@ -152,7 +152,7 @@ const OneRunEach = "one run each cannot tell a difference from the run-to-run sp
 // (3+unit)/unit; 0 for latencies, whose figures are positive. Figures
 // that are NaN are left out (a run without that figure).
 func Compare(a, b []float64, unit, withinPct float64) Decision {
-	a, b = usable(a), usable(b)
+	a, b = Finite(a), Finite(b)
 	d := Decision{Ratio: math.NaN(), Lo: math.NaN(), Hi: math.NaN(), RunsA: len(a), RunsB: len(b),
 		Word: CannotTell, WithinPct: withinPct}
 	if len(a) == 0 || len(b) == 0 {
@@ -167,7 +167,7 @@ func Compare(a, b []float64, unit, withinPct float64) Decision {
 		return d
 	}
 	diffs := pairwise(la, lb)
-	d.Ratio = math.Exp(median(diffs))
+	d.Ratio = math.Exp(sortedMedian(diffs))
 	if len(a) == 1 && len(b) == 1 {
 		d.Why, d.RunsNeeded = OneRunEach, SuggestedRuns
 		return d
@@ -243,8 +243,9 @@ func runsToNarrow(lo, hi float64, na, nb int, t float64) int {
 	return max(int(n), max(na, nb)+1)
 }
 
-// usable drops NaNs and infinities: a run without the figure.
-func usable(xs []float64) []float64 {
+// Finite is xs without NaNs and infinities (a run or a round without the
+// figure), in a new slice.
+func Finite(xs []float64) []float64 {
 	var out []float64
 	for _, x := range xs {
 		if !math.IsNaN(x) && !math.IsInf(x, 0) {
@@ -278,7 +279,18 @@ func pairwise(a, b []float64) []float64 {
 	return out
 }
 
-func median(sorted []float64) float64 {
+// Median is the median of xs' finite values (the mean of the two middle
+// ones for an even count), NaN for none; xs is not changed.
+func Median(xs []float64) float64 {
+	s := Finite(xs)
+	if len(s) == 0 {
+		return math.NaN()
+	}
+	slices.Sort(s)
+	return sortedMedian(s)
+}
+
+func sortedMedian(sorted []float64) float64 {
 	n := len(sorted)
 	if n%2 == 1 {
 		return sorted[n/2]

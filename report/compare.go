@@ -409,7 +409,7 @@ func fillSection(sv *sectionView, cs []*compared, name string, within float64) [
 		}
 		sv.Rows = append(sv.Rows, cr)
 	}
-	sv.Rows = append(sv.Rows, loadRows(ps)...)
+	sv.Rows = append(sv.Rows, loadRows(ps, within)...)
 	sv.Culprits = compareCulprits(cs, name)
 	return hs
 }

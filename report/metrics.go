@@ -270,6 +270,14 @@ func metricByKey(key string) *metric {
 // against every other ranked source's on figure f; -1 when there are
 // fewer than two or the runs cannot tell.
 func (f decidedFigure) decidedOne(runs [][]float64, within float64, w decide.Word) int {
+	return decidedOne(runs, f.unit, within, w)
+}
+
+// decidedOne is the index of the one source whose runs (runs[i]; nil:
+// not ranked) are decided w against every other's, unit added to every
+// figure (decide.Compare); -1 when there are fewer than two or the runs
+// cannot tell.
+func decidedOne(runs [][]float64, unit, within float64, w decide.Word) int {
 	ranked := 0
 	for _, r := range runs {
 		if len(r) > 0 {
@@ -285,7 +293,7 @@ func (f decidedFigure) decidedOne(runs [][]float64, within float64, w decide.Wor
 		}
 		all := true
 		for j, o := range runs {
-			if j != i && len(o) > 0 && decide.Compare(o, r, f.unit, within).Word != w {
+			if j != i && len(o) > 0 && decide.Compare(o, r, unit, within).Word != w {
 				all = false
 				break
 			}

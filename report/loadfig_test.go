@@ -66,7 +66,7 @@ func TestLoadRowsDecidedBest(t *testing.T) {
 		pl := &phaseData{}
 		for _, tm := range times {
 			r := &phaseData{}
-			r.StressorStats = map[string]any{"unit": "rounds", "rounds_per_s": 1 / tm, "round_time_s": []any{tm}}
+			r.StressorStats = map[string]any{"unit": "rounds", "rounds": 1.0, "seconds": tm, "rounds_per_s": 1 / tm, "round_time_s": []any{tm}}
 			pl.runs = append(pl.runs, r)
 		}
 		pl.StressorStats = poolStats(pl.runs)

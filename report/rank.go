@@ -881,7 +881,8 @@ const (
 // source not decided within pct. Phases the first source did not run,
 // and sources that skipped one, are not judged. A source that lost
 // periods in a phase and is not decided worse cannot be passed: a lost
-// period may have been its late one, so the runs cannot tell.
+// period may have been its late one, so the runs cannot tell; nor can one
+// be failed against a first source that lost periods.
 func (r Ranking) FailIfWorse(pct float64) (code int, lines []string) {
 	worse, unknown := false, false
 	for _, ph := range r.Phases {
@@ -899,6 +900,10 @@ func (r Ranking) FailIfWorse(pct float64) (code int, lines []string) {
 			}
 			head := fmt.Sprintf("%s: %s's %s against %s's", ph.Phase, s.Label, ph.By, ref.Label)
 			switch side := d.decision().Exceeds(pct); {
+			case side == decide.Above && ref.lost() > 0:
+				unknown = true
+				lines = append(lines, fmt.Sprintf("%s: cannot tell: %s lost %d periods, its figures may be understated: %s (--fail-if-worse %g%%)",
+					head, ref.Label, ref.lost(), d.Text, pct))
 			case side == decide.Above:
 				worse = true
 				lines = append(lines, fmt.Sprintf("%s: worse by more than %g %%: %s over %d runs against %d (--fail-if-worse %g%%)",

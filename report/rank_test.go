@@ -463,6 +463,11 @@ func TestRankLostPeriods(t *testing.T) {
 	if code, got := rank(cs[:2], 10).FailIfWorse(10); code != ExitCannotTell || len(got) != 1 || !strings.HasPrefix(got[0], want) {
 		t.Errorf("--fail-if-worse exit %d %q, want 125 and %q", code, got, want)
 	}
+	// Against a lossy first source, nothing is failed: its figures may
+	// be understated.
+	if code, got := rank([]*compared{cs[1], cs[2]}, 10).FailIfWorse(10); code != ExitCannotTell || len(got) != 1 || !strings.Contains(got[0], "cannot tell: lossy lost 5 periods") {
+		t.Errorf("--fail-if-worse against lossy: exit %d %q, want 125", code, got)
+	}
 	// Two sources, one of them lossy: nothing is ranked.
 	ph = rank(cs[:2], 10).Phases[0]
 	if ph.Best != "" || ph.Worst != "" || rankVerdict(ph) != wantVerdict[strings.Index(wantVerdict, "Not ranked"):] {

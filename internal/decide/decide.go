@@ -298,15 +298,29 @@ func sortedMedian(sorted []float64) float64 {
 	return (sorted[n/2-1] + sorted[n/2]) / 2
 }
 
+// exactUpTo bounds the product of the runs' counts for which U's null
+// distribution is computed exactly (100 runs against 100 at most, a few
+// million steps); beyond it the normal approximation is within a rank.
+const exactUpTo = 10000
+
 // criticalRank is the largest k with P(U ≤ k−1) ≤ alpha under the null
 // distribution of the Mann–Whitney U of m against n: the k-th smallest and
 // k-th largest pairwise differences bound the (1 − 2·alpha) interval of
 // the shift. 0 when even U = 0 is likelier than alpha (too few runs).
 func criticalRank(m, n int, alpha float64) int {
-	dist := uDistribution(m, n)
+	if m*n > exactUpTo {
+		mu, sd := float64(m*n)/2, math.Sqrt(float64(m*n*(m+n+1))/12)
+		z := -math.Sqrt2 * math.Erfinv(2*alpha-1)
+		return max(0, int(math.Floor(mu-z*sd+0.5)))
+	}
+	return exactCriticalRank(m, n, alpha)
+}
+
+// exactCriticalRank is criticalRank from U's exact null distribution.
+func exactCriticalRank(m, n int, alpha float64) int {
 	cum := 0.0
-	for k := 0; k < len(dist); k++ {
-		cum += dist[k]
+	for k, p := range uDistribution(m, n) {
+		cum += p
 		if cum > alpha {
 			return k
 		}

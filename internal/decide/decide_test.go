@@ -15,8 +15,15 @@ func TestCriticalRank(t *testing.T) {
 			t.Errorf("criticalRank(%d, %d) = %d, want %d", c.m, c.n, got, c.k)
 		}
 	}
-	// Large counts against the normal approximation (no continuity
-	// correction: within a rank or two).
+	// Large counts: the exact distribution against the normal
+	// approximation (no continuity correction: within a rank or two), and
+	// the approximation used beyond exactUpTo against the exact one.
+	if a, e := criticalRank(101, 100, 0.025), float64(101*100)/2-1.959964*math.Sqrt(float64(101*100*202)/12); math.Abs(float64(a)-e) > 1 {
+		t.Errorf("criticalRank(101, 100) = %d, normal %.1f", a, e)
+	}
+	if a, e := criticalRank(101, 100, 0.025), exactCriticalRank(101, 100, 0.025); a < e-1 || a > e+1 {
+		t.Errorf("criticalRank(101, 100) approximated %d, exact %d", a, e)
+	}
 	m, n := 60, 60
 	mu, sd := float64(m*n)/2, math.Sqrt(float64(m*n*(m+n+1))/12)
 	want := mu - 1.959964*sd
@@ -161,3 +168,4 @@ func TestKnownTruthOneRun(t *testing.T) {
 		}
 	}
 }
+

@@ -168,4 +168,3 @@ func TestKnownTruthOneRun(t *testing.T) {
 		}
 	}
 }
-

@@ -159,11 +159,9 @@ func Compare(a, b []float64, unit, withinPct float64) Decision {
 		d.Why = "a source has no such figure"
 		return d
 	}
-	la, lb, ok := logs(a, unit), logs(b, unit), true
+	la, lb := logs(a, unit), logs(b, unit)
 	if la == nil || lb == nil {
-		d.Why, ok = "a figure is not above 0, so no ratio", false
-	}
-	if !ok {
+		d.Why = "a figure is not above 0, so no ratio"
 		return d
 	}
 	diffs := pairwise(la, lb)

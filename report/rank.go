@@ -191,7 +191,7 @@ func rank(cs []*compared, within float64) Ranking {
 // by the runs' maxima; and by the maxima too, said when it disagrees.
 // Best and worst are named only where the runs decide them.
 func rankPhase(rp *RankedPhase, within float64) {
-	bestWorst(rp.Sources, func(s RankedSource) float64 { return s.WorstMaxUS })
+	setVsBest(rp.Sources, func(s RankedSource) float64 { return s.WorstMaxUS })
 	for i := range rp.Sources {
 		rp.Sources[i].WorstVsBest = rp.Sources[i].VsBest
 	}
@@ -205,7 +205,7 @@ func rankPhase(rp *RankedPhase, within float64) {
 	}
 	bm, wm := rp.Best, rp.Worst
 	rp.By = "p99.9"
-	bestWorst(rp.Sources, func(s RankedSource) float64 { return *s.P999US })
+	setVsBest(rp.Sources, func(s RankedSource) float64 { return *s.P999US })
 	rp.Best, rp.Worst = decidedBestWorst(rp.Sources, "p999_us", within)
 	if bm != rp.Best || wm != rp.Worst {
 		rp.BestMax, rp.WorstMax = bm, wm
@@ -375,7 +375,7 @@ func rankedSource(label string, p *phaseData) RankedSource {
 		return s
 	}
 	s.Periods = p.Periods
-	s.MaxUS = p.runFigure(func(r *phaseData) float64 { return r.Latency.Max })
+	s.MaxUS = p.runFigure(metricByKey("max_us").get)
 	s.Runs = len(s.MaxUS)
 	s.WorstMaxUS, s.MedianMaxUS = slices.Max(s.MaxUS), decide.Median(s.MaxUS)
 	if v := p.Latency.P99; !math.IsNaN(v) {
@@ -383,7 +383,7 @@ func rankedSource(label string, p *phaseData) RankedSource {
 	}
 	if v := p.Latency.P999; !math.IsNaN(v) {
 		s.P999US = &v
-		if rs := p.runFigure(func(r *phaseData) float64 { return r.Latency.P999 }); len(rs) > 1 && !slices.ContainsFunc(rs, math.IsNaN) {
+		if rs := p.runFigure(metricByKey("p999_us").get); len(rs) > 1 && !slices.ContainsFunc(rs, math.IsNaN) {
 			s.RunP999US = rs
 		}
 	}
@@ -400,10 +400,10 @@ func rankedSource(label string, p *phaseData) RankedSource {
 	return s
 }
 
-// bestWorst sets each source's VsBest: its figure fig over the smallest
+// setVsBest sets each source's VsBest: its figure fig over the smallest
 // of those ranked (a point figure, shown beside the decisions, never
 // ranking by itself).
-func bestWorst(ss []RankedSource, fig func(RankedSource) float64) {
+func setVsBest(ss []RankedSource, fig func(RankedSource) float64) {
 	b := -1
 	for i, s := range ss {
 		if s.ranked() && (b < 0 || fig(s) < fig(ss[b])) {

@@ -225,12 +225,7 @@ func (rp RankedPhase) byKey() string {
 // than every other on figure key from their runs; "" where the runs
 // cannot tell.
 func decidedBestWorst(ss []RankedSource, key string, within float64) (best, worst string) {
-	runs := make([][]float64, len(ss))
-	for i, s := range ss {
-		if s.ranked() {
-			runs[i] = s.RunFigures[key]
-		}
-	}
+	runs := rankedRuns(ss, key)
 	f := figureByKey(key)
 	if i := f.decidedOne(runs, within, decide.Better); i >= 0 {
 		best = ss[i].Label
@@ -239,6 +234,18 @@ func decidedBestWorst(ss []RankedSource, key string, within float64) (best, wors
 		worst = ss[i].Label
 	}
 	return best, worst
+}
+
+// rankedRuns is each source's runs of figure key, nil for a source not
+// ranked (it did not run, or lost periods).
+func rankedRuns(ss []RankedSource, key string) [][]float64 {
+	runs := make([][]float64, len(ss))
+	for i, s := range ss {
+		if s.ranked() {
+			runs[i] = s.RunFigures[key]
+		}
+	}
+	return runs
 }
 
 // undecided says why rp names no best or worst though two sources or
@@ -640,13 +647,7 @@ func markRankDecided(rp RankedPhase, rows []rankRow, within float64) {
 		if key == "" {
 			continue
 		}
-		runs := make([][]float64, len(rp.Sources))
-		for i, s := range rp.Sources {
-			if s.ranked() {
-				runs[i] = s.RunFigures[key]
-			}
-		}
-		if i := figureByKey(key).decidedOne(runs, within, decide.Better); i >= 0 && len(rows[i].Cells) > k {
+		if i := figureByKey(key).decidedOne(rankedRuns(rp.Sources, key), within, decide.Better); i >= 0 && len(rows[i].Cells) > k {
 			rows[i].Cells[k].Best = true
 		}
 	}

@@ -15,11 +15,11 @@ import (
 	"latencytest/report"
 )
 
-const compareUsage = `Usage: latencytest compare A B ... [-o compare.html] [-json FILE] [-phase NAME]
+const compareUsage = `Usage: latencytest compare A B ... [-o compare.html] [-json FILE] [-phase NAME] [-fail-if-worse PCT]
 
 Puts several runs side by side: a ranking of the sources per phase (each
 run's max, the median and the worst of them; also printed as a table), then per phase overlaid
-histograms and one table with the best value of each row marked. A, B, ...
+histograms and one table of the figures, ★ where the runs decide a best. A, B, ...
 are results directories or cyclictest files: its --histfile text, its --json
 output, or its terminal output (one or more runs, as captured or pasted into
 a mail); NAME=PATH names one (default: its base name), and

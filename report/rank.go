@@ -697,9 +697,9 @@ type decisionRow struct {
 // decisionCell is one decision on the page; Word is its class.
 type decisionCell struct{ Word, Text string }
 
-// rankVerdict says which source ranked best and worst, by what, where
-// the worst run's max ranks them otherwise, and which sources lost
-// periods and were left out.
+// rankVerdict says which source was decided best and worst, by what,
+// where the runs' maxima decide otherwise, what the runs cannot tell, and
+// which sources lost periods and were left out.
 func rankVerdict(rp RankedPhase) string {
 	if rp.NotRanked != "" {
 		return "Not ranked: " + rp.NotRanked + "."

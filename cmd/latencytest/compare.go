@@ -51,8 +51,7 @@ run --repeat 5.
 
 Examples:
   latencytest compare generic=results/6.1-generic rt=results/6.1-rt -o compare.html
-  latencytest compare good='results/v6.6-*' test='results/test-*' --fail-if-worse 10%
-  latencytest compare results/host-* -json rank.json
+  latencytest compare good='results/v6.6-*' test='results/test-*' -json rank.json --fail-if-worse 10%
   latencytest compare results/6.1-rt cyclictest-6.1-rt.txt -phase idle`
 
 // compareMain accepts its flags before, between or after the inputs, since

@@ -675,13 +675,13 @@ func decisionRows(rp RankedPhase) (figures []string, rows []decisionRow) {
 		}
 		for _, k := range keys {
 			d, ok := s.against(k)
-			switch {
+			switch dd := d.decision(); {
 			case !ok:
-				r.Cells = append(r.Cells, decisionCell{Text: unmeasured})
+				r.Cells = append(r.Cells, decisionCell{Interval: unmeasured})
 			case r.Note != "":
-				r.Cells = append(r.Cells, decisionCell{Word: d.Word, Text: d.decision().Interval()})
+				r.Cells = append(r.Cells, decisionCell{Word: d.Word, Interval: dd.Interval()})
 			default:
-				r.Cells = append(r.Cells, decisionCell{Word: d.Word, Text: d.Text})
+				r.Cells = append(r.Cells, decisionCell{Word: d.Word, Label: dd.Label(), Interval: dd.Interval(), Note: dd.Note()})
 			}
 		}
 		rows = append(rows, r)
@@ -694,8 +694,9 @@ type decisionRow struct {
 	Cells                []decisionCell
 }
 
-// decisionCell is one decision on the page; Word is its class.
-type decisionCell struct{ Word, Text string }
+// decisionCell is one decision on the page: Word its class, Label the
+// word as said, the ratio and its interval, and what the runs would need.
+type decisionCell struct{ Word, Label, Interval, Note string }
 
 // rankVerdict says which source was decided best and worst, by what,
 // where the runs' maxima decide otherwise, what the runs cannot tell, and

@@ -102,29 +102,44 @@ func (d Decision) Exceeds(pct float64) Side {
 }
 
 // String is the decision as a table shows it: "worse: 1.52× [1.31, 1.80]",
-// "cannot tell: 1.03× [0.71, 1.40], ~24 runs each would likely tell".
+// "cannot tell: 1.03× [0.71, 1.40]; ~24 runs each would likely tell".
 func (d Decision) String() string {
-	s := string(d.Word)
-	if d.Word == Same {
-		s = fmt.Sprintf("no difference > %g %%", d.WithinPct)
-	}
+	s := d.Label()
 	if r := d.Interval(); r != "" {
 		s += ": " + r
 	}
-	if d.Word != CannotTell {
-		return s
+	if n := d.Note(); n != "" {
+		s += "; " + n
 	}
+	return s
+}
+
+// Label is the word as said: "no difference > 10 %" for Same.
+func (d Decision) Label() string {
+	if d.Word == Same {
+		return fmt.Sprintf("no difference > %g %%", d.WithinPct)
+	}
+	return string(d.Word)
+}
+
+// Note says, when the runs cannot tell, why where it is not their spread
+// and how many runs would likely tell; "" otherwise.
+func (d Decision) Note() string {
+	if d.Word != CannotTell {
+		return ""
+	}
+	var parts []string
 	if d.Why != "" {
-		s += "; " + d.Why
+		parts = append(parts, d.Why)
 	}
 	switch {
 	case d.Why == OneRunEach:
 	case d.RunsNeeded >= MaxRunsNeeded:
-		s += fmt.Sprintf(", more than %d runs each would be needed", MaxRunsNeeded)
+		parts = append(parts, fmt.Sprintf("more than %d runs each would be needed", MaxRunsNeeded))
 	case d.RunsNeeded > 0:
-		s += fmt.Sprintf(", ~%d runs each would likely tell", d.RunsNeeded)
+		parts = append(parts, fmt.Sprintf("~%d runs each would likely tell", d.RunsNeeded))
 	}
-	return s
+	return strings.Join(parts, ", ")
 }
 
 // Interval is the ratio and its interval, "1.52× [1.31, 1.80]" ("" for

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -89,6 +90,15 @@ func TestCompareRepeated(t *testing.T) {
 	lo, hi := min(r.Phases[0].Latency.P99, r.Phases[2].Latency.P99), max(r.Phases[0].Latency.P99, r.Phases[2].Latency.P99)
 	if *s.P99US < lo-1 || *s.P99US > hi+1 {
 		t.Errorf("pooled p99 %g µs, want between the repetitions' %g and %g", *s.P99US, lo, hi)
+	}
+	// Each repetition is a run the decisions draw from: two against two
+	// give no 95 % interval, and the run against itself is a ratio of 1.
+	if !slices.Equal(s.RunFigures["max_us"], want) {
+		t.Errorf("run figures %v, want the repetitions' maxima %v", s.RunFigures, want)
+	}
+	d, ok := rk.Phases[0].Sources[1].against("p999_us")
+	if !ok || d.Word != "cannot tell" || d.RunsA != 2 || d.RunsB != 2 || *d.Ratio != 1 || d.Interval != nil || d.RunsNeeded < 5 {
+		t.Errorf("again against rep: %+v", d)
 	}
 }
 

@@ -24,8 +24,9 @@ import (
 const Confidence = 0.95
 
 // SuggestedRuns is how many runs each source should have when it has too
-// few for any interval: the fewest (4 each) that give a 95 % interval at
-// all, and one more so that it can be narrower than the runs' range.
+// few for any interval: the fewest equal counts (4 each) that give a 95 %
+// interval at all, and one more so that it can be narrower than the runs'
+// range.
 const SuggestedRuns = 5
 
 // MaxRunsNeeded caps the estimate of runs that would tell: beyond it the

@@ -24,6 +24,11 @@ const DefaultCyclictestPhase = "cyclictest"
 // Input is one run to compare.
 type Input struct {
 	Path string
+	// More are further results directories or cyclictest files of the
+	// same source (the kernel measured again): each of their runs is a
+	// run of this source, as a repeated run's repetitions are, so that
+	// compare decides from their spread.
+	More []string
 	// Label names the run in the page; default: the base name of Path.
 	Label string
 	// Phase is the phase a cyclictest file is compared in, so that it can
@@ -41,6 +46,9 @@ type compared struct {
 	split  bool                // log is the runs under one of its headings (splitLog)
 	phases []*phaseData
 	spikes map[int][]rundata.Spike // by phase index, for a traced run
+	// inner says what differs between the results directories given to
+	// this one source (differs), a line each.
+	inner []string
 }
 
 // CompareTo renders several runs side by side into out, and writes their
@@ -50,14 +58,16 @@ type compared struct {
 // Errors caused by the inputs are bad input (internal/badinput); out is
 // only written when everything could be read.
 func CompareTo(ins []Input, out, jsonOut string) error {
-	_, err := CompareGated(ins, out, jsonOut, nil)
+	_, err := CompareGated(ins, out, jsonOut, DefaultWithinPct, nil)
 	return err
 }
 
 // CompareGated is CompareTo whose writes pass g (nil: none), so that the
-// caller can stop it at any instant without a file half-written; it
-// returns the ranking, for the terminal (WriteRanking).
-func CompareGated(ins []Input, out, jsonOut string, g *Gate) (Ranking, error) {
+// caller can stop it at any instant without a file half-written, deciding
+// "no difference larger than within %" (compare --fail-if-worse's PCT);
+// it returns the ranking, for the terminal (WriteRanking) and the exit
+// code (Ranking.FailIfWorse).
+func CompareGated(ins []Input, out, jsonOut string, within float64, g *Gate) (Ranking, error) {
 	if len(ins) == 0 {
 		return Ranking{}, badinput.New("nothing to compare: give at least one results directory or cyclictest file")
 	}
@@ -65,7 +75,7 @@ func CompareGated(ins []Input, out, jsonOut string, g *Gate) (Ranking, error) {
 	errs := make([]error, len(ins))
 	wg := newGroup()
 	for i, in := range ins {
-		wg.Go(func() { loaded[i], errs[i] = loadInput(in) })
+		wg.Go(func() { loaded[i], errs[i] = loadSource(in) })
 	}
 	wg.Wait()
 	var cs []*compared
@@ -84,11 +94,11 @@ func CompareGated(ins []Input, out, jsonOut string, g *Gate) (Ranking, error) {
 			c.Label = fmt.Sprintf("%s #%d", c.Label, i+1)
 		}
 	}
-	page, err := renderCompare(cs)
+	rk := rank(cs, within)
+	page, err := renderCompare(cs, rk, within)
 	if err != nil {
 		return Ranking{}, err
 	}
-	rk := rank(cs)
 	var ranking []byte
 	if jsonOut != "" {
 		if ranking, err = marshalRanking(rk); err != nil {
@@ -124,6 +134,45 @@ func (c *compared) expandCPUs() {
 		}
 	}
 	c.phases, c.spikes = phases, spikes
+}
+
+// loadSource loads in: the sources it holds (one, or one per heading of
+// a cyclictest mail, splitLog), or with in.More one source whose runs are
+// all of theirs, phases pooled by name, every run kept (pool).
+func loadSource(in Input) ([]*compared, error) {
+	if len(in.More) == 0 {
+		return loadInput(in)
+	}
+	paths := append([]string{in.Path}, in.More...)
+	var parts []*compared
+	for _, p := range paths {
+		one := in
+		one.Path, one.More, one.Label = p, nil, p
+		cs, err := loadInput(one)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, cs...)
+	}
+	src := parts[0]
+	for _, c := range parts[1:] {
+		for i, ss := range c.spikes {
+			if src.spikes == nil {
+				src.spikes = map[int][]rundata.Spike{}
+			}
+			src.spikes[len(src.phases)+i] = ss
+		}
+		src.phases = append(src.phases, c.phases...)
+	}
+	// Runs of one source measured otherwise are not one source's runs.
+	src.inner = differs(parts)
+	src.Label = in.Label
+	if in.Label == "" {
+		src.Label = fmt.Sprintf("%s +%d", filepath.Base(filepath.Clean(in.Path)), len(in.More))
+	}
+	src.Path = strings.Join(paths, ", ")
+	src.poolByName()
+	return []*compared{src}, nil
 }
 
 // maxCyclictestBytes bounds a cyclictest file: -h 100000 with 64 threads
@@ -247,13 +296,12 @@ type comparePage struct {
 	Sections []sectionView
 }
 
-func renderCompare(cs []*compared) ([]byte, error) {
+func renderCompare(cs []*compared, rk Ranking, within float64) ([]byte, error) {
 	pg := &comparePage{}
 	for i, c := range cs {
 		pg.Inputs = append(pg.Inputs, inputOf(c, paletteAt(i)))
 	}
 	var err error
-	rk := rank(cs)
 	pg.Differs = rk.Differs
 	if pg.Ranking, err = rankViews(rk); err != nil {
 		return nil, err
@@ -267,7 +315,7 @@ func renderCompare(cs []*compared) ([]byte, error) {
 	for si, name := range names {
 		sv := &pg.Sections[si]
 		sv.ID, sv.Name = "phase-"+strconv.Itoa(si+1), name
-		hs := fillSection(sv, cs, name)
+		hs := fillSection(sv, cs, name, within)
 		if len(hs) == 0 {
 			continue // the phase was skipped in every run
 		}
@@ -353,7 +401,7 @@ func inputOf(c *compared, col color.NRGBA) inputView {
 // fillSection fills the table of phase name across the inputs into sv
 // (a run that skipped it says why, the best figure of each row marked)
 // and returns the histograms to overlay in its figure.
-func fillSection(sv *sectionView, cs []*compared, name string) []histSeries {
+func fillSection(sv *sectionView, cs []*compared, name string, within float64) []histSeries {
 	var ps []*phaseData // nil for a phase that was skipped
 	var skipped []string
 	var hs []histSeries
@@ -382,7 +430,7 @@ func fillSection(sv *sectionView, cs []*compared, name string) []histSeries {
 			byPhase[i] = row(p)
 		}
 	}
-	markBest(ps, byPhase)
+	markDecided(ps, byPhase, within)
 	for mi, m := range metrics {
 		if _, ok := sometimes[m.key]; ok && !measuredIn(compareCells(byPhase, mi), 0) {
 			continue
@@ -397,7 +445,7 @@ func fillSection(sv *sectionView, cs []*compared, name string) []histSeries {
 		}
 		sv.Rows = append(sv.Rows, cr)
 	}
-	sv.Rows = append(sv.Rows, loadRows(ps)...)
+	sv.Rows = append(sv.Rows, loadRows(ps, within)...)
 	sv.Culprits = compareCulprits(cs, name)
 	return hs
 }

@@ -138,7 +138,7 @@ func TestCompareTwoRuns(t *testing.T) {
 	b.Phases = []synth.Phase{synth.Idle(), synth.Hackbench()}
 	b.Phases[0].MedianUS, b.Phases[1].MedianUS, b.Phases[1].SpikeProb = 9, 40, 1e-2
 	dirA, runA := writeRun(t, a)
-	dirB, runB := writeRun(t, b)
+	dirB, _ := writeRun(t, b)
 	out := filepath.Join(t.TempDir(), "compare.html")
 	if err := compareInputs([]Input{{Path: dirA, Label: "rt"}, {Path: dirB, Label: "generic"}}, out); err != nil {
 		t.Fatal(err)
@@ -149,19 +149,16 @@ func TestCompareTwoRuns(t *testing.T) {
 		if strings.Join(runs, ",") != "rt,generic" {
 			t.Fatalf("%s: columns %v", name, runs)
 		}
-		pa, pb := runA.Phases[pi], runB.Phases[pi]
-		// The best of each row is the run whose run.json says so.
-		for _, m := range []struct {
-			key  string
-			a, b float64
-		}{{"p99_us", pa.Latency.P99, pb.Latency.P99}, {"avg_us", pa.Latency.Avg, pb.Latency.Avg}, {"within_100us_pct", -pa.WithinUS100, -pb.WithinUS100}} {
-			cells := rows[m.key]
+		pa := runA.Phases[pi]
+		// One run each: no row marks a best, however far apart the
+		// figures (one run against one says nothing of the run-to-run
+		// spread).
+		for key, cells := range rows {
 			if len(cells) != 2 {
-				t.Fatalf("%s %s: %d cells", name, m.key, len(cells))
+				t.Fatalf("%s %s: %d cells", name, key, len(cells))
 			}
-			wantA, wantB := m.a <= m.b, m.b <= m.a
-			if hasClass(cells[0], "best") != wantA || hasClass(cells[1], "best") != wantB {
-				t.Errorf("%s %s: best marks %v/%v, values %v/%v", name, m.key, hasClass(cells[0], "best"), hasClass(cells[1], "best"), m.a, m.b)
+			if hasClass(cells[0], "best") || hasClass(cells[1], "best") {
+				t.Errorf("%s %s: ★ from one run each", name, key)
 			}
 		}
 		if got := cellValue(t, rowOf(rows["p999_us"], 0), "p999_us"); got != pa.Latency.P999 {

@@ -32,12 +32,12 @@ type phaseData struct {
 	act float64
 	// noLoop marks inputs that measure no CPU loop and no xruns (cyclictest).
 	noLoop bool
-	// runMaxUS is the largest latency of each run the phase pools: one
-	// for a latencytest phase or a cyclictest histogram, one per run of
-	// a cyclictest log.
-	runMaxUS []float64
-	// runP999US is each pooled run's p99.9, when every run has one.
-	runP999US []float64
+	// runs are the runs the phase pools, each a phase of its own: the
+	// repetitions of run --repeat, the results directories given to one
+	// label, the runs of a cyclictest log. nil for one run (perRun).
+	// compare decides from them (internal/decide): the unit of evidence
+	// is the run, since one run's periods are not independent.
+	runs []*phaseData
 	// cpus are, under run --cpus, each CPU's thread, loaded as a phase
 	// of its own from its samples file; the phase's hist is then theirs
 	// merged, and it has no env.
@@ -242,4 +242,22 @@ func glitchPeriods(snd *rundata.Sound) []int64 {
 	}
 	slices.Sort(ps)
 	return ps
+}
+
+// perRun is each run the phase pools: itself when it is one run.
+func (p *phaseData) perRun() []*phaseData {
+	if len(p.runs) == 0 {
+		return []*phaseData{p}
+	}
+	return p.runs
+}
+
+// runFigure is figure get of each run the phase pools.
+func (p *phaseData) runFigure(get func(*phaseData) float64) []float64 {
+	rs := p.perRun()
+	out := make([]float64, len(rs))
+	for i, r := range rs {
+		out[i] = get(r)
+	}
+	return out
 }

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"latencytest/internal/decide"
 )
 
 // loadFigure is one of a stressor's figures that compare puts side by
@@ -32,6 +34,28 @@ func rateKey(m map[string]any) string {
 	return ""
 }
 
+// decidedBest is the index of the source (ps[i]; nil: skipped) whose
+// runs decide it better on f than every other's, -1 when they cannot
+// tell: the ★ of a load row, as of the latency rows (markDecided).
+func (f loadFigure) decidedBest(ps []*phaseData, within float64) int {
+	runs := make([][]float64, len(ps))
+	for i, p := range ps {
+		if p == nil {
+			continue
+		}
+		for _, r := range p.perRun() {
+			if v, ok := f.value(r.StressorStats); ok {
+				runs[i] = append(runs[i], v)
+			}
+		}
+	}
+	w := decide.Better // lower is better: decided below every other
+	if f.better > 0 {
+		w = decide.Worse // higher is better: decided above every other
+	}
+	return decidedOne(runs, 0, within, w)
+}
+
 var loadFigures = []loadFigure{
 	{"load_rate", "load rate", +1, func(m map[string]any) (float64, bool) {
 		v, ok := m[rateKey(m)].(float64)
@@ -52,11 +76,13 @@ var loadFigures = []loadFigure{
 
 // loadRows are compare's rows of the phase's load figures, one per figure
 // some source has: each source's value and its ratio to the first
-// source's ("0.53×"), the best marked; then each source's whole summary.
-// ps holds nil for a source that skipped the phase.
-func loadRows(ps []*phaseData) []compareRow {
+// source's ("0.53×"), ★ on the source the runs decide best (within: X
+// of decide.Compare); then each source's whole summary. ps holds nil for
+// a source that skipped the phase.
+func loadRows(ps []*phaseData, within float64) []compareRow {
 	var rows []compareRow
 	for _, f := range loadFigures {
+		best := f.decidedBest(ps, within)
 		vals := make([]float64, len(ps))
 		have := false
 		unit := ""
@@ -87,20 +113,14 @@ func loadRows(ps []*phaseData) []compareRow {
 				break
 			}
 		}
-		best := math.NaN()
-		for _, v := range vals {
-			if !math.IsNaN(v) && (math.IsNaN(best) || float64(f.better)*(v-best) > 0) {
-				best = v
-			}
-		}
-		for _, v := range vals {
+		for i, v := range vals {
 			c := cell{Key: f.key, Text: "—"}
 			if !math.IsNaN(v) {
 				c.Text = strconv.FormatFloat(v, 'g', 4, 64)
 				if ref > 0 {
 					c.Text += fmt.Sprintf(" (%.2f×)", v/ref)
 				}
-				c.Best = v == best && len(ps) > 1
+				c.Best = i == best
 			}
 			r.Cells = append(r.Cells, c)
 		}

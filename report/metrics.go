@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"latencytest/internal/decide"
 	"latencytest/rundata"
 )
 
@@ -190,38 +191,139 @@ func fmtPercentile(s rundata.LatencyStats, v float64) string {
 	return fmtUS(v)
 }
 
-// markBest flags, in each metric where lower or higher is better, the best
-// value among rows (nil rows are phases that did not run). Ties are all
-// best; a metric fewer than two rows measured has no best. A phase that
-// lost periods is left out of the metrics they could have changed: it is
-// never best on a figure its lost periods are missing from.
-func markBest(ps []*phaseData, rows [][]cell) {
-	for mi, m := range metrics {
-		if m.better == 0 {
+// decidedFigure is a figure compare decides on from the spread of each
+// source's runs (internal/decide): the decisions compare prints and
+// writes in -json, its best and worst, and the ★ of its tables all come
+// from this one table. A figure is one of metrics' by key, taken run by
+// run, or derived from them (xruns per minute, so that runs of other
+// lengths compare).
+type decidedFigure struct {
+	key, label string
+	// column is the metric whose cells take the figure's ★.
+	column string
+	// unit is added to every run's figure before the ratio is taken
+	// (decide.Compare): 0 for latencies, the resolution of a count that
+	// can be 0 (one xrun in 10 minutes, 1 ms of xrun), so that none
+	// against none is a ratio of 1.
+	unit float64
+	get  func(*phaseData) float64
+}
+
+var decidedFigures = []decidedFigure{
+	{"p99_us", "p99", "p99_us", 0, metricByKey("p99_us").get},
+	{"p999_us", "p99.9", "p999_us", 0, metricByKey("p999_us").get},
+	{"max_us", "max", "max_us", 0, metricByKey("max_us").get},
+	{"xruns_per_min", "xruns/min", "xruns", 0.1, xrunsPerMinute},
+	{"xrun_ms_total", "xrun time ms", "xrun_ms_total", 1, metricByKey("xrun_ms_total").get},
+}
+
+// xrunsPerMinute is the phase's xruns over its length; NaN where either
+// is unknown (cyclictest has no xruns; a phase recovered from a crash may
+// have no end).
+func xrunsPerMinute(p *phaseData) float64 {
+	x := metricByKey("xruns").get(p)
+	minutes := float64(p.EndMonoNS-p.StartMonoNS) / 60e9
+	if math.IsNaN(x) || minutes <= 0 {
+		return math.NaN()
+	}
+	return x / minutes
+}
+
+// figureByKey is the decided figure called key.
+func figureByKey(key string) decidedFigure {
+	for _, f := range decidedFigures {
+		if f.key == key {
+			return f
+		}
+	}
+	panic("report: no decided figure " + key)
+}
+
+// runs is f of each run phase p pools, those without it left out (a
+// percentile beyond the histogram's range is only a lower bound); nil for
+// a phase that did not run.
+func (f decidedFigure) runs(p *phaseData) []float64 {
+	if p == nil {
+		return nil
+	}
+	var out []float64
+	for _, v := range p.runFigure(f.get) {
+		if !math.IsNaN(v) && !math.IsInf(v, 0) && !(metricByKey(f.column).pct && p.Latency.Beyond(v)) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// metricByKey is the metric called key.
+func metricByKey(key string) *metric {
+	for i := range metrics {
+		if metrics[i].key == key {
+			return &metrics[i]
+		}
+	}
+	panic("report: no metric " + key)
+}
+
+// decidedOne is the index of the one source whose runs (runs[i]; nil:
+// not ranked) are decided w (decide.Better: best; decide.Worse: worst)
+// against every other ranked source's on figure f; -1 when there are
+// fewer than two or the runs cannot tell.
+func (f decidedFigure) decidedOne(runs [][]float64, within float64, w decide.Word) int {
+	return decidedOne(runs, f.unit, within, w)
+}
+
+// decidedOne is the index of the one source whose runs (runs[i]; nil:
+// not ranked) are decided w against every other's, unit added to every
+// figure (decide.Compare); -1 when there are fewer than two or the runs
+// cannot tell.
+func decidedOne(runs [][]float64, unit, within float64, w decide.Word) int {
+	ranked := 0
+	for _, r := range runs {
+		if len(r) > 0 {
+			ranked++
+		}
+	}
+	if ranked < 2 {
+		return -1
+	}
+	for i, r := range runs {
+		if len(r) == 0 {
 			continue
 		}
-		left := func(p *phaseData) bool { return p == nil || p.Lost > 0 && !lossProof[m.key] }
-		best := math.NaN()
-		measured := 0
-		for _, p := range ps {
-			if left(p) {
-				continue
-			}
-			v := m.get(p)
-			if math.IsNaN(v) {
-				continue
-			}
-			measured++
-			if math.IsNaN(best) || float64(m.better)*(v-best) > 0 {
-				best = v
+		all := true
+		for j, o := range runs {
+			if j != i && len(o) > 0 && decide.Compare(o, r, unit, within).Word != w {
+				all = false
+				break
 			}
 		}
-		if measured < 2 {
-			continue // nothing to be best against
+		if all {
+			return i
 		}
-		for ri, p := range ps {
-			if !left(p) && m.text(p) == m.format(best) {
-				rows[ri][mi].Best = true
+	}
+	return -1
+}
+
+// markDecided flags, in each column a decided figure takes its ★ in,
+// the source decided better than every other from the runs' spread
+// (nil ps are phases that did not run); no other cell is flagged: a
+// figure the runs cannot tell apart has no best.
+func markDecided(ps []*phaseData, rows [][]cell, within float64) {
+	for _, f := range decidedFigures {
+		runs := make([][]float64, len(ps))
+		for i, p := range ps {
+			if p != nil && (p.Lost == 0 || lossProof[f.column]) {
+				runs[i] = f.runs(p) // one lost period may have been the late one
+			}
+		}
+		i := f.decidedOne(runs, within, decide.Better)
+		if i < 0 {
+			continue
+		}
+		for mi, m := range metrics {
+			if m.key == f.column {
+				rows[i][mi].Best = true
 			}
 		}
 	}

@@ -3,12 +3,12 @@ package report
 import (
 	"image/color"
 	"math"
-	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"latencytest/internal/decide"
 	"latencytest/rundata"
 )
 
@@ -287,12 +287,20 @@ func (h *Hist) Thumbnail(c *draw.Canvas) {
 	c.StrokeLine2(draw.LineStyle{Color: h.Color, Width: 2.5}, c.Min.X, y, c.Max.X, y)
 }
 
-// RunMaxima draws the largest latency of each run of a repeated phase as a
-// dot in the phase's column, and their median as a short bar: the
-// run-to-run spread people compare kernels by.
+// RunMaxima draws a figure of each run of a repeated phase (its largest
+// latency, its p99.9) as a dot in the phase's column, and their median as
+// a short bar: the run-to-run spread people compare kernels by. With
+// Intervals, a whisker beside a column spans where the runs put that
+// column's figure: the first column's median times the 95 % interval of
+// the ratio to it (internal/decide), so that the whisker clears the first
+// column's median (a dashed line across) exactly when the runs decide a
+// difference.
 type RunMaxima struct {
-	Columns [][]float64 // per column, each run's max
-	Color   color.Color
+	Columns [][]float64 // per column, each run's figure
+	// Intervals are per column [lo, hi] in the figure's unit, or NaNs
+	// for none; nil: no whiskers.
+	Intervals [][2]float64
+	Color     color.Color
 }
 
 // Plot implements plot.Plotter.
@@ -300,14 +308,28 @@ func (r *RunMaxima) Plot(c draw.Canvas, p *plot.Plot) {
 	trX, trY := p.Transforms(&c)
 	dot := draw.GlyphStyle{Color: r.Color, Radius: vg.Points(2.5), Shape: draw.CircleGlyph{}}
 	bar := draw.LineStyle{Color: r.Color, Width: vg.Points(1.5)}
+	whisker := draw.LineStyle{Color: r.Color, Width: vg.Points(1)}
+	if len(r.Intervals) > 0 && len(r.Columns) > 0 && len(r.Columns[0]) > 0 {
+		// The first column's median across the plot: what each whisker
+		// clears or not.
+		ref := draw.LineStyle{Color: r.Color, Width: vg.Points(0.5), Dashes: []vg.Length{vg.Points(3), vg.Points(3)}}
+		y := trY(decide.Median(r.Columns[0]))
+		c.StrokeLine2(ref, trX(-0.5), y, trX(float64(len(r.Columns))-0.5), y)
+	}
 	for i, col := range r.Columns {
 		x := trX(float64(i))
 		for _, v := range col {
 			c.DrawGlyph(dot, vg.Point{X: x, Y: trY(v)})
 		}
 		if len(col) > 0 {
-			y := trY(median(col))
+			y := trY(decide.Median(col))
 			c.StrokeLine2(bar, x-vg.Points(9), y, x+vg.Points(9), y)
+		}
+		if i < len(r.Intervals) && !math.IsNaN(r.Intervals[i][0]) {
+			wx, lo, hi := x+vg.Points(14), trY(r.Intervals[i][0]), trY(r.Intervals[i][1])
+			c.StrokeLine2(whisker, wx, lo, wx, hi)
+			c.StrokeLine2(whisker, wx-vg.Points(3), lo, wx+vg.Points(3), lo)
+			c.StrokeLine2(whisker, wx-vg.Points(3), hi, wx+vg.Points(3), hi)
 		}
 	}
 }
@@ -320,18 +342,13 @@ func (r *RunMaxima) DataRange() (xmin, xmax, ymin, ymax float64) {
 			ymin, ymax = math.Min(ymin, v), math.Max(ymax, v)
 		}
 	}
+	for _, iv := range r.Intervals {
+		if !math.IsNaN(iv[0]) {
+			ymin, ymax = math.Min(ymin, iv[0]), math.Max(ymax, iv[1])
+		}
+	}
 	if math.IsInf(ymin, 1) {
 		ymin, ymax = 0, 1
 	}
-	return -0.5, float64(len(r.Columns)) - 0.5, math.Min(0, ymin), ymax
-}
-
-// median is the middle of vs (the mean of the two middle ones).
-func median(vs []float64) float64 {
-	s := slices.Sorted(slices.Values(vs))
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
+	return -0.5, float64(len(r.Columns)) - 0.5, math.Min(0, ymin), ymax + 0.05*(ymax-math.Min(0, ymin)) // room for the top dot
 }

@@ -3,7 +3,6 @@ package report
 import (
 	"html/template"
 	"math"
-	"slices"
 
 	"latencytest/rundata"
 )
@@ -13,7 +12,7 @@ import (
 // pooled as a phase's CPUs are (rundata.Phase.Pool), so a repetition's
 // lost periods or verdict are never dropped; the distribution read from
 // their histograms merged; what the machine was doing averaged; each
-// repetition's max kept (runMaxUS). nil when none ran.
+// repetition kept (runs). nil when none ran.
 func pool(ps []*phaseData) *phaseData {
 	var ran []*phaseData
 	for _, p := range ps {
@@ -35,8 +34,7 @@ func pool(ps []*phaseData) *phaseData {
 		parts[i] = &p.Phase
 		out.LoadAvg += p.LoadAvg / float64(len(ran)) // one reading at each start
 		steal += p.StealPct * float64(p.Periods)
-		out.runMaxUS = append(out.runMaxUS, p.Latency.Max)
-		out.runP999US = append(out.runP999US, p.Latency.P999)
+		out.runs = append(out.runs, p.perRun()...)
 	}
 	out.Pool(parts, out.hist)
 	if out.Periods > 0 {
@@ -44,9 +42,6 @@ func pool(ps []*phaseData) *phaseData {
 	}
 	if out.hist == nil {
 		out.Latency, out.WithinUS100, out.WithinMS1 = extremes(ran)
-	}
-	if slices.ContainsFunc(out.runP999US, math.IsNaN) {
-		out.runP999US = nil
 	}
 	out.StressorStats = poolStats(ran)
 	return out
@@ -123,6 +118,13 @@ func (c *compared) poolRepeats() {
 	if c.run == nil || c.run.Repeat < 2 {
 		return
 	}
+	c.poolByName()
+}
+
+// poolByName pools c's phases of one name into one, in order of first
+// appearance, their spikes together: a repeated run's repetitions, or the
+// phases of several results directories given to one source.
+func (c *compared) poolByName() {
 	index := map[*phaseData]int{}
 	for i, p := range c.phases {
 		index[p] = i
@@ -200,5 +202,5 @@ func spreadFigure(ps []*phaseData) (template.HTML, error) {
 	if len(columns) == 0 {
 		return "", nil
 	}
-	return maximaFigure(labels, columns)
+	return maximaFigure(labels, columns, nil, "max latency per run, µs")
 }

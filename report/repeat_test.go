@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -56,8 +57,8 @@ func TestRenderRepeated(t *testing.T) {
 	}
 	// The pooled max is the larger of the two repetitions'.
 	pooled := pool([]*phaseData{{Phase: r.Phases[0]}, {Phase: r.Phases[2]}})
-	if want := max(r.Phases[0].Latency.Max, r.Phases[2].Latency.Max); pooled.Latency.Max != want || len(pooled.runMaxUS) != 2 {
-		t.Errorf("pooled max %v (runs %v), want %v", pooled.Latency.Max, pooled.runMaxUS, want)
+	if want := max(r.Phases[0].Latency.Max, r.Phases[2].Latency.Max); pooled.Latency.Max != want || len(pooled.runs) != 2 {
+		t.Errorf("pooled max %v (runs %v), want %v", pooled.Latency.Max, pooled.runs, want)
 	}
 }
 
@@ -89,6 +90,15 @@ func TestCompareRepeated(t *testing.T) {
 	lo, hi := min(r.Phases[0].Latency.P99, r.Phases[2].Latency.P99), max(r.Phases[0].Latency.P99, r.Phases[2].Latency.P99)
 	if *s.P99US < lo-1 || *s.P99US > hi+1 {
 		t.Errorf("pooled p99 %g µs, want between the repetitions' %g and %g", *s.P99US, lo, hi)
+	}
+	// Each repetition is a run the decisions draw from: two against two
+	// give no 95 % interval, and the run against itself is a ratio of 1.
+	if !slices.Equal(s.RunFigures["max_us"], want) {
+		t.Errorf("run figures %v, want the repetitions' maxima %v", s.RunFigures, want)
+	}
+	d, ok := rk.Phases[0].Sources[1].against("p999_us")
+	if !ok || d.Word != "cannot tell" || d.RunsA != 2 || d.RunsB != 2 || *d.Ratio != 1 || d.Interval != nil || d.RunsNeeded < 5 {
+		t.Errorf("again against rep: %+v", d)
 	}
 }
 

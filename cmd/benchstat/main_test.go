@@ -49,7 +49,7 @@ func TestRatioFromRanking(t *testing.T) {
 	}
 	for _, want := range []string{
 		"latencytest/cyclictest, the median of 4 per-round ratios",
-		"p99 1.50 [1.50, 1.50] (goal: median ≤ 1.05: not met); A/A 1.00 [1.00, 1.00]",
+		"p99 1.50 [1.50, 1.50] (goal: ≤ 1.05: not met); A/A 1.00 [1.00, 1.00]",
 		"max 1.50 [1.50, 1.50]; A/A 1.00 [1.00, 1.00] (goal: the intervals overlap: not met)",
 		"CPU per period (start-up counted) 1.00 [1.00, 1.00]",
 	} {

@@ -16,30 +16,45 @@ import (
 	"latencytest/report"
 )
 
-const compareUsage = `Usage: latencytest compare A B ... [-o compare.html] [-json FILE] [-phase NAME]
+const compareUsage = `Usage: latencytest compare A B ... [-o compare.html] [-json FILE] [-phase NAME] [-fail-if-worse PCT]
 
 Puts several runs side by side: a ranking of the sources per phase (each
 run's max, the median and the worst of them; also printed as a table), then per phase overlaid
-histograms and one table with the best value of each row marked. A, B, ...
+histograms and one table of the figures, ★ where the runs decide a best. A, B, ...
 are results directories or cyclictest files: its --histfile text, its --json
 output, or its terminal output (one or more runs, as captured or pasted into
 a mail; a mail's headings, "Before the patch:" and "After the patch:", make a
 source each, named by the heading); NAME=PATH names one (default: its base
-name).
+name), and NAME=PATH,PATH,... or NAME='results/old-*' gives one source
+several results directories, each run one of its runs.
+
+Each later source is decided against the first, per phase and figure (p99,
+p99.9, each run's max, xruns per minute, xrun time): the ratio B/A with a
+95 % interval drawn from the runs (not from the periods: one run's periods
+are not independent), and one word: worse, better, no difference larger
+than X % (the interval within ±X; X is -fail-if-worse's PCT, else 10 %),
+or cannot tell (with the runs that would likely tell). Best, worst and ★
+only where the runs decide. One run per source decides nothing: give
+run --repeat 5.
 
   -o FILE       where to write the page (default compare.html)
-  -json FILE    also write the ranking as JSON, for scripts (exit status stays 0);
-                -json /dev/stdout | jq gets it alone, the table going to stderr
-  -fail-if-worse PCT  exit 1 when a source's p99.9 in a phase (its worst max where it
-                has no percentiles) is more than PCT percent above the first
-                source's (e.g. 10%), or below it having lost periods there (one
-                may have been the late one), for CI
+  -json FILE    also write the ranking and every decision as JSON, for scripts
+                (exit status stays 0); -json /dev/stdout | jq gets it alone,
+                the table going to stderr
+  -fail-if-worse PCT  judge every later source against the first on the
+                figure each phase ranks by (p99.9; each run's max where a
+                source has no percentiles), for CI and git bisect run:
+                exit 0 when each is decided not worse by more than PCT
+                percent (e.g. 10%), 1 when one is decided worse by more,
+                125 when the runs' spread cannot tell (git bisect's skip;
+                also for a source that lost periods: one may have been
+                the late one)
   -phase NAME   the phase cyclictest files are compared in (default cyclictest),
                 e.g. -phase idle to put them beside latencytest's idle phase
 
 Examples:
   latencytest compare generic=results/6.1-generic rt=results/6.1-rt -o compare.html
-  latencytest compare results/host-* -json rank.json
+  latencytest compare good='results/v6.6-*' test='results/test-*' -json rank.json --fail-if-worse 10%
   latencytest compare results/6.1-rt cyclictest-6.1-rt.txt -phase idle`
 
 // compareMain accepts its flags before, between or after the inputs, since
@@ -68,14 +83,14 @@ func compareMain(args []string, stdout, stderr io.Writer) int {
 		paths = append(paths, rest[0])
 		rest = rest[1:]
 	}
-	failPct := -1.0
+	failPct, within := -1.0, float64(report.DefaultWithinPct)
 	if *worse != "" {
 		v, err := strconv.ParseFloat(strings.TrimSuffix(*worse, "%"), 64)
 		if err != nil || v < 0 || math.IsInf(v, 0) {
 			fmt.Fprintf(stderr, "latencytest compare: --fail-if-worse %q: allowed a percentage of 0 or more, e.g. 10%%\n", *worse)
 			return 2
 		}
-		failPct = v
+		failPct, within = v, v
 	}
 	if *out == "" || *phase == "" {
 		fmt.Fprintln(stderr, "latencytest compare: -o and -phase must not be empty")
@@ -103,11 +118,16 @@ func compareMain(args []string, stdout, stderr io.Writer) int {
 	}
 	ins := make([]report.Input, len(paths))
 	for i, p := range paths {
-		ins[i] = labelled(p, *phase)
+		in, err := labelled(p, *phase)
+		if err != nil {
+			fmt.Fprintf(stderr, "latencytest compare: %v\n", err)
+			return 2
+		}
+		ins[i] = in
 	}
 	var rk report.Ranking
 	interrupted, err := stoppable(func(g *report.Gate) (err error) {
-		rk, err = report.CompareGated(ins, *out, *jsonOut, g)
+		rk, err = report.CompareGated(ins, *out, *jsonOut, within, g)
 		return err
 	})
 	if errors.Is(err, report.ErrStopped) {
@@ -129,28 +149,42 @@ func compareMain(args []string, stdout, stderr io.Writer) int {
 	if interrupted {
 		return 130
 	}
-	if failPct >= 0 {
-		fails := rk.WorseThanFirst(failPct)
-		for _, l := range fails {
-			fmt.Fprintf(stderr, "latencytest compare: failed: %s\n", l)
-		}
-		if len(fails) > 0 {
-			return 1
-		}
+	if failPct < 0 {
+		return 0
 	}
-	return 0
+	code, lines := rk.FailIfWorse(failPct)
+	for _, l := range lines {
+		fmt.Fprintf(stderr, "latencytest compare: %s\n", l)
+	}
+	return code
 }
 
 // labelled is an input as given on the command line: NAME=PATH labels
 // PATH NAME ("6.1-rt=results/x"), unless the whole argument is a file or
-// directory itself (a path may hold '=').
-func labelled(arg, phase string) report.Input {
-	if _, err := os.Stat(arg); err != nil {
-		if name, path, ok := strings.Cut(arg, "="); ok && name != "" && path != "" {
-			return report.Input{Path: path, Label: name, Phase: phase}
-		}
+// directory itself (a path may hold '='). PATH may be several, comma
+// separated, each maybe a glob ("old=results/old-*"): the runs of one
+// source (report.Input.More).
+func labelled(arg, phase string) (report.Input, error) {
+	if _, err := os.Stat(arg); err == nil {
+		return report.Input{Path: arg, Phase: phase}, nil
 	}
-	return report.Input{Path: arg, Phase: phase}
+	name, path, ok := strings.Cut(arg, "=")
+	if !ok || name == "" || path == "" {
+		return report.Input{Path: arg, Phase: phase}, nil // loading it says what is wrong
+	}
+	var paths []string
+	for _, p := range strings.Split(path, ",") {
+		if !strings.ContainsAny(p, "*?[") {
+			paths = append(paths, p)
+			continue
+		}
+		ms, err := filepath.Glob(p)
+		if err != nil || len(ms) == 0 {
+			return report.Input{}, badinput.Errorf("%s: %s matches nothing", name, p)
+		}
+		paths = append(paths, ms...)
+	}
+	return report.Input{Path: paths[0], More: paths[1:], Label: name, Phase: phase}, nil
 }
 
 // onStdout reports whether writing path writes this process's standard

@@ -12,6 +12,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"latencytest/internal/decide"
 )
 
 // Round is one round's figures of one tool, µs (CPU in seconds).
@@ -55,7 +57,7 @@ const Resamples = 10000
 // interval: xs resampled with replacement Resamples times, from seed, so
 // that the same rounds always give the same interval.
 func MedianInterval(xs []float64, seed uint64) Interval {
-	xs = finite(xs)
+	xs = decide.Finite(xs)
 	if len(xs) == 0 {
 		return Interval{}
 	}
@@ -73,19 +75,8 @@ func MedianInterval(xs []float64, seed uint64) Interval {
 }
 
 // Median is the median of xs' finite values (NaN for none: a round with
-// no figure); xs is not changed.
-func Median(xs []float64) float64 {
-	s := finite(xs)
-	if len(s) == 0 {
-		return math.NaN()
-	}
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
+// no figure); xs is not changed. It is decide's, compare's.
+func Median(xs []float64) float64 { return decide.Median(xs) }
 
 // quantile is the q-quantile of sorted s, interpolated between ranks.
 func quantile(s []float64, q float64) float64 {
@@ -95,16 +86,6 @@ func quantile(s []float64, q float64) float64 {
 		return s[len(s)-1]
 	}
 	return s[i] + (pos-float64(i))*(s[i+1]-s[i])
-}
-
-func finite(xs []float64) []float64 {
-	var out []float64
-	for _, x := range xs {
-		if !math.IsNaN(x) && !math.IsInf(x, 0) {
-			out = append(out, x)
-		}
-	}
-	return out
 }
 
 // Paired is one tool over another, round by round.
@@ -139,8 +120,10 @@ func Pair(a, b []Round, seed uint64) (Paired, error) {
 }
 
 // Goals are what a tool that does not disturb what it measures must meet
-// against the reference (issue 28): the median per-round ratio of p99 and
-// of p99.9 at most P99 and P999, the max's interval overlapping the A/A's
+// against the reference (issue 28): the per-round ratio of p99 and of
+// p99.9 at most P99 and P999, judged on its interval as compare judges
+// (decide.Against: met when the whole interval is within the goal, not
+// met when the whole is beyond it, cannot tell otherwise), the max's interval overlapping the A/A's
 // (the max of one round is one wakeup: only the noise can judge it), and
 // CPU per period at most CPU times the reference's.
 type Goals struct {
@@ -182,9 +165,22 @@ func (v Verdict) Lines() []string {
 	return l
 }
 
-// atMost judges a median ratio against its goal.
+// atMost judges a ratio against its goal by its interval, not by its
+// median alone: a median within the goal whose interval reaches far
+// beyond it is the rounds' noise, not a goal met.
 func atMost(name string, i Interval, goal float64, aa *Interval) string {
-	s := fmt.Sprintf("%s %s (goal: median ≤ %.2f: %s)", name, i, goal, met(i.N > 0 && i.Median <= goal))
+	word := "not decided"
+	if i.N > 0 {
+		switch decide.Against(i.Lo, i.Hi, goal) {
+		case decide.Below:
+			word = "met"
+		case decide.Above:
+			word = "not met"
+		default:
+			word = string(decide.CannotTell)
+		}
+	}
+	s := fmt.Sprintf("%s %s (goal: ≤ %.2f: %s)", name, i, goal, word)
 	if aa != nil {
 		s += fmt.Sprintf("; A/A %s", aa)
 	}

@@ -116,16 +116,18 @@ func TestPairRounds(t *testing.T) {
 	}
 }
 
-// The verdict meets a goal at the median ratio and judges the max by the
-// A/A's interval.
+// The verdict meets a goal when the ratio's whole interval is within it,
+// misses it when the whole is beyond, cannot tell otherwise, and judges
+// the max by the A/A's interval.
 func TestVerdictLines(t *testing.T) {
 	at := func(m, lo, hi float64) Interval { return Interval{Median: m, Lo: lo, Hi: hi, N: 16} }
-	v := Verdict{Paired: Paired{Rounds: 16, P99: at(1.04, 1.0, 1.08), P999: at(1.12, 1.05, 1.2), Max: at(1.3, 0.9, 1.9)},
+	v := Verdict{Paired: Paired{Rounds: 16, P99: at(1.01, 0.98, 1.04), P999: at(1.12, 1.05, 1.2), CPU: at(1.3, 1.2, 1.4), Max: at(1.3, 0.9, 1.9)},
 		AA: &Paired{Rounds: 16, P99: at(1, 0.97, 1.03), P999: at(1, 0.95, 1.05), Max: at(1, 0.6, 1.5)}, Goals: DefaultGoals}
 	got := strings.Join(v.Lines(), "\n")
 	for _, want := range []string{
-		"p99 1.04 [1.00, 1.08] (goal: median ≤ 1.05: met); A/A 1.00 [0.97, 1.03]",
-		"p99.9 1.12 [1.05, 1.20] (goal: median ≤ 1.10: not met)",
+		"p99 1.01 [0.98, 1.04] (goal: ≤ 1.05: met); A/A 1.00 [0.97, 1.03]",
+		"p99.9 1.12 [1.05, 1.20] (goal: ≤ 1.10: cannot tell)",
+		"CPU per period (start-up counted) 1.30 [1.20, 1.40] (goal: ≤ 1.00: not met)",
 		"max 1.30 [0.90, 1.90]; A/A 1.00 [0.60, 1.50] (goal: the intervals overlap: met)",
 	} {
 		if !strings.Contains(got, want) {

@@ -375,6 +375,11 @@ func TestVMCardStop(t *testing.T) {
 					// "the device stopped moving", in 7 of 14 runs).
 					lt := runLatencytest(t, sh.period, sh.periods, d, &st, "--device", c.hw())
 					t.Logf("recovered: %d periods, xruns %s ms", lt.ph.Periods, fmtMS(lt.xruns))
+					// It played on after the stop: its last period
+					// was due after SIGCONT, on the card's clock.
+					if end := lt.stopAt.began + int64(st.length); lt.stopAt.began == 0 || lt.ph.EndMonoNS <= end {
+						t.Errorf("the last period due at %d ns, the stop (began %d ns) ended at %d: it did not play on after it", lt.ph.EndMonoNS, lt.stopAt.began, end)
+					}
 					return
 				}
 				var lt ltRun

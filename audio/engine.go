@@ -29,6 +29,10 @@ type Options struct {
 	// much later. StallAt < 0 disables it.
 	StallAt  int64
 	StallFor int64
+	// Glitches are a test hook too: at each one's period the driver, if
+	// it is a Glitcher, breaks the sound of the period it writes next, in
+	// the order of their periods.
+	Glitches []GlitchAt
 }
 
 // Engine runs a driver's period loop. All of its per-period work is
@@ -46,6 +50,7 @@ type Engine struct {
 	end     int64   // last due instant that is measured (0: none)
 	next    int64   // index of the next period
 	sleep   Sleeper //
+	glitch  int     // the next of opt.Glitches
 	broke   int64   // index of the period that broke (BreakAbove), or -1
 	brokeNS int64   // and its wakeup latency
 	stop    atomic.Bool
@@ -207,11 +212,18 @@ func (e *Engine) Step(p *rundata.Sample) bool {
 	return !e.enough(p)
 }
 
-// work applies the stall hook and burns the DSP load, timing it.
+// work applies the stall and glitch hooks and burns the DSP load, timing
+// it.
 func (e *Engine) work(p *rundata.Sample) {
 	if p.Index == e.opt.StallAt && e.opt.StallFor > 0 {
 		e.sleep.For(e.opt.StallFor)
 		p.Woke = Now()
+	}
+	if g := e.opt.Glitches; e.glitch < len(g) && p.Index == g[e.glitch].At {
+		if d, ok := e.d.(Glitcher); ok {
+			d.Glitch(g[e.glitch].Glitch)
+		}
+		e.glitch++
 	}
 	if e.iters > 0 {
 		t0 := Now()

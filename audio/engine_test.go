@@ -2,6 +2,7 @@ package audio_test
 
 import (
 	"runtime"
+	"slices"
 	"testing"
 
 	"latencytest/audio"
@@ -203,4 +204,46 @@ func TestRingCountsLost(t *testing.T) {
 	if len(got) != 4 || got[0].Index != 0 || got[3].Index != 3 {
 		t.Fatalf("ring kept %v", got)
 	}
+}
+
+// glitchRecorder is the timer driver that notes the periods the engine
+// asked it to glitch at (audio.Glitcher), and what.
+type glitchRecorder struct {
+	audio.Driver
+	next *int64 // the period the engine is at: its samples' count so far
+	got  []audio.GlitchAt
+}
+
+func (g *glitchRecorder) Glitch(gl audio.Glitch) {
+	g.got = append(g.got, audio.GlitchAt{At: *g.next, Glitch: gl})
+}
+
+// The glitch hook: the engine hands each glitch to a Glitcher driver at
+// its period, once, in order.
+func TestEngineGlitchesAtTheirPeriods(t *testing.T) {
+	d, period := openTimer(t, 48, 8) // 1 ms
+	var n int64
+	g := &glitchRecorder{Driver: d, next: &n}
+	ring := audio.NewRing(1 << 10)
+	want := []audio.GlitchAt{{At: 3, Glitch: audio.Glitch{Kind: audio.GlitchSilence}}, {At: 9, Glitch: audio.Glitch{Kind: audio.GlitchSkip, Frames: 17}}, {At: 20, Glitch: audio.Glitch{Kind: audio.GlitchRepeat, Frames: 29}}}
+	e := audio.NewEngine(countingDriver{g, &n}, period, audio.Options{Loops: 30, Duration: 10e9, StallAt: -1, Glitches: want}, ring)
+	if err := runRT(e); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(g.got, want) {
+		t.Errorf("glitches %+v, want %+v", g.got, want)
+	}
+}
+
+// countingDriver counts the periods its driver waited for, so that a
+// Glitcher beneath it knows the period the engine is at.
+type countingDriver struct {
+	*glitchRecorder
+	n *int64
+}
+
+func (c countingDriver) Transfer(p *rundata.Sample) error {
+	err := c.glitchRecorder.Transfer(p)
+	*c.n = p.Index + 1
+	return err
 }

@@ -88,7 +88,8 @@ func (ph *Phase) Held(periods int) bool { return ph.NotHeld(periods, 0) == "" }
 
 // NotHeld says why the phase did not hold in a buffer of periods of
 // periodUS each, "" when it held: it ran to its end, every period it
-// measured reached the run (a period lost may have been the late one), no
+// measured reached the run (a period lost may have been the late one), its
+// sound (run --loopback) never broke where nothing else said so, no
 // period's lateness is unknown (a pointer jump: the pointer lost whole
 // buffers, so its interrupt was a buffer or more late), it had no xrun,
 // and its verdict fits that buffer.
@@ -100,6 +101,12 @@ func (ph *Phase) NotHeld(periods int, periodUS float64) string {
 		return "its end was never written (the run was killed)"
 	case ph.CutShort:
 		return "cut short (the run was stopped)"
+	case ph.Sound != nil && ph.Sound.GlitchesAlone > 0:
+		// The worst finding: the sound broke and no counter said so.
+		if ph.Sound.GlitchesAlone == 1 {
+			return "its sound broke once with no xrun or pointer jump (heard in the capture)"
+		}
+		return fmt.Sprintf("its sound broke %d times with no xrun or pointer jump (heard in the capture)", ph.Sound.GlitchesAlone)
 	case ph.Safe == nil:
 		return "no verdict"
 	case ph.Safe.Periods > MaxSafePeriods:

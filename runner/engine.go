@@ -245,6 +245,7 @@ func engineOptions(req engineRequest, cpu int) audio.Options {
 		BreakAbove: req.BreakAbove,
 		StallAt:    req.StallAt,
 		StallFor:   req.StallForNS,
+		Glitches:   req.Glitches,
 	}
 	if cpu >= 0 && req.StallCPU >= 0 && cpu != req.StallCPU {
 		o.StallAt = -1

@@ -44,7 +44,10 @@ type engineRequest struct {
 	StallForNS int64        `json:"stall_for_ns"`
 	// StallCPU is, with CPUs, the CPU whose loop the stall is for; -1:
 	// every loop's.
-	StallCPU int              `json:"stall_cpu"`
+	StallCPU int `json:"stall_cpu"`
+	// Glitches are the sound's breaks each phase makes on purpose
+	// (internal/testhook).
+	Glitches []audio.GlitchAt `json:"glitches,omitempty"`
 	RT       rundata.RTParams `json:"rt"`
 	// CPUs asks for one measuring thread per CPU (run --cpus), each
 	// pinned to its CPU at RT's policy and priority; empty: one thread,

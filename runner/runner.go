@@ -589,7 +589,8 @@ func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, s *sess
 }
 
 // engineRequestOf is what the engine is asked to do in every phase: with
-// the stall a test put on ctx (internal/testhook), if any.
+// the stall and the glitches a test put on ctx (internal/testhook), if
+// any.
 func engineRequestOf(ctx context.Context, cfg Config) engineRequest {
 	req := engineRequest{
 		Driver:     cfg.Driver,
@@ -606,6 +607,7 @@ func engineRequestOf(ctx context.Context, cfg Config) engineRequest {
 	if st, ok := testhook.StallOf(ctx); ok {
 		req.StallAt, req.StallForNS, req.StallCPU = st.At, int64(st.For), st.CPU
 	}
+	req.Glitches = testhook.GlitchesOf(ctx)
 	if cfg.Audio.Loopback {
 		req.Config.KeepFrames = keepFrames(cfg)
 	}

@@ -32,7 +32,9 @@ type Driver struct {
 
 	content    []byte // playback loop in the device format; nil: silence
 	contentPos int
-	kept       []byte // what the capture side read, up to its capacity (audio.Keeper)
+	glitch     audio.Glitch // the break the next period written gets (audio.Glitcher)
+	silence    int          // bytes of the content still to write as silence
+	kept       []byte       // what the capture side read, up to its capacity (audio.Keeper)
 
 	pfds      [2]unix.PollFd
 	timeoutNS int64
@@ -468,11 +470,29 @@ func (d *Driver) restart() error {
 	return nil
 }
 
+// Glitch breaks the next period written (audio.Glitcher): a test hook.
+func (d *Driver) Glitch(g audio.Glitch) { d.glitch = g }
+
 // fill copies the next period of the playback loop into buf (left as
-// silence when there is nothing to play).
+// silence when there is nothing to play), broken as d.glitch says: a
+// period's frames of silence, the content's position moved on (a skip) or
+// back (a repeat). A period can take two fills, where it wraps around the
+// ring: the silence runs on into the second.
 func (d *Driver) fill(buf []byte) {
 	if d.content == nil {
 		return
+	}
+	if g := d.glitch; g.Kind != audio.GlitchNone {
+		fb := d.play.pcm.frameBytes
+		switch g.Kind {
+		case audio.GlitchSilence:
+			d.silence = d.periodFrames * fb
+		case audio.GlitchSkip:
+			d.contentPos = (d.contentPos + g.Frames*fb) % len(d.content)
+		case audio.GlitchRepeat:
+			d.contentPos = ((d.contentPos-g.Frames*fb)%len(d.content) + len(d.content)) % len(d.content)
+		}
+		d.glitch = audio.Glitch{}
 	}
 	for n := 0; n < len(buf); {
 		c := copy(buf[n:], d.content[d.contentPos:])
@@ -482,6 +502,14 @@ func (d *Driver) fill(buf []byte) {
 			d.contentPos = 0
 		}
 	}
+	d.silent(buf)
+}
+
+// silent clears what of buf is still owed as silence (fill).
+func (d *Driver) silent(buf []byte) {
+	k := min(d.silence, len(buf))
+	clear(buf[:k])
+	d.silence -= k
 }
 
 // need is the hardware position at which side s has its next period: room

@@ -27,7 +27,7 @@ var runGroups = []flagGroup{
 }
 
 // hiddenFlags are test hooks: accepted, never shown in help.
-var hiddenFlags = []string{"test-stall"}
+var hiddenFlags = []string{"test-stall", "test-glitch"}
 
 // printGroupedHelp prints fs's flags under groups' headings, the loads'
 // flags (their usage names a stressor) under "Loads", what is left

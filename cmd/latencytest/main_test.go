@@ -118,7 +118,10 @@ func TestBadFlagsExit2WritingNothing(t *testing.T) {
 		{[]string{"--duration", "1ms"}, "--duration 1ms: shorter than one period"},
 		{[]string{"--period", "64,100000"}, "--period 100000"},
 		{[]string{"--histfile", t.TempDir()}, "--histfile"}, // a directory: refused before the run, not renamed over after it
-		{[]string{"--max-xruns", "-1"}, "--max-xruns"},      // -1 is the default's off, not a value to give (it was accepted silently)
+		{[]string{"--max-xruns", "-1"}, "--max-xruns"},
+		{[]string{"--test-glitch", "5:loud"}, "--test-glitch"},
+		{[]string{"--test-glitch", "5:skip"}, "--test-glitch"},
+		{[]string{"--test-glitch", "9:silence,3:silence"}, "--test-glitch"},      // -1 is the default's off, not a value to give (it was accepted silently)
 	}
 	for _, c := range cases {
 		out := filepath.Join(t.TempDir(), "out")

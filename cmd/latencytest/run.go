@@ -57,7 +57,8 @@ type runFlags struct {
 	file                                  string
 	verbose, quiet, noSamples, noReport   bool
 	force                                 bool
-	testStall                             string
+	testStall, testGlitch                 string
+	glitches                              []audio.GlitchAt // --test-glitch's, parsed by config
 	stall                                 testhook.Stall // --test-stall's, parsed by config
 	trace                                 bool
 	traceAbove                            time.Duration
@@ -99,6 +100,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.noReport, "no-report", false, "do not render index.html at the end")
 	fs.StringVar(&f.cpus, "cpus", "", "measure on every CPU listed at once, one thread pinned to each at the same priority and period, as cyclictest --smp: all, or a list such as 0,2-3 (with a card or the RTC, its stream on the first CPU listed, timer threads on the others)")
 	fs.StringVar(&f.testStall, "test-stall", "", "testing hook: PERIOD:DURATION stalls the loop at that period of each phase; PERIOD:DURATION@CPU only that CPU's under --cpus")
+	fs.StringVar(&f.testGlitch, "test-glitch", "", "testing hook: PERIOD:KIND[:FRAMES],... breaks the sound the ALSA driver writes after that period of each phase: silence (a period of it), skip:N or repeat:N frames of the content")
 	fs.DurationVar(&f.failAbove, "fail-above", 0, "exit 1 when a phase's worst wakeup was later than this (e.g. 1ms), for scripts and CI (default: off)")
 	fs.IntVar(&f.maxXruns, "max-xruns", -1, "exit 1 when a phase had more xruns than this (0 or more), for scripts and CI (default: off)")
 	loads := newLoads(fs)
@@ -163,6 +165,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := interruptible(cfg.Children, stderr)
 	defer stop()
 	ctx = testhook.WithStall(ctx, f.stall)
+	ctx = testhook.WithGlitches(ctx, f.glitches)
 	var run *rundata.Run
 	if sizes := f.sizes.sizes; len(sizes) > 1 {
 		err = runner.RunSizes(ctx, cfg, sizes, func(n int) int64 {
@@ -297,6 +300,9 @@ func (f *runFlags) config(loads *loadSet) (runner.Config, error) {
 		return cfg, err
 	}
 	if f.stall, err = parseStall(f.testStall); err != nil {
+		return cfg, err
+	}
+	if f.glitches, err = parseGlitches(f.testGlitch); err != nil {
 		return cfg, err
 	}
 	if cfg.Out, err = f.checkOut(cfg.Driver); err != nil {
@@ -456,6 +462,39 @@ func parseStall(s string) (testhook.Stall, error) {
 		return testhook.Stall{}, badFlag("--test-stall %q: allowed PERIOD:DURATION or PERIOD:DURATION@CPU, e.g. 100:300ms", s)
 	}
 	return testhook.Stall{At: i, For: d, CPU: c}, nil
+}
+
+// parseGlitches is --test-glitch's PERIOD:KIND[:FRAMES],...: periods in
+// increasing order, FRAMES (1 or more) for skip and repeat only; "" is
+// none.
+func parseGlitches(s string) ([]audio.GlitchAt, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var gs []audio.GlitchAt
+	for _, item := range strings.Split(s, ",") {
+		parts := strings.Split(item, ":")
+		at, err := strconv.ParseInt(parts[0], 10, 64)
+		kind, ok := audio.GlitchKind(0), len(parts) >= 2
+		if ok {
+			kind, ok = audio.ParseGlitchKind(parts[1])
+		}
+		frames := 0
+		switch {
+		case !ok || err != nil || at < 0 || (len(gs) > 0 && at <= gs[len(gs)-1].At):
+			ok = false
+		case kind == audio.GlitchSilence:
+			ok = len(parts) == 2
+		default:
+			frames, err = strconv.Atoi(parts[len(parts)-1])
+			ok = len(parts) == 3 && err == nil && frames > 0
+		}
+		if !ok {
+			return nil, badFlag("--test-glitch %q: allowed PERIOD:silence, PERIOD:skip:FRAMES or PERIOD:repeat:FRAMES, comma-separated, periods increasing, e.g. 300:silence,600:skip:17", s)
+		}
+		gs = append(gs, audio.GlitchAt{At: at, Glitch: audio.Glitch{Kind: kind, Frames: frames}})
+	}
+	return gs, nil
 }
 
 // perCPU is --cpus checked against the driver drv resolved and the CPUs

@@ -7,6 +7,8 @@ package testhook
 import (
 	"context"
 	"time"
+
+	"latencytest/audio"
 )
 
 // Stall stalls the engine's period loop for For right after it wakes at
@@ -35,4 +37,22 @@ func WithStall(ctx context.Context, s Stall) context.Context {
 func StallOf(ctx context.Context) (Stall, bool) {
 	s, ok := ctx.Value(stallKey{}).(Stall)
 	return s, ok
+}
+
+type glitchesKey struct{}
+
+// WithGlitches returns ctx carrying gs, the sound's breaks every phase's
+// engine makes on purpose (audio.Glitcher), in the order of their periods.
+// None is no hook.
+func WithGlitches(ctx context.Context, gs []audio.GlitchAt) context.Context {
+	if len(gs) == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, glitchesKey{}, gs)
+}
+
+// GlitchesOf is the glitches ctx carries, if any.
+func GlitchesOf(ctx context.Context) []audio.GlitchAt {
+	gs, _ := ctx.Value(glitchesKey{}).([]audio.GlitchAt)
+	return gs
 }

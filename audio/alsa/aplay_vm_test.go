@@ -107,17 +107,62 @@ func stopProcess(t testing.TB, pidOf func() int, s stop) stopped {
 		t.Fatal("no process to stop")
 	}
 	time.Sleep(s.after)
+	return stopPIDs(t, []int{pid}, s.length)
+}
+
+// stopPIDs stops every process of pids with SIGSTOP for length, then
+// sends each SIGCONT; it returns when the stop began and when the first
+// was seen stopped (CLOCK_MONOTONIC).
+func stopPIDs(t testing.TB, pids []int, length time.Duration) stopped {
+	t.Helper()
 	st := stopped{began: audio.Now()}
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
 	}
-	for !isStopped(pid) && audio.Now()-st.began < int64(s.length) {
+	for !isStopped(pids[0]) && audio.Now()-st.began < int64(length) {
 		runtime.Gosched()
 	}
 	st.by = audio.Now()
-	time.Sleep(s.length - time.Duration(st.by-st.began))
-	syscall.Kill(pid, syscall.SIGCONT)
+	time.Sleep(length - time.Duration(st.by-st.began))
+	for _, pid := range pids {
+		syscall.Kill(pid, syscall.SIGCONT)
+	}
 	return st
+}
+
+// tree is pid and every process descended from it, as /proc says now:
+// a user's Ctrl-Z, or a machine that froze, stops all of them.
+func tree(pid int) []int {
+	parent := map[int]int{}
+	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, f := range dirs {
+		b, err := os.ReadFile(f)
+		p, perr := strconv.Atoi(filepath.Base(filepath.Dir(f)))
+		if err != nil || perr != nil {
+			continue
+		}
+		if st, ok := procfile.ParseStat(b); ok {
+			parent[p] = st.PPid
+		}
+	}
+	in := map[int]bool{pid: true}
+	for changed := true; changed; {
+		changed = false
+		for p, pp := range parent {
+			if in[pp] && !in[p] {
+				in[p], changed = true, true
+			}
+		}
+	}
+	out := []int{pid}
+	for p := range in {
+		if p != pid {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // isStopped says whether pid is in the stopped state (T in

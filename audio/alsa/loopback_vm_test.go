@@ -275,52 +275,60 @@ func TestVMLoopbackAlsabatNoise(t *testing.T) {
 			args = append(args, "--test-stall", stall)
 		}
 		r, out := runPhaseDir(t, args...)
-		snd := r.Phases[0].Sound
-		if snd == nil || !snd.Judged {
-			t.Fatalf("stall %q: sound %+v", stall, snd)
-		}
-		const skip = 4800
-		wav, err := os.ReadFile(filepath.Join(out, snd.CaptureFile))
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, samples, err := audio.DecodeWAV(bytes.NewReader(wav))
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 1
-		for 2*n <= len(samples)/f.Channels-skip {
-			n *= 2
-		}
-		mono := make([]byte, 0, 2*n)
-		for i := skip; i < skip+n; i++ {
-			mono = binary.LittleEndian.AppendUint16(mono, uint16(int16(math.Round(float64(samples[i*f.Channels])*32767))))
-		}
-		path := filepath.Join(t.TempDir(), "sine.wav")
-		hdr := audio.WAVHeader(audio.WAVFormat{Tag: 1, Channels: 1, Rate: f.Rate, Bits: 16, Align: 2}, len(mono))
-		if err := os.WriteFile(path, append(hdr, mono...), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		bat, _ := alsabat(t, "--local", "--standalone", "--file="+path, "-c", "1", "-r", strconv.Itoa(f.Rate), "-f", "S16_LE",
-			"-F", strconv.FormatFloat(snd.ToneHz, 'f', 3, 64), "-n", strconv.Itoa(n), "--snr-db", "40")
-		t.Logf("alsabat:\n%s", bat)
-		points := -1
-		if strings.Contains(string(bat), "No noise detected.") {
-			points = 0
-		} else if m := regexp.MustCompile(`Noise detected at (\d+) points`).FindSubmatch(bat); m != nil {
-			points, _ = strconv.Atoi(string(m[1]))
-		}
-		ours := 0
-		for _, g := range snd.Glitches {
-			if at := g.AtMS * float64(f.Rate) / 1e3; at >= skip+48 && at < float64(skip+n-48) {
-				ours++
-			}
-		}
+		points, ours := alsabatNoise(t, out, r.Phases[0].Sound)
 		t.Logf("stall %q: latencytest %d glitches in alsabat's span, alsabat %d noisy points", stall, ours, points)
 		if points < 0 || (points == 0) != (ours == 0) || points < ours {
 			t.Errorf("stall %q: alsabat %d noisy points, latencytest %d glitches", stall, points, ours)
 		}
 	}
+}
+
+// alsabatNoise runs alsabat's analysis on the sine latencytest captured
+// in results directory out (TestVMLoopbackAlsabatNoise): the noisy points
+// alsabat counts (-1 when it said neither), and latencytest's glitches
+// within the span alsabat analysed.
+func alsabatNoise(t *testing.T, out string, snd *rundata.Sound) (points, ours int) {
+	t.Helper()
+	if snd == nil || !snd.Judged {
+		t.Fatalf("sound %+v", snd)
+	}
+	const skip = 4800
+	wav, err := os.ReadFile(filepath.Join(out, snd.CaptureFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, samples, err := audio.DecodeWAV(bytes.NewReader(wav))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 1
+	for 2*n <= len(samples)/f.Channels-skip {
+		n *= 2
+	}
+	mono := make([]byte, 0, 2*n)
+	for i := skip; i < skip+n; i++ {
+		mono = binary.LittleEndian.AppendUint16(mono, uint16(int16(math.Round(float64(samples[i*f.Channels])*32767))))
+	}
+	path := filepath.Join(t.TempDir(), "sine.wav")
+	hdr := audio.WAVHeader(audio.WAVFormat{Tag: 1, Channels: 1, Rate: f.Rate, Bits: 16, Align: 2}, len(mono))
+	if err := os.WriteFile(path, append(hdr, mono...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bat, _ := alsabat(t, "--local", "--standalone", "--file="+path, "-c", "1", "-r", strconv.Itoa(f.Rate), "-f", "S16_LE",
+		"-F", strconv.FormatFloat(snd.ToneHz, 'f', 3, 64), "-n", strconv.Itoa(n), "--snr-db", "40")
+	t.Logf("alsabat:\n%s", bat)
+	points = -1
+	if strings.Contains(string(bat), "No noise detected.") {
+		points = 0
+	} else if m := regexp.MustCompile(`Noise detected at (\d+) points`).FindSubmatch(bat); m != nil {
+		points, _ = strconv.Atoi(string(m[1]))
+	}
+	for _, g := range snd.Glitches {
+		if at := g.AtMS * float64(f.Rate) / 1e3; at >= skip+48 && at < float64(skip+n-48) {
+			ours++
+		}
+	}
+	return points, ours
 }
 
 // TestVMLoopbackGlitchesAlone: breaks no counter reports, made on
@@ -387,4 +395,85 @@ func TestVMLoopbackGlitchesAlone(t *testing.T) {
 		}
 		return
 	}
+}
+
+// TestVMLoopbackTreeStop: the whole of latencytest (the parent, its
+// engine, every process under it) stopped with SIGSTOP for 50 and for
+// 300 ms, as a user's Ctrl-Z or a frozen machine stops it. The break is
+// one xrun longer than half the stop, heard at its seam (each glitch at
+// an xrun's, within 1 ms); the seam lies where the stop began, as the
+// test's own clock took it at the SIGSTOP (CLOCK_MONOTONIC, outside
+// latencytest), up to the buffer after it (the card played what was
+// queued); and alsabat's analysis of the same capture finds noise, at
+// least as many points as latencytest's glitches in its span. A VM xrun
+// before the stop splices the capture and moves the seam: such a run is
+// run again, three times at most.
+func TestVMLoopbackTreeStop(t *testing.T) {
+	needAlsabat(t)
+	for _, length := range []time.Duration{50 * time.Millisecond, 300 * time.Millisecond} {
+		t.Run(length.String(), func(t *testing.T) {
+			for try := 1; ; try++ {
+				if treeStopOnce(t, length) || try == 3 {
+					return
+				}
+				t.Logf("run %d: a VM xrun before the stop: run again", try)
+			}
+		})
+	}
+}
+
+// treeStopOnce is one run of TestVMLoopbackTreeStop; false when a VM
+// xrun came before the stop (nothing checked).
+func treeStopOnce(t *testing.T, length time.Duration) bool {
+	out := filepath.Join(t.TempDir(), "x")
+	cmd := exec.Command(vmBinary, append([]string{"run", "--driver", "alsa", "--tests", "idle", "--cpu-load", "0",
+		"--no-report", "--quiet", "--out", out, "--duration", "5s"}, loopbackArgs...)...)
+	var so bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &so
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	for deadline := time.Now().Add(20 * time.Second); engineProcess() == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no engine within 20 s")
+		}
+	}
+	time.Sleep(1500 * time.Millisecond)
+	pids := tree(cmd.Process.Pid)
+	st := stopPIDs(t, pids, length)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("latencytest: %v\n%s", err, so.String())
+	}
+	r := bintest.ReadRun(t, out)
+	ph := r.Phases[0]
+	snd := ph.Sound
+	ss := bintest.ReadSamples(t, out, ph)
+	var mine []rundata.Sample
+	for _, s := range ss {
+		if s.Xrun != 0 && s.Woke < st.began {
+			return false
+		}
+		if s.Xrun > int64(length)/2 {
+			mine = append(mine, s)
+		}
+	}
+	t.Logf("stopped %d processes for %v at %d ns; %d xruns; glitches %+v\n%s", len(pids), length, st.began, ph.Xruns, snd.Glitches, so.String())
+	if len(mine) != 1 {
+		t.Fatalf("%d xruns longer than half the stop, want one", len(mine))
+	}
+	want, _, at := splices(ss, r.PeriodFrames, r.Rate, int64(length/2))
+	checkHeard(t, "stop "+length.String(), snd.Glitches, want)
+	periodMS := float64(r.PeriodFrames) * 1e3 / float64(r.Rate)
+	began := float64(st.began-ph.StartMonoNS) / 1e6
+	bufMS := float64(snd.BufferFrames) * 1e3 / float64(r.Rate)
+	if at < began-periodMS || at > began+bufMS+periodMS {
+		t.Errorf("the stop's seam at %.2f ms of the capture, the stop began at %.2f ms: want within %.2f ms before to %.2f ms after (a period; the buffer and a period)", at, began, periodMS, bufMS+periodMS)
+	}
+	points, ours := alsabatNoise(t, out, snd)
+	t.Logf("latencytest %d glitches in alsabat's span, alsabat %d noisy points", ours, points)
+	if points <= 0 || points < ours {
+		t.Errorf("alsabat %d noisy points, latencytest %d glitches: want alsabat to hear the stop, at least as often", points, ours)
+	}
+	return true
 }

@@ -300,6 +300,7 @@ type ltRun struct {
 	stopAt stopped        // when the engine was stopped
 	worst  rundata.Sample // the latest wakeup
 	first  rundata.Sample // the earliest wakeup against its boundary (checkNeverEarly)
+	stable bool           // compare's reference had no xrun, before or after (the long tier's)
 	out    string         // its terminal
 }
 
@@ -424,6 +425,7 @@ func compare(t *testing.T, device string, rw bool, period, periods int, d time.D
 		t.Logf("  latencytest's xrun of %.2f ms at %.3f s: no stop of the machine explains it", x.ms, float64(x.at-t1)/1e9)
 	}
 	stable := len(ref) == 0 && len(ref2) == 0
+	lt.stable = stable
 	if arch := os.Getenv("VMTEST_ARCH"); arch != "amd64" && !stable {
 		// Under TCG on ARM the emulated wakeup path alone takes most of
 		// a small buffer's slack (docs/vmtest.md, "arm64 and arm"): the

@@ -154,6 +154,7 @@ func (a *Accumulator) Fill(p *Phase) {
 		u, w := a.update.Stats(), a.wake.Stats()
 		p.UpdateDelay, p.AfterUpdate = &u, &w
 	}
+	p.OnCardClock = int64(a.update.Count)
 	a.Sides.Fill(p)
 	p.Xruns = a.xruns
 	p.XrunMSTotal = float64(a.xrunNS) / 1e6

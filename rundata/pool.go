@@ -33,7 +33,7 @@ import (
 // once, at an end (Break, CardReported, Sound, StressorStats).
 func (p *Phase) Pool(parts []*Phase, all *Histogram) {
 	p.Periods, p.Xruns, p.XrunMSTotal, p.PointerJumps, p.CaughtUp, p.Lost = 0, 0, 0, 0, 0, 0
-	p.XrunsWorkLate = 0
+	p.XrunsWorkLate, p.OnCardClock = 0, 0
 	p.RTThrottled, p.RTThrottledNS, p.Overflow, p.Underflow = 0, 0, 0, 0
 	p.Safe, p.SafeAtDefaultLoad, p.HeadroomMinUS, p.ClockHz = nil, nil, 0, 0
 	p.CPULoop = CPULoop{}
@@ -44,6 +44,7 @@ func (p *Phase) Pool(parts []*Phase, all *Histogram) {
 		p.XrunMSTotal += c.XrunMSTotal
 		p.XrunsWorkLate += c.XrunsWorkLate
 		p.PointerJumps += c.PointerJumps
+		p.OnCardClock += c.OnCardClock
 		p.CaughtUp += c.CaughtUp
 		p.Lost += c.Lost
 		p.RTThrottled += c.RTThrottled

@@ -162,8 +162,33 @@ type Card struct {
 	// moves (BATCH, BLOCK_TRANSFER), what it needs of the application
 	// (SYNC_APPLPTR) and which audio timestamps it offers (HAS_LINK_*).
 	Flags []string `json:"flags"`
-	// Timestamp says what each period's due instant was taken from.
+	// Timestamp says what dated the run's periods: the grid fitted to the
+	// card's pointer updates, for how many of them, and the update's own
+	// timestamp for the rest (CardTimestamp), as the run ended.
 	Timestamp string `json:"timestamp,omitempty"`
+}
+
+// CardTimestamp says what dated r's periods (Card.Timestamp): their end on
+// the card's clock, a grid fitted to its pointer updates' kernel
+// timestamps, for the periods of every phase that had one
+// (Phase.OnCardClock), and the pointer update's own kernel timestamp for
+// the others (after a restart, before a fit, a card too far off its rate,
+// duplex). "" without periods.
+func (r *Run) CardTimestamp() string {
+	var on, all int64
+	for _, ph := range r.Phases {
+		on += ph.OnCardClock
+		all += ph.Periods
+	}
+	switch {
+	case all == 0:
+		return ""
+	case on == all:
+		return fmt.Sprintf("the card's clock for all %d periods: each period's end on a grid fitted to the kernel's timestamps of its pointer updates", all)
+	case on == 0:
+		return fmt.Sprintf("the pointer update for all %d periods: the kernel's timestamp of the update that reported each (no grid: after restarts, before a fit, a card too far off its rate, or duplex)", all)
+	}
+	return fmt.Sprintf("the card's clock for %d of %d periods (each period's end on a grid fitted to the kernel's timestamps of its pointer updates); the pointer update's own timestamp for the other %d (after a restart or an xrun, before a fit)", on, all, all-on)
 }
 
 // RTSetup records the real-time setup that was asked for and what the
@@ -234,6 +259,10 @@ type Phase struct {
 	// samples file has neither (the file keeps the period's end only).
 	UpdateDelay *LatencyStats `json:"update_delay_us,omitempty"`
 	AfterUpdate *LatencyStats `json:"after_update_us,omitempty"`
+	// OnCardClock counts the periods whose latency ran from their end on
+	// the card's clock (those UpdateDelay splits); the others ran from
+	// their pointer update (Card.Timestamp).
+	OnCardClock int64 `json:"periods_on_card_clock,omitempty"`
 	// For a duplex stream (SideStats): the wakeup latency against each
 	// side's own due instant (Latency is against the later side's, since
 	// the period is there only when both are), and the distribution of

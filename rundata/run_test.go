@@ -177,11 +177,14 @@ func TestMaxCPUPhasesRead(t *testing.T) {
 // average the card's clock over those that measured it.
 func TestPool(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	a := Phase{Periods: 3000, ClockHz: 48001, Safe: &Safe{2, 100}, SafeAtDefaultLoad: &Safe{2, 50}, StartWall: t0.Add(time.Minute), EndWall: t0.Add(2 * time.Minute)}
-	b := Phase{Periods: 1000, ClockHz: 47997, Safe: &Safe{3, 900}, SafeAtDefaultLoad: &Safe{2, 60}, CutShort: true, StartWall: t0, EndWall: t0.Add(time.Minute)}
+	a := Phase{Periods: 3000, OnCardClock: 2990, ClockHz: 48001, Safe: &Safe{2, 100}, SafeAtDefaultLoad: &Safe{2, 50}, StartWall: t0.Add(time.Minute), EndWall: t0.Add(2 * time.Minute)}
+	b := Phase{Periods: 1000, OnCardClock: 1000, ClockHz: 47997, Safe: &Safe{3, 900}, SafeAtDefaultLoad: &Safe{2, 60}, CutShort: true, StartWall: t0, EndWall: t0.Add(time.Minute)}
 	none := Phase{Lost: 4} // handed over nothing, lost some
 	var p Phase
 	p.Pool([]*Phase{&a, &b, &none}, nil)
+	if p.OnCardClock != 3990 {
+		t.Errorf("pooled %d periods on the card's clock, want 3990", p.OnCardClock)
+	}
 	if p.ClockHz != 48000 || *p.Safe != (Safe{3, 900}) || *p.SafeAtDefaultLoad != (Safe{2, 50}) || !p.CutShort || p.Lost != 4 || p.Periods != 4000 ||
 		!p.StartWall.Equal(t0) || !p.EndWall.Equal(t0.Add(2*time.Minute)) {
 		t.Errorf("pooled %+v; want the clock 48000 Hz, the worse verdicts, cut short, 4 lost, 4000 periods, the span of both", p)
@@ -189,5 +192,24 @@ func TestPool(t *testing.T) {
 	b.Safe = nil // a part with periods and no verdict: the pool has none
 	if p.Pool([]*Phase{&a, &b}, nil); p.Safe != nil || p.SafeAtDefaultLoad != nil || p.Held(64) {
 		t.Errorf("verdicts %+v, %+v with a part's unknown, want none", p.Safe, p.SafeAtDefaultLoad)
+	}
+}
+
+// card.timestamp says what dated the run's periods, from the phases'
+// counts: the card's clock for how many, the update for the rest.
+func TestCardTimestamp(t *testing.T) {
+	for _, c := range []struct {
+		phases []Phase
+		want   string
+	}{
+		{nil, ""},
+		{[]Phase{{Periods: 100, OnCardClock: 100}, {Periods: 50, OnCardClock: 50}}, "the card's clock for all 150 periods"},
+		{[]Phase{{Periods: 100, OnCardClock: 97}, {Periods: 50, OnCardClock: 50}}, "the card's clock for 147 of 150 periods"},
+		{[]Phase{{Periods: 100}}, "the pointer update for all 100 periods"},
+	} {
+		r := Run{Phases: c.phases}
+		if got := r.CardTimestamp(); !strings.HasPrefix(got, c.want) || (c.want == "") != (got == "") {
+			t.Errorf("%+v: %q, want it to begin %q", c.phases, got, c.want)
+		}
 	}
 }

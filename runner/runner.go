@@ -494,6 +494,9 @@ func (s *session) finish(ctx context.Context) error {
 // and the report, and the summary.
 func (s *session) complete(interrupted bool, trace *rundata.Trace) error {
 	s.run.Interrupted, s.run.Incomplete = interrupted, false
+	if c := s.run.Card; c != nil {
+		c.Timestamp = s.run.CardTimestamp()
+	}
 	if trace != nil {
 		s.run.Trace = trace
 		if trace.Enabled && trace.Note != "" { // a trace that did not start said so then

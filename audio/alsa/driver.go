@@ -159,7 +159,6 @@ func (d *Driver) Open(cfg audio.Config) (g audio.Granted, err error) {
 		notes = append(notes, "read/write access: the device offers no mmap")
 	}
 	card := d.sides[0].card
-	card.Timestamp = "the period's end on the card's clock: the period boundary on a line fitted to the kernel's timestamps of its hardware pointer updates (where the driver moves its pointer: its period interrupt, or when it queues a USB transfer); the update itself where there is no fit (after a restart, an xrun, a card over 5 % off its rate, duplex)"
 	notes = append(notes, cardNote(card))
 	g = audio.Granted{
 		Card:         card,

@@ -901,19 +901,23 @@ func (r Ranking) FailIfWorse(pct float64) (code int, lines []string) {
 				continue
 			}
 			head := fmt.Sprintf("%s: %s's %s against %s's", ph.Phase, s.Label, ph.By, ref.Label)
-			switch side := d.decision().Exceeds(pct); {
-			case side == decide.Above && ref.lost() > 0:
+			side := d.decision().Exceeds(pct)
+			// A source that lost periods may have lost the late one: worse
+			// than a lossy first source, or anything of a lossy later one,
+			// cannot be told.
+			lossy := s
+			if side == decide.Above {
+				lossy = ref
+			}
+			switch {
+			case lossy.lost() > 0:
 				unknown = true
 				lines = append(lines, fmt.Sprintf("%s: cannot tell: %s lost %d periods, its figures may be understated: %s (--fail-if-worse %g%%)",
-					head, ref.Label, ref.lost(), d.Text, pct))
+					head, lossy.Label, lossy.lost(), d.Text, pct))
 			case side == decide.Above:
 				worse = true
 				lines = append(lines, fmt.Sprintf("%s: worse by more than %g %%: %s over %d runs against %d (--fail-if-worse %g%%)",
 					head, pct, d.decision().Interval(), d.RunsB, d.RunsA, pct))
-			case s.lost() > 0:
-				unknown = true
-				lines = append(lines, fmt.Sprintf("%s: cannot tell: %s lost %d periods, its figures may be understated: %s (--fail-if-worse %g%%)",
-					head, s.Label, s.lost(), d.Text, pct))
 			case side == decide.Straddles:
 				unknown = true
 				lines = append(lines, fmt.Sprintf("%s: cannot tell whether worse by more than %g %%: %s over %d runs against %d%s (--fail-if-worse %g%%)",

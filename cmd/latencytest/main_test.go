@@ -121,7 +121,7 @@ func TestBadFlagsExit2WritingNothing(t *testing.T) {
 		{[]string{"--max-xruns", "-1"}, "--max-xruns"},
 		{[]string{"--test-glitch", "5:loud"}, "--test-glitch"},
 		{[]string{"--test-glitch", "5:skip"}, "--test-glitch"},
-		{[]string{"--test-glitch", "9:silence,3:silence"}, "--test-glitch"},      // -1 is the default's off, not a value to give (it was accepted silently)
+		{[]string{"--test-glitch", "9:silence,3:silence"}, "--test-glitch"}, // -1 is the default's off, not a value to give (it was accepted silently)
 	}
 	for _, c := range cases {
 		out := filepath.Join(t.TempDir(), "out")

@@ -59,7 +59,7 @@ type runFlags struct {
 	force                                 bool
 	testStall, testGlitch                 string
 	glitches                              []audio.GlitchAt // --test-glitch's, parsed by config
-	stall                                 testhook.Stall // --test-stall's, parsed by config
+	stall                                 testhook.Stall   // --test-stall's, parsed by config
 	trace                                 bool
 	traceAbove                            time.Duration
 	label                                 string

@@ -33,6 +33,7 @@ var (
 	colXrun    = color.NRGBA{0xff, 0x6a, 0x2a, 0xff}
 	colGlitch  = color.NRGBA{0xc0, 0x6c, 0xff, 0xff} // a break heard in the loopback's sine
 	colNominal = color.NRGBA{0x6e, 0xc6, 0xff, 0xff}
+	colTrip    = color.NRGBA{0x4d, 0xd0, 0xc0, 0xff} // the loopback's round trip per second
 )
 
 // palette tells overlaid series apart; the first is the classic white.
@@ -151,6 +152,12 @@ func timeFigure(pd *phaseData, periodMS, bufferMS float64) (template.HTML, strin
 			top = maxHi * 1.05
 		}
 	}
+	trip := roundTripPerSecond(pd)
+	for _, v := range trip {
+		if !math.IsNaN(v) {
+			top = max(top, v*1.05)
+		}
+	}
 	p := newPlot("wakeup latency over time", "time (s)", "latency (ms)")
 	p.Y.Min, p.Y.Max = max(minLo*1.05, -top), top
 	p.X.Min, p.X.Max = 0, max(end, 1e-3)
@@ -159,6 +166,9 @@ func timeFigure(pd *phaseData, periodMS, bufferMS float64) (template.HTML, strin
 	// spike through the buffer line is the thing to see.
 	p.Add(refH(periodMS, fmt.Sprintf("period %s ms", fmtNum(periodMS)), colPeriod, false))
 	p.Add(refH(bufferMS, fmt.Sprintf("buffer %s ms", fmtNum(bufferMS)), colBuffer, false))
+	if len(trip) > 0 {
+		p.Add(&PerSecondLine{Y: trip, Style: draw.LineStyle{Color: colTrip, Width: vg.Points(1.5)}})
+	}
 	if len(marks) > 0 {
 		// The caption names the marks (and says when they are simulated):
 		// a legend would sit on top of them.
@@ -169,6 +179,15 @@ func timeFigure(pd *phaseData, periodMS, bufferMS float64) (template.HTML, strin
 	}
 	s, err := svgOf(p, figW, figHTime)
 	return s, caption, err
+}
+
+// roundTripPerSecond is a loopback phase's round trip per second (ms),
+// nil for any other.
+func roundTripPerSecond(pd *phaseData) rundata.PerSecond {
+	if pd.Sound == nil {
+		return nil
+	}
+	return pd.Sound.RoundTripPerSecond
 }
 
 // cpuFigure draws the CPU loop's real duration over time against its

@@ -80,13 +80,23 @@ var metrics = []metric{
 	{"loadavg", "load avg", 0, func(p *phaseData) float64 { return p.LoadAvg }, fmtLoad, false},
 	{"steal_pct", "steal %", 0, func(p *phaseData) float64 { return p.StealPct }, fmtPct, false},
 	// What a loopback heard (run --loopback): the round trip from the
-	// application's write to its read, and the breaks in the sine.
+	// application's write to its read over the phase, followed across
+	// its restarts (its median; before the first break alone in a run.json
+	// of old), so that one that grows under load shows; and the breaks
+	// in the sine.
+	{"round_trip_min_ms", "round trip min ms", -1, roundTrip(func(s *rundata.MSStats) float64 { return s.Min }), fmtUS, false},
 	{"round_trip_ms", "round trip ms", -1, func(p *phaseData) float64 {
-		if p.Sound == nil || p.Sound.CardDelay == nil {
+		switch {
+		case p.Sound == nil:
 			return math.NaN()
+		case p.Sound.RoundTripFollowed != nil:
+			return p.Sound.RoundTripFollowed.Median
+		case p.Sound.CardDelay != nil:
+			return p.Sound.RoundTripMS
 		}
-		return p.Sound.RoundTripMS
+		return math.NaN()
 	}, fmtUS, false},
+	{"round_trip_max_ms", "round trip max ms", -1, roundTrip(func(s *rundata.MSStats) float64 { return s.Max }), fmtUS, false},
 	{"sound_breaks", "sound broke", -1, func(p *phaseData) float64 {
 		if p.Sound == nil || !p.Sound.Judged {
 			return math.NaN()
@@ -95,18 +105,30 @@ var metrics = []metric{
 	}, fmtInt, false},
 }
 
+// roundTrip is a metric of the round trip followed over a loopback
+// phase: f of its spread, NaN without one.
+func roundTrip(f func(*rundata.MSStats) float64) func(*phaseData) float64 {
+	return func(p *phaseData) float64 {
+		if p.Sound == nil || p.Sound.RoundTripFollowed == nil {
+			return math.NaN()
+		}
+		return f(p.Sound.RoundTripFollowed)
+	}
+}
+
 // sometimes are the metrics only some phases have, each with the text
 // that reads as not having it: a loopback's (run --loopback) and the
 // periods lost (a phase that lost none has nothing to say). A table shows
 // their columns only where a row has them, so a run without a loopback or
 // a loss keeps the table it always had. stats.csv keeps every column.
-var sometimes = map[string]string{"round_trip_ms": unmeasured, "sound_breaks": unmeasured, "lost": "0"}
+var sometimes = map[string]string{"round_trip_min_ms": unmeasured, "round_trip_ms": unmeasured, "round_trip_max_ms": unmeasured,
+	"sound_breaks": unmeasured, "lost": "0"}
 
 // lossProof are the metrics that lost periods cannot change: the others
 // are figures of the periods' samples, which a lost period, maybe the late
 // one, is missing from.
 var lossProof = map[string]bool{"periods": true, "lost": true, "loadavg": true, "steal_pct": true,
-	"round_trip_ms": true, "sound_breaks": true}
+	"round_trip_min_ms": true, "round_trip_ms": true, "round_trip_max_ms": true, "sound_breaks": true}
 
 // dropUnmeasured removes from t the columns of sometimes-metrics that no
 // row has.

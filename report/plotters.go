@@ -154,6 +154,36 @@ func (v *VLine) Plot(c draw.Canvas, p *plot.Plot) {
 	}
 }
 
+// PerSecondLine draws a figure given per second of the phase as steps,
+// each second a level stroke across it, broken where a second has none
+// (NaN): the loopback's round trip over the latency-over-time figure, so
+// that one that grows under load shows beside the wakeups that made it.
+type PerSecondLine struct {
+	Y     rundata.PerSecond
+	Style draw.LineStyle
+}
+
+// Plot implements plot.Plotter.
+func (l *PerSecondLine) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, trY := p.Transforms(&c)
+	var lines [][]vg.Point
+	var cur []vg.Point
+	for s, v := range l.Y {
+		if math.IsNaN(v) {
+			if len(cur) > 0 {
+				lines, cur = append(lines, cur), nil
+			}
+			continue
+		}
+		y := trY(v)
+		cur = append(cur, vg.Point{X: trX(float64(s)), Y: y}, vg.Point{X: trX(float64(s + 1)), Y: y})
+	}
+	if len(cur) > 0 {
+		lines = append(lines, cur)
+	}
+	c.StrokeLines(l.Style, c.ClipLinesXY(lines...)...)
+}
+
 // Marks draws a small triangle hanging from the top of the plot at each X,
 // at most one per canvas column: the xruns of a phase. They stay out of the
 // data below, so a phase with hundreds of xruns is still readable.

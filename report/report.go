@@ -134,6 +134,7 @@ type phaseView struct {
 	Update, AfterUpdate              string
 	Heard                            string // what a loopback heard (heardLine)
 	HeardMarks                       bool   // its breaks are marked on the time figure
+	TripLine                         bool   // its round trip per second is a line on it
 	// PerCPU are, under run --cpus, each CPU's figures; Hist then
 	// overlays their histograms.
 	PerCPU []cpuView
@@ -208,6 +209,7 @@ func newPhaseView(id string, pd *phaseData, sr statsRow) phaseView {
 	}
 	pv.Apart, pv.Poll = sidesLines(&pd.Phase)
 	pv.Heard, pv.HeardMarks = heardLine(pd.Sound, pd.CardReported), len(pd.heardAt) > 0
+	pv.TripLine = len(roundTripPerSecond(pd)) > 0
 	sr.Link, sr.Cells = "", slices.Clone(sr.Cells) // the overview's row keeps its own
 	pv.Table = statsTable{First: "phase", Extra: "stressor throughput", Head: metricHeads(), Rows: []statsRow{sr}}
 	pv.Table.dropUnmeasured()

@@ -448,7 +448,8 @@ func TestRenderHeard(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.Phases[0].Sound = &rundata.Sound{ToneHz: 997.5, Judged: true, BufferFrames: 1024, RoundTripMS: 27.5, RoundTrips: 9, RoundTripsBeforeBreak: 4,
-		CardDelay: &rundata.FrameStats{Min: 296, Median: 296, Max: 300}, Glitches: []rundata.Glitch{{AtMS: 1500, Period: 281, LengthMS: 50, With: rundata.GlitchXrun}}, XrunsHeard: 1, XrunsNotHeard: 2}
+		CardDelay: &rundata.FrameStats{Min: 296, Median: 296, Max: 300}, Glitches: []rundata.Glitch{{AtMS: 1500, Period: 281, LengthMS: 50, With: rundata.GlitchXrun}}, XrunsHeard: 1, XrunsNotHeard: 2,
+		RoundTripFollowed: &rundata.MSStats{Min: 27.5, Median: 27.6, Max: 31.25}, RoundTripsFollowed: 8, RoundTripPerSecond: rundata.PerSecond{27.5, math.NaN()}}
 	r.Phases[0].CardReported = &rundata.ReportedDelay{PlaybackFrames: 40, CaptureFrames: 24}
 	r.Phases[1].Sound = &rundata.Sound{Note: `<script>alert("note")</script>`, RoundTripsMissing: 3}
 	if err := rundata.WriteRun(dir, r); err != nil {
@@ -460,7 +461,7 @@ func TestRenderHeard(t *testing.T) {
 		t.Fatalf("%d lines of what was heard, want 2", len(lines))
 	}
 	want := []string{
-		"Heard through the loopback: the 997.5 Hz sine broke once: at 1500.0 ms for 50.0 ms (period 281, an xrun); of the xruns 1 heard, 2 not; 0 breaks with no xrun or pointer jump; round trip 27.5 ms: the playback buffer's 1024 frames and a card delay of 296 frames (min 296, max 300; 9 repetitions read, 4 before the sound first broke, 0 missing); the drivers report 64 frames of it (playback 40, capture 24).",
+		"Heard through the loopback: the 997.5 Hz sine broke once: at 1500.0 ms for 50.0 ms (period 281, an xrun); of the xruns 1 heard, 2 not; 0 breaks with no xrun or pointer jump; round trip 27.5 ms: the playback buffer's 1024 frames and a card delay of 296 frames (min 296, max 300; 9 repetitions read, 4 before the sound first broke, 0 missing); the drivers report 64 frames of it (playback 40, capture 24); over the whole phase, across its restarts, 27.6 ms (min 27.5, max 31.2; 8 repetitions).",
 		`Heard through the loopback: the sine was not judged (<script>alert("note")</script>); round trip not found (3 repetitions looked in).`,
 	}
 	for i, l := range lines {
@@ -491,8 +492,15 @@ func TestRenderHeard(t *testing.T) {
 		}
 		return got
 	}
-	if got := cells(doc, "round_trip_ms"); len(got) < 2 || got[0] != "27.5" || got[1] != "—" {
-		t.Errorf("round trip cells %q, want 27.5 then —", got)
+	// The round trip over the phase, min / median / max, followed
+	// across its restarts, and a line of it per second on the time figure.
+	for class, want := range map[string]string{"round_trip_min_ms": "27.5", "round_trip_ms": "27.6", "round_trip_max_ms": "31.2"} {
+		if got := cells(doc, class); len(got) < 2 || got[0] != want || got[1] != "—" {
+			t.Errorf("%s cells %q, want %s then —", class, got, want)
+		}
+	}
+	if n := strings.Count(out, "stroke:#4DD0C0"); n != 1 || !strings.Contains(text(caps[0]), "Teal") || strings.Contains(text(caps[1]), "Teal") {
+		t.Errorf("%d lines in the round trip's colour, want 1, named in the first figure's caption alone", n)
 	}
 	if got := cells(doc, "sound_breaks"); len(got) < 2 || got[0] != "1" || got[1] != "—" {
 		t.Errorf("sound broke cells %q, want 1 then —", got)
@@ -501,7 +509,7 @@ func TestRenderHeard(t *testing.T) {
 	if err := rundata.WriteRun(dir, r); err != nil {
 		t.Fatal(err)
 	}
-	if _, doc := renderDoc(t, dir); len(cells(doc, "round_trip_ms"))+len(cells(doc, "sound_breaks")) != 0 {
+	if _, doc := renderDoc(t, dir); len(cells(doc, "round_trip_ms"))+len(cells(doc, "round_trip_max_ms"))+len(cells(doc, "sound_breaks")) != 0 {
 		t.Error("a run without a loopback has the loopback's columns")
 	}
 }

@@ -50,6 +50,9 @@ func heardLine(s *rundata.Sound, reported *rundata.ReportedDelay) string {
 			trip += fmt.Sprintf("; the drivers report %d frames of it (playback %d, capture %d)", r.PlaybackFrames+r.CaptureFrames, r.PlaybackFrames, r.CaptureFrames)
 		}
 	}
+	if f := s.RoundTripFollowed; f != nil {
+		trip += fmt.Sprintf("; over the whole phase, across its restarts, %.1f ms (min %.1f, max %.1f; %d repetitions)", f.Median, f.Min, f.Max, s.RoundTripsFollowed)
+	}
 	return sine + "; " + trip + "."
 }
 

@@ -81,7 +81,7 @@ func (m *CaptureMap) LineUp(snd *Sound, periodFrames, rate int) {
 			continue
 		}
 		kept := int64(g.AtMS / periodMS)
-		g.Period = m.period(kept)
+		g.Period = m.Period(kept)
 		for _, j := range m.jumps {
 			if j.kept == kept {
 				g.With = GlitchPointerJump
@@ -105,9 +105,32 @@ func (m *CaptureMap) LineUp(snd *Sound, periodFrames, rate int) {
 	}
 }
 
-// period is the phase's period whose capture is kept period number kept:
+// A Seam is where restarts spliced the capture: after Kept capture
+// periods, Xruns restarts (xruns in periods one after another leave one
+// seam). Each restart put its own offset between what the capture kept
+// and what the loop played (docs/method.md, "The sound").
+type Seam struct {
+	Kept  int64
+	Xruns int
+}
+
+// Seams are the capture's seams in order, the one before its first
+// period (an xrun as the stream started) included.
+func (m *CaptureMap) Seams() []Seam {
+	var out []Seam
+	for _, x := range m.xruns {
+		if n := len(out); n > 0 && out[n-1].Kept == x.kept {
+			out[n-1].Xruns++
+			continue
+		}
+		out = append(out, Seam{Kept: x.kept, Xruns: 1})
+	}
+	return out
+}
+
+// Period is the phase's period whose capture is kept period number kept:
 // kept plus the xrun periods before it, which kept none.
-func (m *CaptureMap) period(kept int64) int64 {
+func (m *CaptureMap) Period(kept int64) int64 {
 	n := int64(0)
 	for _, x := range m.xruns {
 		if x.kept > kept {

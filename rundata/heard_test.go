@@ -78,3 +78,26 @@ func TestCaptureMapSharedAndMissingSeams(t *testing.T) {
 		}
 	}
 }
+
+// The seams a loopback's round trip is followed across: xruns in periods
+// 0 (before any capture was kept), 4 and 5 (one seam) and 8, in 10
+// periods; and the phase's period of each capture period kept.
+func TestCaptureMapSeams(t *testing.T) {
+	var m CaptureMap
+	for i := int64(0); i < 10; i++ {
+		s := Sample{Index: i}
+		if i == 0 || i == 4 || i == 5 || i == 8 {
+			s.Xrun = 2e6
+		}
+		m.Add(&s)
+	}
+	want := []Seam{{Kept: 0, Xruns: 1}, {Kept: 3, Xruns: 2}, {Kept: 5, Xruns: 1}}
+	if got := m.Seams(); !reflect.DeepEqual(got, want) {
+		t.Errorf("seams %+v, want %+v", got, want)
+	}
+	for kept, period := range []int64{1, 2, 3, 6, 7, 9} {
+		if got := m.Period(int64(kept)); got != period {
+			t.Errorf("capture period %d is period %d, want %d", kept, got, period)
+		}
+	}
+}

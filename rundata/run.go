@@ -384,6 +384,15 @@ type Sound struct {
 	// to within a period (a captured frame waits for its period's end).
 	BufferFrames int     `json:"buffer_frames"`
 	RoundTripMS  float64 `json:"round_trip_ms,omitempty"`
+	// RoundTripFollowed is the round trip over the whole phase: every
+	// repetition read (RoundTripsFollowed of them: those across a restart's
+	// seam are not), the offset each xrun's restart put between the sides
+	// taken off (docs/method.md, "The sound"), so that one that grows
+	// under load shows. RoundTripPerSecond is its median in each second
+	// of the phase, from the first period; null where none was read.
+	RoundTripFollowed  *MSStats  `json:"round_trip_followed_ms,omitempty"`
+	RoundTripsFollowed int       `json:"round_trips_followed"`
+	RoundTripPerSecond PerSecond `json:"round_trip_ms_per_second,omitempty"`
 	// Glitches are the stretches where the captured sine broke, in
 	// capture order; Judged says whether the sine could be judged at all
 	// and, when not, Note says why.
@@ -406,6 +415,13 @@ type FrameStats struct {
 	Min    int `json:"min"`
 	Median int `json:"median"`
 	Max    int `json:"max"`
+}
+
+// MSStats is the spread of a figure in milliseconds.
+type MSStats struct {
+	Min    float64 `json:"min"`
+	Median float64 `json:"median"`
+	Max    float64 `json:"max"`
 }
 
 // ReportedDelay is the delay a card's driver reports beyond the buffer,

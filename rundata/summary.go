@@ -87,11 +87,7 @@ func heardText(r *Run) string {
 		}
 		total += len(ph.Sound.Glitches)
 		alone += ph.Sound.GlitchesAlone
-		if ph.Sound.CardDelay != nil {
-			trips = append(trips, fmt.Sprintf("%.1f ms in %s", ph.Sound.RoundTripMS, ph.Label()))
-		} else {
-			trips = append(trips, "not read in "+ph.Label())
-		}
+		trips = append(trips, tripText(ph.Sound)+ph.Label())
 	}
 	if len(breaks) == 0 {
 		return ""
@@ -105,6 +101,22 @@ func heardText(r *Run) string {
 		unseen = fmt.Sprintf(", %d of them with no xrun or pointer jump", alone)
 	}
 	return fmt.Sprintf("the sound broke %d %s (%s%s); round trip %s", total, times, strings.Join(breaks, ", "), unseen, strings.Join(trips, ", "))
+}
+
+// tripText is a loopback phase's round trip in the closing block, up to
+// the phase's name: the median over the phase with its range where it
+// moved (a round trip that grew under load), followed across restarts,
+// or, in a run.json of old, the median before the sound first broke.
+func tripText(s *Sound) string {
+	switch f := s.RoundTripFollowed; {
+	case f != nil && f.Min != f.Max:
+		return fmt.Sprintf("%.1f ms (%.1f to %.1f) in ", f.Median, f.Min, f.Max)
+	case f != nil:
+		return fmt.Sprintf("%.1f ms in ", f.Median)
+	case s.CardDelay != nil:
+		return fmt.Sprintf("%.1f ms in ", s.RoundTripMS)
+	}
+	return "not read in "
 }
 
 // worstText names the latest wakeup of the run, its phase and, where the

@@ -7,16 +7,18 @@ import (
 )
 
 // A loopback run's closing block says how often the sound broke, per
-// phase, and the round trip of each; a run without one says nothing of it.
+// phase, and the round trip of each (its range over the phase where it
+// moved); a run without one says nothing of it.
 func TestSummaryHeard(t *testing.T) {
 	r := &Run{Phases: []Phase{
 		{Name: "idle", Sound: &Sound{Judged: true, Glitches: []Glitch{}, CardDelay: &FrameStats{}, RoundTripMS: 21.33}},
-		{Name: "hackbench", Sound: &Sound{Judged: true, Glitches: []Glitch{{AtMS: 5, With: GlitchXrun}, {AtMS: 9}}, GlitchesAlone: 1, CardDelay: &FrameStats{}, RoundTripMS: 26.67}},
+		{Name: "hackbench", Sound: &Sound{Judged: true, Glitches: []Glitch{{AtMS: 5, With: GlitchXrun}, {AtMS: 9}}, GlitchesAlone: 1, CardDelay: &FrameStats{}, RoundTripMS: 26.67,
+			RoundTripFollowed: &MSStats{Min: 26.67, Median: 27.1, Max: 31.4}}},
 		{Name: "x11", Sound: &Sound{Note: "the sine did not come back"}},
 	}}
 	var b bytes.Buffer
 	WriteSummary(&b, r, nil, nil)
-	want := "heard: the sound broke 2 times (idle none, hackbench 2, x11 not judged: the sine did not come back, 1 of them with no xrun or pointer jump); round trip 21.3 ms in idle, 26.7 ms in hackbench, not read in x11\n"
+	want := "heard: the sound broke 2 times (idle none, hackbench 2, x11 not judged: the sine did not come back, 1 of them with no xrun or pointer jump); round trip 21.3 ms in idle, 27.1 ms (26.7 to 31.4) in hackbench, not read in x11\n"
 	if !strings.Contains(b.String(), want) {
 		t.Errorf("closing block\n%s\nwithout %q", b.String(), want)
 	}

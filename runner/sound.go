@@ -37,16 +37,17 @@ func (r *phaseRun) keepCapture(wav []byte) error {
 		return fmt.Errorf("the capture: %w", err)
 	}
 	g := r.opened.Granted
-	r.ph.Sound = hear(wav, g.PeriodFrames, g.PeriodFrames*g.Periods)
+	r.ph.Sound = hear(wav, g.PeriodFrames, g.PeriodFrames*g.Periods, &r.heard)
 	r.ph.Sound.CaptureFile = "samples/" + base
 	r.heard.LineUp(r.ph.Sound, g.PeriodFrames, g.Rate)
 	return nil
 }
 
 // hear analyses the capture of a loopback phase (audio/sound.Loop played
-// and captured): the round trip from its second channel, the glitches
+// and captured), lined up with the phase's samples by m (nil: a phase
+// without an xrun): the round trip from its second channel, the glitches
 // from its first. What cannot be judged is said in Note.
-func hear(wav []byte, periodFrames, bufferFrames int) *rundata.Sound {
+func hear(wav []byte, periodFrames, bufferFrames int, m *rundata.CaptureMap) *rundata.Sound {
 	snd := &rundata.Sound{BufferFrames: bufferFrames, Glitches: []rundata.Glitch{}}
 	f, samples, err := audio.DecodeWAV(bytes.NewReader(wav))
 	if err == nil && f.Channels < 2 {
@@ -82,16 +83,21 @@ func hear(wav []byte, periodFrames, bufferFrames int) *rundata.Sound {
 	if len(glitches) > 0 {
 		firstBreak = glitches[0].Start
 	}
-	roundTrip(snd, loop, mls, firstBreak, f.Rate)
+	trips := roundTrip(snd, loop, mls, firstBreak, f.Rate)
+	if m == nil {
+		m = &rundata.CaptureMap{}
+	}
+	sp := splices{m: m, periodFrames: max(periodFrames, 1), bufferFrames: bufferFrames, loopFrames: len(loop.MLS), rate: f.Rate}
+	sp.followRoundTrip(snd, trips, len(mls))
 	return snd
 }
 
-// roundTrip reads the MLS's repetitions in mls into snd: the card delay
-// from those that ended before the sound first broke (at frame
-// firstBreak), as after a break (an xrun's restart) the capture kept and
-// the loop played run apart by what the restart dropped; none when the
-// sound broke before the first repetition came back whole.
-func roundTrip(snd *rundata.Sound, loop *sound.Loop, mls []float32, firstBreak, rate int) {
+// roundTrip reads the MLS's repetitions in mls into snd and returns
+// them: the card delay from those that ended before the sound first broke
+// (at frame firstBreak), as after a break (an xrun's restart) the capture
+// kept and the loop played run apart by what the restart dropped; none
+// when the sound broke before the first repetition came back whole.
+func roundTrip(snd *rundata.Sound, loop *sound.Loop, mls []float32, firstBreak, rate int) []sound.Trip {
 	trips, missing := loop.RoundTrips(mls)
 	snd.RoundTrips, snd.RoundTripsMissing = len(trips), missing
 	var steady []int
@@ -101,12 +107,27 @@ func roundTrip(snd *rundata.Sound, loop *sound.Loop, mls []float32, firstBreak, 
 		}
 	}
 	snd.RoundTripsBeforeBreak = len(steady)
-	if len(steady) == 0 {
-		return
+	snd.CardDelay = frameStats(steady)
+	if snd.CardDelay != nil {
+		snd.RoundTripMS = tripMS(snd.BufferFrames, snd.CardDelay.Median, rate)
 	}
-	slices.Sort(steady)
-	snd.CardDelay = &rundata.FrameStats{Min: steady[0], Median: steady[len(steady)/2], Max: steady[len(steady)-1]}
-	snd.RoundTripMS = float64(snd.BufferFrames+snd.CardDelay.Median) * 1e3 / float64(rate)
+	return trips
+}
+
+// frameStats is the spread of ds (sorted in place), the median the upper
+// one of an even count; nil for none.
+func frameStats(ds []int) *rundata.FrameStats {
+	if len(ds) == 0 {
+		return nil
+	}
+	slices.Sort(ds)
+	return &rundata.FrameStats{Min: ds[0], Median: ds[len(ds)/2], Max: ds[len(ds)-1]}
+}
+
+// tripMS is the round trip of a card delay of delay frames behind a
+// playback buffer of bufferFrames, in ms.
+func tripMS(bufferFrames, delay, rate int) float64 {
+	return float64(bufferFrames+delay) * 1e3 / float64(rate)
 }
 
 // channel is channel c of interleaved samples of n channels.

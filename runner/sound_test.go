@@ -36,7 +36,7 @@ func TestHear(t *testing.T) {
 	}
 	tone = slices.Concat(tone[:at], make([]float32, 2400), tone[at:])
 	mls = slices.Concat(mls[:at], make([]float32, 2400), mls[at:])
-	snd := hear(s16WAV(rate, tone, mls), 256, 1024)
+	snd := hear(s16WAV(rate, tone, mls), 256, 1024, nil)
 	// The repetitions before the silence read the delay; the one after it
 	// the delay and the silence, by which the capture now lags, and is
 	// left out of the card delay.
@@ -60,11 +60,11 @@ func TestHear(t *testing.T) {
 // A capture with no sine in it says so, and no glitch is counted.
 func TestHearNothing(t *testing.T) {
 	silence := make([]float32, 100000) // three loops: two stretches to look in
-	snd := hear(s16WAV(48000, silence, silence), 256, 1024)
+	snd := hear(s16WAV(48000, silence, silence), 256, 1024, nil)
 	if snd.Judged || snd.Note == "" || snd.CardDelay != nil || snd.RoundTripsMissing == 0 {
 		t.Errorf("%+v: want not judged, a note, no delay and the round trips missing", snd)
 	}
-	if snd := hear([]byte("not a wav"), 256, 1024); snd.Judged || snd.Note == "" {
+	if snd := hear([]byte("not a wav"), 256, 1024, nil); snd.Judged || snd.Note == "" {
 		t.Errorf("%+v: want a note", snd)
 	}
 }
@@ -81,7 +81,7 @@ func TestHearBrokenFirst(t *testing.T) {
 	}
 	// 1024 frames dropped at frame 5000, as a restart at 4×256 drops them.
 	tone, mls = slices.Concat(tone[:5000], tone[6024:]), slices.Concat(mls[:5000], mls[6024:])
-	snd := hear(s16WAV(rate, tone, mls), 256, 1024)
+	snd := hear(s16WAV(rate, tone, mls), 256, 1024, nil)
 	if snd.CardDelay != nil || snd.RoundTripMS != 0 || snd.RoundTrips == 0 || snd.RoundTripsBeforeBreak != 0 || len(snd.Glitches) != 1 {
 		t.Errorf("%+v: want repetitions read, none before the one glitch, and no card delay", snd)
 	}

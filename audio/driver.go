@@ -45,7 +45,14 @@ type Granted struct {
 	Channels     int           //
 	PeriodFrames int           //
 	Periods      int           //
-	Simulated    bool          // xruns come from a virtual buffer, not from hardware
+	// CaptureCard, CaptureChannels and CaptureFormat are a duplex
+	// stream's capture side (ALSA), whose channels and format may differ
+	// from the playback's (Card, Channels, Format): an interface with 2
+	// inputs and 4 outputs. Zero when the stream has one side.
+	CaptureCard     *rundata.Card
+	CaptureChannels int
+	CaptureFormat   string
+	Simulated       bool // xruns come from a virtual buffer, not from hardware
 	Notes        []string      // one line each: what differs from what was asked, and why
 }
 

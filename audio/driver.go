@@ -52,8 +52,8 @@ type Granted struct {
 	CaptureCard     *rundata.Card
 	CaptureChannels int
 	CaptureFormat   string
-	Simulated       bool // xruns come from a virtual buffer, not from hardware
-	Notes        []string      // one line each: what differs from what was asked, and why
+	Simulated       bool     // xruns come from a virtual buffer, not from hardware
+	Notes           []string // one line each: what differs from what was asked, and why
 }
 
 // A Driver delivers period wakeups. Open configures the stream, Start

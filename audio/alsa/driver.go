@@ -28,7 +28,7 @@ type Driver struct {
 	rate         int // both sides'
 	periodFrames int // both sides'
 
-	periodNS     int64 // nominal
+	periodNS int64 // nominal
 
 	content    []byte // playback loop in the device format; nil: silence
 	contentPos int

@@ -54,6 +54,10 @@ type Driver struct {
 	// hook, since a 32-bit kernel of today takes both.
 	forceTime32 bool
 
+	// probeWith opens a stream for Devices in place of its PCM node: a
+	// test hook, so that a fake card's streams can be listed.
+	probeWith func(path string, stream int) (r refiner, done func(), err error)
+
 	// blocking: --access rw on a playback stream sleeps inside a
 	// blocking WRITEI, as plain aplay does, instead of in poll.
 	blocking bool

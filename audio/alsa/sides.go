@@ -77,6 +77,11 @@ func settleOne(n *node, want shape, install func(*node, *settled) error) (*settl
 	if err != nil {
 		return nil, sideError(n, err, "")
 	}
+	return installed(n, h, notes, install)
+}
+
+// installed is side n settled on h, installed where install is given.
+func installed(n *node, h hwParams, notes []string, install func(*node, *settled) error) (*settled, error) {
 	s := &settled{h: h, got: grantedShape(&h), notes: notes}
 	if install != nil {
 		if err := install(n, s); err != nil {
@@ -102,13 +107,7 @@ func settleCapture(n *node, play shape, install func(*node, *settled) error) (*s
 	for i, note := range notes {
 		notes[i] = fmt.Sprintf("capture side %s: %s", n.label, note)
 	}
-	s := &settled{h: h, got: grantedShape(&h), notes: notes}
-	if install != nil {
-		if err := install(n, s); err != nil {
-			return nil, err
-		}
-	}
-	return s, nil
+	return installed(n, h, notes, install)
 }
 
 // commonRate is the rate a duplex stream whose rate was not asked for runs

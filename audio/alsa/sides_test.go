@@ -10,7 +10,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"latencytest/audio"
 	"latencytest/internal/badinput"
+	"latencytest/rundata"
 )
 
 // fakeCard is a card whose playback and capture are fakeDevices of their
@@ -238,5 +240,23 @@ func TestDevicesListsEachStream(t *testing.T) {
 	}
 	if !strings.Contains(busy.Description, "capture busy (pid 4242 (arecord))") {
 		t.Errorf("description %q does not name the holder", busy.Description)
+	}
+}
+
+// Granted names a duplex's capture side apart from the playback's, as
+// run.json's capture_card, capture_channels and capture_format; a stream
+// of one side names none.
+func TestGrantedCaptureSide(t *testing.T) {
+	play := &side{card: &rundata.Card{Index: 0, ID: "PCH"}, shape: shape{format: formatS16LE, channels: 4}}
+	capt := &side{card: &rundata.Card{Index: 2, ID: "USB"}, shape: shape{format: formatS24_3LE, channels: 2}}
+	var g audio.Granted
+	captureSide(&g, play, capt)
+	if g.CaptureCard == nil || g.CaptureCard.ID != "USB" || g.CaptureChannels != 2 || g.CaptureFormat != "S24_3LE" {
+		t.Errorf("duplex: %+v", g)
+	}
+	g = audio.Granted{}
+	captureSide(&g, nil, capt)
+	if g.CaptureCard != nil || g.CaptureChannels != 0 || g.CaptureFormat != "" {
+		t.Errorf("capture alone: %+v", g)
 	}
 }

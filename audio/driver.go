@@ -45,8 +45,15 @@ type Granted struct {
 	Channels     int           //
 	PeriodFrames int           //
 	Periods      int           //
-	Simulated    bool          // xruns come from a virtual buffer, not from hardware
-	Notes        []string      // one line each: what differs from what was asked, and why
+	// CaptureCard, CaptureChannels and CaptureFormat are a duplex
+	// stream's capture side (ALSA), whose channels and format may differ
+	// from the playback's (Card, Channels, Format): an interface with 2
+	// inputs and 4 outputs. Zero when the stream has one side.
+	CaptureCard     *rundata.Card
+	CaptureChannels int
+	CaptureFormat   string
+	Simulated       bool     // xruns come from a virtual buffer, not from hardware
+	Notes           []string // one line each: what differs from what was asked, and why
 }
 
 // A Driver delivers period wakeups. Open configures the stream, Start
@@ -140,4 +147,21 @@ type DeviceInfo struct {
 	BufferSize  string   // frames
 	Driver      string   // the card's driver, module, bus and interrupt (ALSA)
 	Flags       []string // what the driver says of the stream (ALSA's SNDRV_PCM_INFO_* names)
+	// Sides are each stream's own figures (ALSA), in Streams' order: a
+	// device's playback and capture may differ (2 inputs and 4 outputs,
+	// a capture at 44.1 kHz only). Rates to Flags above are the first
+	// free stream's, for readers of one set.
+	Sides []StreamInfo
+}
+
+// StreamInfo is what one stream (direction) of a device offers.
+type StreamInfo struct {
+	Stream     string // "playback" or "capture"
+	Busy       string // who holds it ("pid 812 (pipewire)", "another process"); "" when it could be opened
+	Rates      string
+	Formats    []string
+	Channels   string
+	PeriodSize string // frames
+	BufferSize string // frames
+	Flags      []string
 }

@@ -378,6 +378,20 @@ func brief(s rundata.LatencyStats) string {
 	return fmt.Sprintf("min %s, p50 %s, p99 %s, max %s µs", fmtUS(s.Min), fmtPercentile(s, s.P50), fmtPercentile(s, s.P99), fmtUS(s.Max))
 }
 
+// captureSideText names a duplex run's capture side, whose format,
+// channels and card may differ from the playback's above ("" for a run
+// of one side, or one recorded before the sides could differ).
+func captureSideText(r *rundata.Run) string {
+	if r.CaptureChannels == 0 {
+		return ""
+	}
+	v := fmt.Sprintf("%s, %d channels", r.CaptureFormat, r.CaptureChannels)
+	if c := r.CaptureCard; c != nil {
+		v += fmt.Sprintf(", card %d [%s]", c.Index, c.ID)
+	}
+	return v
+}
+
 func configKV(r *rundata.Run) []kv {
 	yes := map[bool]string{true: "yes", false: "no"}
 	kvs := []kv{
@@ -397,6 +411,9 @@ func configKV(r *rundata.Run) []kv {
 		kv{K: "CPU load", V: fmt.Sprintf("%d %% of each period", r.CPULoad)},
 		kv{K: "xruns simulated", V: yes[r.Simulated]},
 	)
+	if v := captureSideText(r); v != "" {
+		kvs = append(kvs, kv{K: "capture side", V: v})
+	}
 	if b := r.RTBudget; b != nil {
 		v := "lifted for the run (sched_rt_runtime_us was " + b.Was + ")"
 		if !b.Lifted {

@@ -513,3 +513,22 @@ func TestRenderHeard(t *testing.T) {
 		t.Error("a run without a loopback has the loopback's columns")
 	}
 }
+
+// A duplex run's capture side is listed on its own when its shape was
+// recorded; a run of one side, or an older file, lists none.
+func TestCaptureSideText(t *testing.T) {
+	r := &rundata.Run{Stream: "duplex", Format: "S16_LE", Channels: 4, CaptureFormat: "S24_3LE", CaptureChannels: 2, CaptureCard: &rundata.Card{Index: 1, ID: "USB"}}
+	if got := captureSideText(r); got != "S24_3LE, 2 channels, card 1 [USB]" {
+		t.Errorf("capture side %q", got)
+	}
+	var found bool
+	for _, e := range configKV(r) {
+		found = found || e.K == "capture side"
+	}
+	if !found {
+		t.Error("configKV lists no capture side")
+	}
+	if got := captureSideText(&rundata.Run{Stream: "duplex", Channels: 2}); got != "" {
+		t.Errorf("an older duplex run: %q", got)
+	}
+}

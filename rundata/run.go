@@ -43,14 +43,23 @@ type Run struct {
 	// Card is the sound card an ALSA run opened (nil for the other
 	// drivers): what a reader needs to know which hardware and driver the
 	// figures are of.
-	Card         *Card   `json:"card,omitempty"`
-	Rate         int     `json:"rate"`
-	Channels     int     `json:"channels"`
-	PeriodFrames int     `json:"period_frames"`
-	Periods      int     `json:"periods"`
-	PeriodUS     float64 `json:"period_us"`
-	BufferUS     float64 `json:"buffer_us"`
-	CPULoad      int     `json:"cpu_load"`
+	Card *Card `json:"card,omitempty"`
+	// CaptureCard, CaptureChannels and CaptureFormat are a duplex
+	// stream's capture side (ALSA), which may be another card
+	// (--capture-device) and take other channels and another format than
+	// the playback's (Card, Channels, Format): an interface with 2
+	// inputs and 4 outputs. Absent for one side, and in files before
+	// 6 Dec 2026, whose duplex sides had one shape.
+	CaptureCard     *Card   `json:"capture_card,omitempty"`
+	CaptureChannels int     `json:"capture_channels,omitempty"`
+	CaptureFormat   string  `json:"capture_format,omitempty"`
+	Rate            int     `json:"rate"`
+	Channels        int     `json:"channels"`
+	PeriodFrames    int     `json:"period_frames"`
+	Periods         int     `json:"periods"`
+	PeriodUS        float64 `json:"period_us"`
+	BufferUS        float64 `json:"buffer_us"`
+	CPULoad         int     `json:"cpu_load"`
 	// Repeat is how many times the list of phases ran (run --repeat);
 	// 0 when once.
 	Repeat int `json:"repeat,omitempty"`

@@ -81,3 +81,37 @@ func TestApartLeavesOutXruns(t *testing.T) {
 		t.Errorf("apart %+v, capture latency %+v; want apart -5 µs throughout, the xrun's capture latency kept", a, ph.CaptureLatency)
 	}
 }
+
+// A duplex run.json names each side's card, channels and format; one
+// written before the sides could differ (no capture_* keys) still reads,
+// its capture side the playback's shape, and a one-sided run writes none
+// of the keys.
+func TestRunCaptureSide(t *testing.T) {
+	dir := t.TempDir()
+	in := &Run{Schema: SchemaVersion, Stream: "duplex", Format: "S16_LE", Channels: 4, Card: &Card{Index: 0, ID: "Out", Flags: []string{"MMAP"}},
+		CaptureCard: &Card{Index: 1, ID: "In", Flags: []string{"BATCH"}}, CaptureChannels: 2, CaptureFormat: "S24_3LE"}
+	if err := WriteRun(dir, in); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.CaptureCard == nil || got.CaptureCard.ID != "In" || got.CaptureChannels != 2 || got.CaptureFormat != "S24_3LE" || got.Card.ID != "Out" || got.Channels != 4 {
+		t.Errorf("read back: card %+v, capture card %+v, capture %d ch %s", got.Card, got.CaptureCard, got.CaptureChannels, got.CaptureFormat)
+	}
+	old, err := parseRun([]byte(`{"schema":1,"stream":"duplex","format":"S16_LE","channels":2,"card":{"index":0,"id":"Dummy","driver":"","name":"","flags":[]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old.CaptureCard != nil || old.CaptureChannels != 0 || old.CaptureFormat != "" || old.Card == nil {
+		t.Errorf("an older run.json: %+v", old)
+	}
+	b, err := MarshalRun(&Run{Schema: SchemaVersion, Stream: "playback", Channels: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(b, []byte("capture_")) {
+		t.Errorf("a playback run writes capture keys: %s", b)
+	}
+}

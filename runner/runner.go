@@ -744,6 +744,7 @@ func (r *phaseRun) granted(h engineHello) {
 	run, g := r.s.run, h.Granted
 	run.RT = h.RT
 	run.Device, run.Format, run.Access, run.Card = g.Device, g.Format, g.Access, g.Card
+	run.CaptureCard, run.CaptureChannels, run.CaptureFormat = g.CaptureCard, g.CaptureChannels, g.CaptureFormat
 	run.Rate, run.Channels, run.PeriodFrames, run.Periods = g.Rate, g.Channels, g.PeriodFrames, g.Periods
 	run.Simulated = g.Simulated
 	run.DriverNotes = g.Notes

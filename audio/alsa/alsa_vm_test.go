@@ -255,8 +255,9 @@ func loop(t *testing.T, d *Driver, n int) (peaks []float32, xruns []int) {
 		}
 		if b := d.Captured(); b != nil {
 			var peak float32
-			for j := 0; j < len(b)/bytesPerSample(d.format); j++ {
-				peak = max(peak, float32(math.Abs(float64(decodeSample(b, d.format, j)))))
+			f := d.capt.shape.format
+			for j := 0; j < len(b)/bytesPerSample(f); j++ {
+				peak = max(peak, float32(math.Abs(float64(decodeSample(b, f, j)))))
 			}
 			peaks = append(peaks, peak)
 		}

@@ -25,10 +25,10 @@ type Driver struct {
 	sides      []*side // the open sides, playback first
 	linked     bool    // capture starts and stops with playback
 
-	format       int
-	rate         int
-	periodFrames int
-	periodNS     int64 // nominal
+	rate         int // both sides'
+	periodFrames int // both sides'
+
+	periodNS int64 // nominal
 
 	content    []byte // playback loop in the device format; nil: silence
 	contentPos int
@@ -54,6 +54,10 @@ type Driver struct {
 	// hook, since a 32-bit kernel of today takes both.
 	forceTime32 bool
 
+	// probeWith opens a stream for Devices in place of its PCM node: a
+	// test hook, so that a fake card's streams can be listed.
+	probeWith func(path string, stream int) (r refiner, done func(), err error)
+
 	// blocking: --access rw on a playback stream sleeps inside a
 	// blocking WRITEI, as plain aplay does, instead of in poll.
 	blocking bool
@@ -61,10 +65,11 @@ type Driver struct {
 
 // side is one direction of the stream and where its pointers are.
 type side struct {
-	pcm  *pcm
-	name string        // "hw:0,0"
-	buf  []byte        // one period
-	card *rundata.Card // the card, as run.json names it
+	pcm   *pcm
+	name  string        // "hw:0,0"
+	buf   []byte        // one period
+	card  *rundata.Card // the card, as run.json names it
+	shape shape         // as granted: a duplex's sides differ in channels and format
 
 	raw   uint64 // last hardware pointer read, as the kernel keeps it (wraps at boundary)
 	pos   uint64 // frames the hardware has moved since the stream (re)started
@@ -127,7 +132,7 @@ func (d *Driver) Open(cfg audio.Config) (g audio.Granted, err error) {
 	if err != nil {
 		return g, err
 	}
-	d.format, d.rate, d.periodFrames = want.format, want.rate, want.periodFrames
+	d.rate, d.periodFrames = want.rate, want.periodFrames
 	d.periodNS = int64(d.periodFrames) * 1e9 / int64(d.rate)
 	// A poll that sees no period for as long as the kernel's own blocking
 	// write waits (10 s, "DMA or IRQ trouble") means the device died.
@@ -160,6 +165,9 @@ func (d *Driver) Open(cfg audio.Config) (g audio.Granted, err error) {
 	}
 	card := d.sides[0].card
 	notes = append(notes, cardNote(card))
+	if d.play != nil && d.capt != nil {
+		notes = append(notes, "capture side: "+cardNote(d.capt.card))
+	}
 	g = audio.Granted{
 		Card:         card,
 		Device:       d.describe(),
@@ -171,7 +179,21 @@ func (d *Driver) Open(cfg audio.Config) (g audio.Granted, err error) {
 		Periods:      want.periods,
 		Notes:        notes,
 	}
+	captureSide(&g, d.play, d.capt)
 	return g, nil
+}
+
+// captureSide records a duplex's capture side in g apart from the
+// playback's: its card (its own stream flags, or another card with
+// --capture-device), channels and format, which may differ from the
+// playback's (settleCapture).
+func captureSide(g *audio.Granted, play, capt *side) {
+	if play == nil || capt == nil {
+		return
+	}
+	g.CaptureCard = capt.card
+	g.CaptureChannels = capt.shape.channels
+	g.CaptureFormat = formatName(capt.shape.format)
 }
 
 // checkConfig refuses, as bad input, what no device could fix: the
@@ -199,15 +221,19 @@ func checkConfig(cfg audio.Config) error {
 	return nil
 }
 
-// openSides opens the stream's sides, playback then capture, negotiating
-// *want on the first and holding the second to it, and with --access rw
-// lets playback alone sleep in a blocking write as plain aplay does. The
+// openSides opens the stream's sides, playback then capture, and
+// negotiates them (settleSides): *want on the first, which it updates to
+// what was granted; a duplex's capture side its own channels, format and
+// periods at the playback's rate and period. With --access rw it lets
+// playback alone sleep in a blocking write as plain aplay does. The
 // notes are the sides' and what --access rw could not do.
 func (d *Driver) openSides(cfg audio.Config, want *shape) (notes []string, err error) {
+	var play, capt *sideNode
 	if cfg.Stream != "capture" {
-		if d.play, notes, err = d.openSide(cfg.Device, streamPlayback, want, false); err != nil {
+		if play, err = d.openNode(cfg.Device, streamPlayback); err != nil {
 			return nil, err
 		}
+		d.play = play.s
 		d.sides = append(d.sides, d.play)
 	}
 	if cfg.Stream != "playback" {
@@ -215,12 +241,31 @@ func (d *Driver) openSides(cfg audio.Config, want *shape) (notes []string, err e
 		if cfg.Stream == "duplex" && cfg.CaptureDevice != "" {
 			name = cfg.CaptureDevice
 		}
-		var n []string
-		if d.capt, n, err = d.openSide(name, streamCapture, want, d.play != nil); err != nil {
+		if capt, err = d.openNode(name, streamCapture); err != nil {
 			return nil, err
 		}
+		d.capt = capt.s
 		d.sides = append(d.sides, d.capt)
-		notes = append(notes, n...)
+	}
+	install := func(n *node, st *settled) error {
+		if n == play.nodeOf() {
+			return d.install(play, st)
+		}
+		return d.install(capt, st)
+	}
+	ps, cs, err := settleSides(play.nodeOf(), capt.nodeOf(), *want, install)
+	if err != nil {
+		return nil, err
+	}
+	for _, st := range []*settled{ps, cs} {
+		if st != nil {
+			notes = append(notes, st.notes...)
+		}
+	}
+	if ps != nil {
+		*want = ps.got
+	} else {
+		*want = cs.got
 	}
 	if cfg.Access == "rw" && !d.forceRW {
 		if d.capt != nil {
@@ -232,6 +277,22 @@ func (d *Driver) openSides(cfg audio.Config, want *shape) (notes []string, err e
 		}
 	}
 	return notes, nil
+}
+
+// sideNode is a side opened and not yet configured: its device node
+// (for settleSides) and the card it is of.
+type sideNode struct {
+	node
+	s *side
+	c card
+}
+
+// nodeOf is n's node for settleSides (nil: no such side).
+func (n *sideNode) nodeOf() *node {
+	if n == nil {
+		return nil
+	}
+	return &n.node
 }
 
 // link links a duplex's two sides so that they start and stop together;
@@ -247,17 +308,16 @@ func (d *Driver) link() []string {
 	return nil
 }
 
-// openSide opens one direction of name and negotiates *want on it, which
-// it updates to what was granted. With exact (a duplex's second side) it
-// must take *want as it is, since both sides move one period per wakeup.
-func (d *Driver) openSide(name string, stream int, want *shape, exact bool) (*side, []string, error) {
+// openNode opens one direction of name, with a one-line error naming
+// the device when it is not there, busy or not allowed.
+func (d *Driver) openNode(name string, stream int) (*sideNode, error) {
 	dn, err := parseDevice(name)
 	if err != nil {
-		return nil, nil, badinput.New(err.Error())
+		return nil, badinput.New(err.Error())
 	}
 	c, err := d.sys.resolve(dn)
 	if err != nil {
-		return nil, nil, badinput.Errorf("--device %q: %v", name, err)
+		return nil, badinput.Errorf("--device %q: %v", name, err)
 	}
 	dir := "playback"
 	if stream == streamCapture {
@@ -270,42 +330,30 @@ func (d *Driver) openSide(name string, stream int, want *shape, exact bool) (*si
 	if err != nil {
 		switch {
 		case errors.Is(err, unix.ENOENT):
-			return nil, nil, badinput.Errorf("--device %q: card %d [%s] has no %s device %d (it has %s)", name, c.index, c.id, dir, dn.device, d.sys.describeDevices(c, stream))
+			return nil, badinput.Errorf("--device %q: card %d [%s] has no %s device %d (it has %s)", name, c.index, c.id, dir, dn.device, d.sys.describeDevices(c, stream))
 		case errors.Is(err, unix.EBUSY) || errors.Is(err, unix.EAGAIN):
 			who := d.sys.holder(c, dn.device, stream)
 			if who == "" {
 				who = "another process"
 			}
-			return nil, nil, badinput.Errorf("--device %q: %s is busy: held by %s%s", name, label, who, whatToDo(who))
+			return nil, badinput.Errorf("--device %q: %s is busy: held by %s%s", name, label, who, whatToDo(who))
 		case errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM):
-			return nil, nil, badinput.Errorf("--device %q: %v (join the audio group, or run as root)", name, err)
+			return nil, badinput.Errorf("--device %q: %v (join the audio group, or run as root)", name, err)
 		}
-		return nil, nil, fmt.Errorf("open %s: %w", label, err)
+		return nil, fmt.Errorf("open %s: %w", label, err)
 	}
-	s := &side{pcm: p, name: fmt.Sprintf("%s (%s)", hw, c.id)}
 	p.time32 = d.forceTime32 && hasTime32
-	h := anyParams()
-	var notes []string
-	if exact {
-		err = pinExactly(p, &h, *want)
-	} else {
-		notes, err = negotiate(p, &h, *want)
-	}
-	if err != nil {
-		p.close()
-		var bp *badParam
-		if errors.As(err, &bp) {
-			prefix := ""
-			if bp.flag != "" {
-				prefix = bp.flag + ": "
-			}
-			return nil, nil, badinput.Errorf("%s%s %s", prefix, label, bp.msg)
-		}
-		return nil, nil, fmt.Errorf("%s: %w", label, err)
-	}
-	if err := p.setup(&h, *want); err != nil {
-		p.close()
-		return nil, nil, err
+	s := &side{pcm: p, name: fmt.Sprintf("%s (%s)", hw, c.id)}
+	return &sideNode{node: node{r: p, label: label, dir: dir}, s: s, c: c}, nil
+}
+
+// install sets a negotiated side up (HW_PARAMS, SW_PARAMS, the mappings)
+// before the next side is negotiated (settleSides), and takes its period
+// buffer and card record.
+func (d *Driver) install(sn *sideNode, st *settled) error {
+	s, p := sn.s, sn.s.pcm
+	if err := p.setup(&st.h, st.got); err != nil {
+		return err
 	}
 	if d.forceSyncPtr {
 		p.unmapStatus()
@@ -314,15 +362,14 @@ func (d *Driver) openSide(name string, stream int, want *shape, exact bool) (*si
 			p.controlMap, p.control = nil, nil
 		}
 	}
-	got := grantedShape(&h)
-	*want = got
-	s.card = d.sys.describeCard(c, h.Info)
-	s.buf = make([]byte, got.periodFrames*p.frameBytes)
+	s.shape = st.got
+	s.card = d.sys.describeCard(sn.c, st.h.Info)
+	s.buf = make([]byte, st.got.periodFrames*p.frameBytes)
 	// Present before the loop (see audio.Driver): the kernel writes each
 	// captured period into buf, the loop reads and writes the mapping.
 	clear(s.buf)
 	audio.TouchPages(p.data)
-	return s, notes, nil
+	return nil
 }
 
 // openPCM opens the node, asking the control device for a particular
@@ -340,21 +387,6 @@ func (d *Driver) openPCM(c card, dn deviceName, path string, stream int) (*pcm, 
 		}
 	}
 	return openPCM(path, stream)
-}
-
-// pinExactly asks a duplex's second side for the first side's shape.
-func pinExactly(r refiner, h *hwParams, s shape) error {
-	if err := r.refine(h); err != nil {
-		return fmt.Errorf("the device refuses every configuration: %w", err)
-	}
-	ok := tryMask(r, h, paramAccess, s.access) && tryMask(r, h, paramFormat, s.format) &&
-		trySet(r, h, paramChannels, uint32(s.channels)) && trySet(r, h, paramRate, uint32(s.rate)) &&
-		trySet(r, h, paramPeriodSize, uint32(s.periodFrames)) && trySet(r, h, paramPeriods, uint32(s.periods))
-	if !ok {
-		return &badParam{flag: "--capture-device", msg: fmt.Sprintf("cannot match the playback side (%s, %d channels, %d Hz, %d×%d frames)", formatName(s.format), s.channels, s.rate, s.periods, s.periodFrames)}
-	}
-	trySet(r, h, paramBufferSize, uint32(s.periods*s.periodFrames))
-	return nil
 }
 
 // describe is Granted.Device.
@@ -389,6 +421,11 @@ func (d *Driver) loadContent(s shape) (note string, err error) {
 	case d.cfg.Loopback:
 		if s.channels < 2 {
 			return "", badinput.Errorf("--loopback: the device granted %d channel; the loop needs 2 (its sine on the first, its MLS on the second)", s.channels)
+		}
+		// The capture side has channels of its own (settleCapture); the
+		// MLS must come back on its second.
+		if c := d.capt; c != nil && c.shape.channels < 2 {
+			return "", badinput.Errorf("--loopback: the capture side %s granted %d channel; the loop needs 2 (its MLS comes back on the second)", c.name, c.shape.channels)
 		}
 		if data, err = loopContent(s.rate, s.channels); err != nil {
 			return "", err

@@ -30,17 +30,19 @@ func (d *Driver) keep(b []byte) {
 	d.kept = d.kept[:len(d.kept)+n]
 }
 
-// KeptWAV is what the capture side kept, as a WAV file: its samples as
-// read, but S24_LE's (24 bits in four bytes, which WAV has no plain tag
+// KeptWAV is what the capture side kept, as a WAV file in the capture
+// side's own channels and format (a duplex's may differ from the
+// playback's): its samples as read, but S24_LE's (24 bits in four bytes, which WAV has no plain tag
 // for) moved up to 32-bit. Nil when nothing was kept.
 func (d *Driver) KeptWAV() []byte {
 	if len(d.kept) == 0 {
 		return nil
 	}
-	channels := d.capt.pcm.frameBytes / bytesPerSample(d.format)
-	f := audio.WAVFormat{Tag: 1, Channels: channels, Rate: d.rate, Bits: 8 * bytesPerSample(d.format), Align: d.capt.pcm.frameBytes}
+	format := d.capt.shape.format
+	channels := d.capt.pcm.frameBytes / bytesPerSample(format)
+	f := audio.WAVFormat{Tag: 1, Channels: channels, Rate: d.rate, Bits: 8 * bytesPerSample(format), Align: d.capt.pcm.frameBytes}
 	data := d.kept
-	switch d.format {
+	switch format {
 	case formatFloatLE:
 		f.Tag = 3
 	case formatS24LE:

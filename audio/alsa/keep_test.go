@@ -14,7 +14,7 @@ import (
 
 // keeper is a driver whose capture side reads frames of fb bytes in format.
 func keeper(format, fb, frames int) *Driver {
-	d := &Driver{capt: &side{pcm: &pcm{frameBytes: fb}}, format: format, rate: 48000}
+	d := &Driver{capt: &side{pcm: &pcm{frameBytes: fb}, shape: shape{format: format, channels: fb / bytesPerSample(format)}}, rate: 48000}
 	d.makeKeep(frames)
 	return d
 }

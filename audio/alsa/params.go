@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -178,7 +179,7 @@ func nearestText(below, above uint32) string {
 // shape is the stream asked for or granted.
 type shape struct {
 	access       int // accessMmapInterleaved (0: mmap is preferred where offered) or accessRWInterleaved
-	format       int
+	format       int // granted; asked for, tried first (formatOrder): 0 (S8, never written) asks for none
 	channels     int
 	rate         int
 	periodFrames int
@@ -192,11 +193,29 @@ type shape struct {
 // order it prefers them: the first the device takes wins.
 var preferredFormats = []int{formatS16LE, formatS32LE, formatS24LE, formatS24_3LE, formatFloatLE}
 
+// formatOrder is the order in which negotiate tries the formats: first
+// the one wanted, when it is one this package writes (a duplex's capture
+// side is asked for the playback's format, so that both sides carry the
+// same samples where the card allows it), then preferredFormats.
+func formatOrder(want int) []int {
+	if want == preferredFormats[0] || !slices.Contains(preferredFormats, want) {
+		return preferredFormats
+	}
+	order := []int{want}
+	for _, f := range preferredFormats {
+		if f != want {
+			order = append(order, f)
+		}
+	}
+	return order
+}
+
 // negotiate narrows p to want, parameter by parameter: mmap access where
 // the device offers it (and want.access asks for it), else read/write. A
 // channel count or
 // a number of periods the device refuses is replaced by the nearest one
-// (and said in the notes); a format it refuses by the next preferred one;
+// (and said in the notes); a format it refuses by the next preferred one
+// (want.format first when it is one of them: formatOrder);
 // a rate or period size it refuses is an error naming the nearest it
 // allows, because measuring another period than asked would answer
 // another question. The error is a badParam so the caller can name the
@@ -210,11 +229,12 @@ func negotiate(r refiner, p *hwParams, want shape) (notes []string, err error) {
 		return nil, &badParam{msg: "offers no interleaved access"}
 	}
 	ok := false
-	for i, f := range preferredFormats {
+	order := formatOrder(want.format)
+	for i, f := range order {
 		if tryMask(r, p, paramFormat, f) {
 			ok = true
 			if i > 0 {
-				notes = append(notes, fmt.Sprintf("format %s: the device takes no %s", formatName(f), formatName(preferredFormats[0])))
+				notes = append(notes, fmt.Sprintf("format %s: the device takes no %s", formatName(f), formatName(order[0])))
 			}
 			break
 		}

@@ -62,20 +62,45 @@ func writeDevices(w io.Writer, driver string, devs []audio.DeviceInfo) {
 	}
 	for _, d := range devs {
 		fmt.Fprintf(w, "  %s  %s\n", d.Name, d.Description)
-		field := func(name, value string) {
-			if value != "" {
-				fmt.Fprintf(w, "      %-12s %s\n", name+":", value)
-			}
-		}
+		field := fieldWriter(w, "      ")
 		field("driver", d.Driver)
 		field("streams", strings.Join(d.Streams, ", "))
-		field("rates", d.Rates)
-		field("formats", strings.Join(d.Formats, " "))
-		field("channels", d.Channels)
-		field("period", framesText(d.PeriodSize))
-		field("buffer", framesText(d.BufferSize))
-		field("flags", strings.Join(d.Flags, " "))
+		if d.Sides == nil {
+			writeOffers(field, audio.StreamInfo{Rates: d.Rates, Formats: d.Formats, Channels: d.Channels, PeriodSize: d.PeriodSize, BufferSize: d.BufferSize, Flags: d.Flags})
+			continue
+		}
+		// Each stream with its own figures: a device's playback and
+		// capture may differ (2 inputs and 4 outputs, a capture at
+		// 44.1 kHz only).
+		for _, s := range d.Sides {
+			head := s.Stream + ":"
+			if s.Busy != "" {
+				head += " busy, held by " + s.Busy
+			}
+			fmt.Fprintf(w, "      %s\n", head)
+			writeOffers(fieldWriter(w, "        "), s)
+		}
 	}
+}
+
+// fieldWriter prints "name: value" lines at an indent, none for an empty
+// value.
+func fieldWriter(w io.Writer, indent string) func(name, value string) {
+	return func(name, value string) {
+		if value != "" {
+			fmt.Fprintf(w, "%s%-12s %s\n", indent, name+":", value)
+		}
+	}
+}
+
+// writeOffers prints what a stream offers.
+func writeOffers(field func(name, value string), s audio.StreamInfo) {
+	field("rates", s.Rates)
+	field("formats", strings.Join(s.Formats, " "))
+	field("channels", s.Channels)
+	field("period", framesText(s.PeriodSize))
+	field("buffer", framesText(s.BufferSize))
+	field("flags", strings.Join(s.Flags, " "))
 }
 
 func framesText(s string) string {

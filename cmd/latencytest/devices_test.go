@@ -65,3 +65,40 @@ func TestWriteDevices(t *testing.T) {
 		t.Errorf("no devices: %q", b.String())
 	}
 }
+
+// A device whose streams differ lists each with its own figures, a busy
+// one with its holder.
+func TestWriteDevicesSides(t *testing.T) {
+	var b bytes.Buffer
+	writeDevices(&b, "alsa", []audio.DeviceInfo{{
+		Name: "hw:USB,0", Description: "card 2 [USB] USB Audio: USB Audio", Streams: []string{"playback", "capture"},
+		Rates: "44100, 48000", Formats: []string{"S16_LE"}, Channels: "4",
+		Sides: []audio.StreamInfo{
+			{Stream: "playback", Rates: "44100, 48000", Formats: []string{"S16_LE"}, Channels: "4", PeriodSize: "48-4096", BufferSize: "96-8192", Flags: []string{"MMAP", "BATCH"}},
+			{Stream: "capture", Rates: "44100", Formats: []string{"S24_3LE"}, Channels: "2", PeriodSize: "48-4096", BufferSize: "96-8192"},
+		},
+	}, {Name: "hw:1,0", Description: "busy", Streams: []string{"capture"}, Sides: []audio.StreamInfo{{Stream: "capture", Busy: "pid 4242 (arecord)"}}}})
+	want := `alsa:
+  hw:USB,0  card 2 [USB] USB Audio: USB Audio
+      streams:     playback, capture
+      playback:
+        rates:       44100, 48000
+        formats:     S16_LE
+        channels:    4
+        period:      48-4096 frames
+        buffer:      96-8192 frames
+        flags:       MMAP BATCH
+      capture:
+        rates:       44100
+        formats:     S24_3LE
+        channels:    2
+        period:      48-4096 frames
+        buffer:      96-8192 frames
+  hw:1,0  busy
+      streams:     capture
+      capture: busy, held by pid 4242 (arecord)
+`
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}

@@ -231,7 +231,9 @@ func open(t *testing.T, cfg audio.Config, rw bool) (*Driver, audio.Granted) {
 }
 
 // loop runs n periods and returns the peak |sample| of each captured one
-// and the periods that had an xrun.
+// and the periods that broke: an xrun, or a pointer jump (the pointer
+// lost whole buffers, snd-aloop's timer a buffer late under TCG: the
+// audio in them is gone as surely, without an xrun).
 func loop(t *testing.T, d *Driver, n int) (peaks []float32, xruns []int) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -250,7 +252,7 @@ func loop(t *testing.T, d *Driver, n int) (peaks []float32, xruns []int) {
 			t.Error(err)
 			return peaks, xruns
 		}
-		if s.Xrun != 0 {
+		if s.Xrun != 0 || s.Flags&rundata.FlagPointerJump != 0 {
 			xruns = append(xruns, i)
 		}
 		if b := d.Captured(); b != nil {
@@ -292,14 +294,17 @@ func TestVMLoopbackCapture(t *testing.T) {
 	peaks, captXruns := loop(t, capt, n)
 	wg.Wait()
 	at := clicks(peaks)
-	t.Logf("clicks at periods %v; xruns at playback periods %v, capture periods %v", at, playXruns, captXruns)
+	t.Logf("clicks at periods %v; xruns or pointer jumps at playback periods %v, capture periods %v", at, playXruns, captXruns)
 	if len(at) < 2 {
 		t.Fatalf("found %d clicks in 3 s of capture, want 2 or 3 (one per second)", len(at))
 	}
 	// One second apart, to within a period and the jitter of the
 	// loopback's timer, unless an xrun dropped or repeated audio between.
-	if playXruns != nil || captXruns != nil {
-		t.Logf("xruns under emulation: click spacing not checked")
+	between := func(bs []int) bool {
+		return slices.ContainsFunc(bs, func(i int) bool { return i >= at[0] && i < at[1] })
+	}
+	if between(playXruns) || between(captXruns) {
+		t.Logf("an xrun or pointer jump between the clicks under emulation: their spacing not checked")
 	} else if gap := at[1] - at[0]; math.Abs(float64(gap)-187.5) > 3 {
 		t.Errorf("clicks %d periods apart, want 187.5 (1 s)", gap)
 	}

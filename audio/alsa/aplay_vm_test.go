@@ -301,6 +301,7 @@ type ltRun struct {
 	worst  rundata.Sample // the latest wakeup
 	first  rundata.Sample // the earliest wakeup against its boundary (checkNeverEarly)
 	stable bool           // compare's reference had no xrun, before or after (the long tier's)
+	ss     []rundata.Sample // every period's sample
 	out    string         // its terminal
 }
 
@@ -352,7 +353,7 @@ func runLatencytest(t testing.TB, period, periods int, d time.Duration, st *stop
 	if n := underrunsSaid(out.String()); n != len(ms) {
 		t.Errorf("%d underruns on the terminal (lines and sums), %d xruns in the samples", n, len(ms))
 	}
-	lt.xruns, lt.ph, lt.run = ms, ph, *r
+	lt.xruns, lt.ph, lt.run, lt.ss = ms, ph, *r, ss
 	return lt
 }
 

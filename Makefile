@@ -17,7 +17,7 @@ LDFLAGS := -X main.version=$(VERSION)
 # Arguments for `make run`, e.g. make run ARGS="--tests idle,hackbench --duration 10s"
 ARGS ?=
 
-.PHONY: run test rehearse rehearse-wait vmtest-long build build-static build-portaudio dist debtest setup setup-test vet unit race fuzz fuzz-short fuzz-targets portaudio-test vmtest vmtest-cards vmtest-arm64 vmtest-arm vmtest-arm-time32 bench clean
+.PHONY: race-full run test rehearse rehearse-wait vmtest-long build build-static build-portaudio dist debtest setup setup-test vet unit race fuzz fuzz-short fuzz-targets portaudio-test vmtest vmtest-cards vmtest-arm64 vmtest-arm vmtest-arm-time32 bench clean
 
 run: setup build
 	$(BIN) run $(ARGS)
@@ -81,9 +81,11 @@ vet:
 	@out=$$(gofmt -l .) && { test -z "$$out" || { echo "$$out"; echo "gofmt: files above need formatting"; exit 1; }; }
 	$(GO) vet ./...
 	$(GO) vet -tags portaudio ./...
-	@# The other architectures the tool builds for (docs/arm.md): vet
-	@# compiles every package and its tests for each.
-	@set -e; for a in arm64 arm 386; do \
+	@# The 32-bit architectures the tool builds for (docs/arm.md), whose
+	@# records and alignment differ: vet compiles every package and its
+	@# tests for each (arm64's are compiled by make dist and the long
+	@# tier's arm64 VM).
+	@set -e; for a in arm 386; do \
 		echo "GOARCH=$$a go vet ./..."; \
 		GOARCH=$$a GOARM=7 CGO_ENABLED=0 $(GO) vet ./...; \
 	done
@@ -127,27 +129,36 @@ fuzz-short:
 
 # The race detector over every package that starts goroutines (a line of
 # one of its files begins with a go statement), over the CLI's end-to-end
-# tests, whose binary (the parent, the engine, the stressors) is then built
-# with -race too (cmd/latencytest/race_test.go), and over the PortAudio
-# driver against JACK. Only these: the detector makes tests several times
-# slower, and CI has 2 cores.
+# tests whose processes hand work between goroutines (RACE_CLI: the
+# parent's supervisor and signals, the engine's handover of samples, the
+# monitor's rotations, --cpus, the tracer), whose binary (the parent, the
+# engine, the stressors) is then built with -race too, and over the
+# PortAudio driver against JACK. The gate runs this much: the detector
+# makes the CLI's whole suite take five minutes here (make race-full runs
+# it, as the long tier).
 RACE_PKGS = $(shell for d in $$($(GO) list -f '{{.Dir}}' ./...); do \
-	grep -qsE '^[[:space:]]*go [[:alnum:]_]' $$d/*.go && echo $$d; done)
+	grep -qsE '^[[:space:]]*go [[:alnum:]_]' $$d/*.go && echo $$d; done | grep -v '/cmd/latencytest$$')
+RACE_CLI = ^(TestRunTimerIdleCountsPeriods|TestRunStallReadsBack|TestRunInterruptKeepsMeasurement|TestEngineDiesWithParent|TestRunSIGSTOPOfEngineIsOneXrun|TestRunPhasesWithLoads|TestMonitorRotation|TestRunMetricsFile|TestRunCPUsPinnedStallOnItsCPUAndCounted|TestRunCPUsKilledIsRecovered|TestSupervisorSignalIsOneStop|TestHangupAndPipeStopInOrder|TestSecondInterruptExitsAtOnce|TestStuckEngineKilled|TestRunLiftRTBudget|TestRunTraceKnownCulprit|TestCompareCommand|TestReportCommand)$$
 
 race:
+	$(GO) test -race -count=1 -p 1 -timeout 30m $(RACE_PKGS)
+	$(GO) test -race -count=1 -p 1 -timeout 30m -run '$(RACE_CLI)' ./cmd/latencytest/
+	$(GO) test -race -count=1 -p 1 -timeout 10m -tags portaudio ./audio/portaudio/...
+
+race-full:
 	$(GO) test -race -count=1 -p 1 -timeout 30m $(RACE_PKGS) ./cmd/latencytest/
 	$(GO) test -race -count=1 -p 1 -timeout 10m -tags portaudio ./audio/portaudio/...
 
 # The PortAudio driver against JACK, its binary (the CLI with PortAudio
 # linked) run end to end through it (TestRunThroughJack). The CLI's own
-# end-to-end suite runs in unit (the static build) and race (a cgo build,
-# as the PortAudio one is); a third pass with PortAudio linked took four
-# minutes of the gate's 25.
+# end-to-end suite runs in unit (the static build), part of it in race (a
+# cgo build, as the PortAudio one is); a pass with PortAudio linked took
+# four minutes of the gate's 25.
 portaudio-test:
 	$(GO) test -count=1 -p 1 -timeout 10m -tags portaudio ./audio/portaudio/...
 
 # The gate's VM stages: the base suite (snd-dummy, snd-aloop), each
-# emulated card played, named, stopped and restarted at 2×256 (USB at 2×64),
+# emulated card played, named, stopped and restarted at 2×256,
 # the slow card's clock, and the PREEMPT_RT kernel's tracer tests. Without
 # -long no test marked //vmtest:long runs, and the cards are not compared
 # with aplay (docs/vmtest.md, "The gate and the long tier").

@@ -165,8 +165,7 @@ portaudio-test:
 vmtest:
 	scripts/vmtest
 	scripts/vmtest -cards all -run 'TestVMCards|TestVMCardStop'
-	scripts/vmtest -cards usb -append snd_usb_audio.lowlatency=0 -run 'TestVMCardStop'
-	scripts/vmtest -cards es1370slow -run 'TestVMCardClock'
+	scripts/vmtest -cards usb,es1370slow -append snd_usb_audio.lowlatency=0 -run 'TestVMCardStop|TestVMCardClock'
 	scripts/vmtest -rt -cards hda -run 'TestRawMatchesKernelText|TestVMKilledRunOsnoiseReset|TestVMRTLateInterrupt'
 
 # The long tier: the whole matrix, every card at every size against aplay,

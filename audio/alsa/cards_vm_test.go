@@ -135,6 +135,16 @@ func comparedShapes(def []buffer, more ...buffer) []buffer {
 	return append(append([]buffer{{64, 2}}, def...), more...)
 }
 
+// cardSeconds is how long each card plays each shape: 10 s against aplay
+// in the long tier (its xruns counted), 5 s alone in the gate (the card
+// named, playing, its record and delay, its clock over 1 s stretches).
+func cardSeconds() time.Duration {
+	if longTier() {
+		return 10 * time.Second
+	}
+	return 5 * time.Second
+}
+
 // cardShapes are the buffers compared on each card.
 func cardShapes() []buffer {
 	return comparedShapes([]buffer{{256, 2}}, buffer{256, 3}, buffer{1024, 2})
@@ -263,7 +273,7 @@ func TestVMCards(t *testing.T) {
 			for _, sh := range cardShapes() {
 				for _, access := range []string{"mmap", "rw"} {
 					t.Run(fmt.Sprintf("%dx%d/%s", sh.periods, sh.period, access), func(t *testing.T) {
-						lt := compare(t, c.hw(), access == "rw", sh.period, sh.periods, 10*time.Second)
+						lt := compare(t, c.hw(), access == "rw", sh.period, sh.periods, cardSeconds())
 						checkCardRecord(t, name, c, lt.run)
 						checkReportedDelay(t, name, lt.run, sh)
 						checkNeverEarly(t, lt)

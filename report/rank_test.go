@@ -60,18 +60,7 @@ func TestCompareRanksCyclictestLogs(t *testing.T) {
 		}
 		ins = append(ins, Input{Path: p, Label: k.name})
 	}
-	out, js := filepath.Join(dir, "compare.html"), filepath.Join(dir, "compare.json")
-	if err := CompareTo(ins, out, js); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(js)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r Ranking
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatalf("compare.json: %v\n%s", err, b)
-	}
+	r, out := rankingOf(t, ins, dir)
 	if len(r.Phases) != 1 || r.Phases[0].Best != "6.6-rt" || r.Phases[0].Worst != "" || r.Phases[0].Undecided == "" {
 		t.Fatalf("ranking %+v, want 6.6-rt best and the worst undecided", r.Phases)
 	}
@@ -130,15 +119,7 @@ func TestCompareRunBesideLog(t *testing.T) {
 	if err := os.WriteFile(log, []byte(cyclictestLog([]int{90, 95}, false)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	js := filepath.Join(dir, "c.json")
-	if err := CompareTo([]Input{{Path: run, Label: "lt"}, {Path: log, Label: "ct", Phase: "idle"}}, filepath.Join(dir, "c.html"), js); err != nil {
-		t.Fatal(err)
-	}
-	b, _ := os.ReadFile(js)
-	var r Ranking
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
+	r, _ := rankingOf(t, []Input{{Path: run, Label: "lt"}, {Path: log, Label: "ct", Phase: "idle"}}, dir)
 	var idle *RankedPhase
 	for i := range r.Phases {
 		if r.Phases[i].Phase == "idle" {
@@ -489,18 +470,7 @@ func TestCompareSplitsLogByHeading(t *testing.T) {
 		{"", []string{"Before the patch", "After the patch"}},
 		{"box", []string{"box: Before the patch", "box: After the patch"}},
 	} {
-		out, js := filepath.Join(dir, "c.html"), filepath.Join(dir, "c.json")
-		if err := CompareTo([]Input{{Path: mail, Label: c.label}}, out, js); err != nil {
-			t.Fatal(err)
-		}
-		b, err := os.ReadFile(js)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var r Ranking
-		if err := json.Unmarshal(b, &r); err != nil {
-			t.Fatal(err)
-		}
+		r, out := rankingOf(t, []Input{{Path: mail, Label: c.label}}, dir)
 		if len(r.Phases) != 1 || len(r.Phases[0].Sources) != 2 {
 			t.Fatalf("label %q: %+v, want one phase of two sources", c.label, r.Phases)
 		}
@@ -529,4 +499,23 @@ func TestCompareSplitsLogByHeading(t *testing.T) {
 			t.Errorf("label %q: the page does not say where the second source's runs come from:\n%s", c.label, txt)
 		}
 	}
+}
+
+// rankingOf compares ins into dir (compare.html and compare.json) and
+// reads the JSON ranking back; it returns it and the page's path.
+func rankingOf(t *testing.T, ins []Input, dir string) (Ranking, string) {
+	t.Helper()
+	out, js := filepath.Join(dir, "compare.html"), filepath.Join(dir, "compare.json")
+	if err := CompareTo(ins, out, js); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Ranking
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("%s: %v\n%s", js, err, b)
+	}
+	return r, out
 }

@@ -1,9 +1,6 @@
 package report
 
 import (
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -66,15 +63,7 @@ func TestRenderRepeated(t *testing.T) {
 // repetitions: each one's max in the ranking, the histograms pooled.
 func TestCompareRepeated(t *testing.T) {
 	dir, r := repeatedRun(t)
-	js := filepath.Join(t.TempDir(), "c.json")
-	if err := CompareTo([]Input{{Path: dir, Label: "rep"}, {Path: dir, Label: "again"}}, filepath.Join(t.TempDir(), "c.html"), js); err != nil {
-		t.Fatal(err)
-	}
-	b, _ := os.ReadFile(js)
-	var rk Ranking
-	if err := json.Unmarshal(b, &rk); err != nil {
-		t.Fatal(err)
-	}
+	rk, _ := rankingOf(t, []Input{{Path: dir, Label: "rep"}, {Path: dir, Label: "again"}}, t.TempDir())
 	if len(rk.Phases) != 2 || rk.Phases[0].Phase != "idle" {
 		t.Fatalf("phases %+v", rk.Phases)
 	}

@@ -50,19 +50,27 @@ func TestVMLoopbackRoundTrip(t *testing.T) {
 	loopbackRoundTrip(t)
 }
 
-// loopbackRoundTrip is the round trip of a 5 s run --loopback, checked.
+// loopbackRoundTrip is the round trip of a 5 s run --loopback at 4 ×
+// 256 frames, checked.
 func loopbackRoundTrip(t *testing.T) *rundata.Sound {
+	return loopbackRoundTripAt(t, buffer{256, 4})
+}
+
+// loopbackRoundTripAt is the round trip of a 5 s run --loopback at sh,
+// checked: read behind the whole buffer in one of three runs (a run whose
+// sound broke, the VM frozen, before the MLS came back whole reads none),
+// snd-aloop's own delay 0, the card's delay still while the sound held.
+func loopbackRoundTripAt(t *testing.T, sh buffer) *rundata.Sound {
 	t.Helper()
-	// A run whose sound broke (the VM froze) before the MLS came back
-	// whole reads no round trip: run again, three times at most.
+	args := append(slices.Clone(loopbackArgs), "--duration", "5s", "--period", strconv.Itoa(sh.period), "--periods", strconv.Itoa(sh.periods))
 	var snd *rundata.Sound
 	var reported *rundata.ReportedDelay
 	for try := 1; try <= 3 && (snd == nil || snd.CardDelay == nil); try++ {
-		r, _ := runPhaseDir(t, append(loopbackArgs, "--duration", "5s")...)
+		r, _ := runPhaseDir(t, args...)
 		snd, reported = r.Phases[0].Sound, r.Phases[0].CardReported
 	}
-	if snd == nil || snd.CardDelay == nil || snd.BufferFrames != 1024 {
-		t.Fatalf("sound %+v: want a round trip behind 1024 frames in one of three runs", snd)
+	if snd == nil || snd.CardDelay == nil || snd.BufferFrames != sh.period*sh.periods {
+		t.Fatalf("sound %+v: want a round trip behind %d frames in one of three runs", snd, sh.period*sh.periods)
 	}
 	// snd-aloop reports no delay of its own (it never sets
 	// runtime->delay), though the sound takes one: a reported delay
@@ -70,7 +78,7 @@ func loopbackRoundTrip(t *testing.T) *rundata.Sound {
 	if reported == nil || *reported != (rundata.ReportedDelay{}) {
 		t.Errorf("card_reported_delay %+v, want 0 on both sides (snd-aloop reports none)", reported)
 	}
-	t.Logf("latencytest: card delay %+v frames over %d repetitions (%d missing), round trip %.2f ms", *snd.CardDelay, snd.RoundTrips, snd.RoundTripsMissing, snd.RoundTripMS)
+	t.Logf("latencytest %d×%d: card delay %+v frames over %d repetitions (%d missing), round trip %.2f ms", sh.periods, sh.period, *snd.CardDelay, snd.RoundTrips, snd.RoundTripsMissing, snd.RoundTripMS)
 	if snd.RoundTripsBeforeBreak > 0 && snd.CardDelay.Min != snd.CardDelay.Max {
 		t.Errorf("the card delay moved while the sound held: %+v over %d repetitions", *snd.CardDelay, snd.RoundTripsBeforeBreak)
 	}
@@ -78,27 +86,37 @@ func loopbackRoundTrip(t *testing.T) *rundata.Sound {
 }
 
 // TestVMLoopbackAlsabat: run --loopback's round trip against alsabat
-// --roundtriplatency at the same devices, rate and buffer (-B 1024 -E
-// 256). alsabat counts captured frames from the capture period in which
-// it starts its tone to the first frame over its threshold, and prints the
-// average of five in whole ms (truncated): the two agree within a period
-// and alsabat's truncation. The long tier's: under the host's load alsabat
-// can measure nothing in three attempts, and a gate may not skip.
+// --roundtriplatency at the same devices, rate and buffer (-B and -E in
+// frames), at 2 × 256, 4 × 256 and 4 × 1024 frames in one boot. alsabat
+// counts captured frames from the capture period in which it starts its
+// tone to the first frame over its threshold, and prints the average of
+// five in whole ms (truncated): the two agree within a period and
+// alsabat's truncation. The long tier's: under the host's load alsabat
+// can measure nothing in three attempts (said as a skip of that size),
+// and a gate may not skip.
 //
 //vmtest:long
 func TestVMLoopbackAlsabat(t *testing.T) {
 	needAlsabat(t)
-	snd := loopbackRoundTrip(t)
+	for _, sh := range []buffer{{256, 2}, {256, 4}, {1024, 4}} {
+		t.Run(fmt.Sprintf("%dx%d", sh.periods, sh.period), func(t *testing.T) { alsabatRoundTrip(t, sh) })
+	}
+}
+
+// alsabatRoundTrip is TestVMLoopbackAlsabat at one buffer.
+func alsabatRoundTrip(t *testing.T, sh buffer) {
+	snd := loopbackRoundTripAt(t, sh)
+	period, buf := strconv.Itoa(sh.period), strconv.Itoa(sh.period*sh.periods)
 	// alsabat retries an attempt that had an xrun at a larger period and
 	// buffer, which is no longer the same buffer: such runs, and those that
 	// gave up, are run again (the VM's freezes), three times at most.
 	var m [][][]byte
 	for try := 1; try <= 3 && m == nil; try++ {
 		out, err := alsabat(t, "-P", "hw:Loopback,0", "-C", "hw:Loopback,1", "--roundtriplatency",
-			"-r", "48000", "-c", "2", "-f", "S16_LE", "-B", "1024", "-E", "256")
+			"-r", "48000", "-c", "2", "-f", "S16_LE", "-B", buf, "-E", period)
 		t.Logf("alsabat, attempt %d:\n%s", try, out)
 		other := regexp.MustCompile(`Set period size: (\d+) +buffer size: (\d+)`).FindAllSubmatch(out, -1)
-		same := !slices.ContainsFunc(other, func(sm [][]byte) bool { return string(sm[1]) != "256" || string(sm[2]) != "1024" })
+		same := !slices.ContainsFunc(other, func(sm [][]byte) bool { return string(sm[1]) != period || string(sm[2]) != buf })
 		if err == nil && same && regexp.MustCompile(`Final round trip latency: (\d+)ms`).Match(out) {
 			m = regexp.MustCompile(`Test\d+, round trip latency (\d+)ms`).FindAllSubmatch(out, -1)
 		}
@@ -106,7 +124,7 @@ func TestVMLoopbackAlsabat(t *testing.T) {
 	if m == nil {
 		// The reference could not measure: the VM froze under its buffer
 		// in every attempt (the host's load), which says nothing of ours.
-		t.Skip("not compared: alsabat gave no round trip at 256 × 4 frames in three attempts (it retries an xrun at a larger buffer)")
+		t.Skipf("not compared: alsabat gave no round trip at %d × %d frames in three attempts (it retries an xrun at a larger buffer)", sh.periods, sh.period)
 	}
 	// alsabat takes the tone as back at the first capture period whose
 	// average level passes its threshold (bat/latencytest.c,
@@ -122,9 +140,9 @@ func TestVMLoopbackAlsabat(t *testing.T) {
 	}
 	slices.Sort(figs)
 	bat := figs[len(figs)/2]
-	period := 256 * 1e3 / 48000.0
-	if d := float64(bat) - snd.RoundTripMS; d < -period || d > period+1 {
-		t.Errorf("round trip %.2f ms, alsabat's median %d ms (of %v): more than a period (%.2f ms) apart", snd.RoundTripMS, bat, figs, period)
+	periodMS := float64(sh.period) * 1e3 / 48000
+	if d := float64(bat) - snd.RoundTripMS; d < -periodMS || d > periodMS+1 {
+		t.Errorf("round trip %.2f ms, alsabat's median %d ms (of %v): more than a period (%.2f ms) apart", snd.RoundTripMS, bat, figs, periodMS)
 	}
 }
 

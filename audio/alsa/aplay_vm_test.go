@@ -297,12 +297,12 @@ type ltRun struct {
 	at     []xrunAt  // each xrun, noticed at its wakeup
 	ph     rundata.Phase
 	run    rundata.Run
-	stopAt stopped        // when the engine was stopped
-	worst  rundata.Sample // the latest wakeup
-	first  rundata.Sample // the earliest wakeup against its boundary (checkNeverEarly)
-	stable bool           // compare's reference had no xrun, before or after (the long tier's)
+	stopAt stopped          // when the engine was stopped
+	worst  rundata.Sample   // the latest wakeup
+	first  rundata.Sample   // the earliest wakeup against its boundary (checkNeverEarly)
+	stable bool             // compare's reference had no xrun, before or after (the long tier's)
 	ss     []rundata.Sample // every period's sample
-	out    string         // its terminal
+	out    string           // its terminal
 }
 
 func runLatencytest(t testing.TB, period, periods int, d time.Duration, st *stop, extra ...string) ltRun {

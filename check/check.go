@@ -84,6 +84,7 @@ var checks = []checker{
 	checkTempFS,
 	checkRTThrottle,
 	checkRTTasks,
+	checkSoundServer,
 }
 
 // Run inspects this machine's real-time configuration for an audio thread

@@ -377,16 +377,19 @@ func TestVMLoopbackGlitchesAlone(t *testing.T) {
 		r, out := runPhaseDir(t, args...)
 		ph := r.Phases[0]
 		snd := ph.Sound
-		if snd == nil || !snd.Judged || snd.CardDelay == nil {
-			t.Fatalf("sound %+v: want it judged, with the card's delay read", snd)
-		}
 		ss := bintest.ReadSamples(t, out, ph)
+		// An xrun before the last glitch (before the card's delay was
+		// read, too: the delay is read before the first break) moves
+		// the sides apart.
 		if i := slices.IndexFunc(ss, func(s rundata.Sample) bool { return s.Xrun != 0 }); i >= 0 && ss[i].Index <= glitches[len(glitches)-1].at {
 			if try == 3 {
 				t.Fatalf("an xrun at period %d, before the last glitch, in each of three runs", ss[i].Index)
 			}
 			t.Logf("run %d: an xrun at period %d, before the last glitch: run again", try, ss[i].Index)
 			continue
+		}
+		if snd == nil || !snd.Judged || snd.CardDelay == nil {
+			t.Fatalf("sound %+v: want it judged, with the card's delay read", snd)
 		}
 		t.Logf("glitches %+v; card delay %+v frames", snd.Glitches, *snd.CardDelay)
 		var want []float64

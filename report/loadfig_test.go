@@ -1,7 +1,6 @@
 package report
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -33,11 +32,7 @@ func TestCompareLoadFigures(t *testing.T) {
 	if err := CompareTo([]Input{{Path: dirs[0], Label: "before"}, {Path: dirs[1], Label: "patched"}}, out, ""); err != nil {
 		t.Fatal(err)
 	}
-	b, _ := os.ReadFile(out)
-	doc, err := html.Parse(strings.NewReader(string(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, doc := parsePage(t, out)
 	sec := byID(doc, "phase-2")
 	rows := findAll(sec, func(n *html.Node) bool { return n.Data == "tr" && attr(n, "class") == "load_time_s" })
 	if len(rows) != 1 {

@@ -89,14 +89,7 @@ func TestCompareRanksCyclictestLogs(t *testing.T) {
 	if s := r.Phases[0].Sources[1]; s.MedianMaxUS != 131 || s.WorstVsBest != 17800.0/45 {
 		t.Errorf("6.12: median %v, worst vs best %v", s.MedianMaxUS, s.WorstVsBest)
 	}
-	page, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := html.Parse(strings.NewReader(string(page)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, doc := parsePage(t, out)
 	txt := text(doc)
 	if figs := findAll(doc, func(n *html.Node) bool { return n.Data == "figure" && attr(n, "class") == "fig-runmax" }); len(figs) != 1 || !strings.Contains(text(figs[0]), "6.6-rt") {
 		t.Errorf("%d figures of the per-run maxima, want 1 naming every source", len(figs))
@@ -487,14 +480,7 @@ func TestCompareSplitsLogByHeading(t *testing.T) {
 		if ws := []float64{312, 405}; !reflect.DeepEqual(ph.Sources[0].MaxUS, ws) {
 			t.Errorf("before: runs' max %v, want %v", ph.Sources[0].MaxUS, ws)
 		}
-		page, err := os.ReadFile(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		doc, err := html.Parse(strings.NewReader(string(page)))
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, doc := parsePage(t, out)
 		if txt := text(doc); !strings.Contains(txt, `the runs under "After the patch", from line 21`) {
 			t.Errorf("label %q: the page does not say where the second source's runs come from:\n%s", c.label, txt)
 		}

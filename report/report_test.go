@@ -33,7 +33,13 @@ func renderDoc(t *testing.T, dir string) (string, *html.Node) {
 	if err := Render(dir); err != nil {
 		t.Fatalf("Render: %v", err)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, IndexFile))
+	return parsePage(t, filepath.Join(dir, IndexFile))
+}
+
+// parsePage reads the HTML page at path and parses it.
+func parsePage(t *testing.T, path string) (string, *html.Node) {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

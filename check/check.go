@@ -48,6 +48,9 @@ type env struct {
 	// config is the kernel's configuration and where it was read, once
 	// read (kernelConfig): three checks consult it.
 	config *configFile
+	// sound is the soundcard's interrupts and their threads, once read
+	// (soundIRQ): the IRQ check and the sound server's consult them.
+	sound *soundIRQs
 }
 
 // Options name the audio thread the checks judge the machine for.

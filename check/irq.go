@@ -140,14 +140,11 @@ const (
 // checkSoundIRQ finds the soundcard's interrupt lines and judges their
 // threads' priority and whether another device shares them.
 func checkSoundIRQ(e *env) []rundata.Finding {
-	s, err := e.read("/proc/interrupts")
+	si, err := e.soundIRQ()
 	if err != nil {
 		return []rundata.Finding{finding(nameIRQThreads, INFO, "cannot read /proc/interrupts", whyIRQThreads, "")}
 	}
-	cards, _ := e.read("/proc/asound/cards")
-	usbAudio := hasUSBAudio(cards)
-	pci, usb := soundLines(parseInterrupts(s), usbAudio)
-	sound := append(append([]irqLine(nil), pci...), usb...)
+	cards, usbAudio, usb, sound := si.cards, si.usbAudio, si.usb, si.lines
 	if len(sound) == 0 {
 		v := "no soundcard interrupt in /proc/interrupts (no PCI soundcard; a USB card uses its controller's interrupt)"
 		if c := strings.TrimSpace(cards); c != "" && !strings.Contains(c, "no soundcards") {
@@ -158,21 +155,54 @@ func checkSoundIRQ(e *env) []rundata.Finding {
 		}
 		return []rundata.Finding{finding(nameIRQThreads, INFO, v, whyIRQThreads, "")}
 	}
-	irqs := map[string]bool{}
-	for _, l := range sound {
-		irqs[l.irq] = true
-	}
 	what := "IRQ " + irqList(sound)
 	if len(usb) > 0 {
 		what += " (the USB soundcard's host controller)"
 	}
-	out := []rundata.Finding{irqThreadsFinding(e.irqThreads(irqs), what), e.irqCPUsFinding(sound)}
+	out := []rundata.Finding{irqThreadsFinding(si.threads, what), e.irqCPUsFinding(sound)}
 	if shared := sharedLines(sound); len(shared) > 0 {
 		out = append(out, finding(nameIRQShared, WARN, strings.Join(shared, "; "), whyIRQShared, fixIRQShared))
 	} else {
 		out = append(out, finding(nameIRQShared, OK, what+" not shared", whyIRQShared, ""))
 	}
 	return out
+}
+
+// soundIRQs is the soundcard's interrupts: /proc/asound/cards, whether
+// it lists a USB card, the lines (a PCI card's own, then the USB host
+// controllers'), those of them that are USB controllers', and their
+// threads.
+type soundIRQs struct {
+	cards      string
+	usbAudio   bool
+	lines, usb []irqLine
+	threads    []irqThread
+}
+
+// soundIRQ reads the soundcard's interrupts and walks /proc for their
+// threads once: the IRQ check and the sound server's both judge by them.
+func (e *env) soundIRQ() (*soundIRQs, error) {
+	if e.sound != nil {
+		return e.sound, nil
+	}
+	s, err := e.read("/proc/interrupts")
+	if err != nil {
+		return nil, err
+	}
+	si := &soundIRQs{}
+	si.cards, _ = e.read("/proc/asound/cards")
+	si.usbAudio = hasUSBAudio(si.cards)
+	pci, usb := soundLines(parseInterrupts(s), si.usbAudio)
+	si.lines, si.usb = append(append([]irqLine(nil), pci...), usb...), usb
+	irqs := map[string]bool{}
+	for _, l := range si.lines {
+		irqs[l.irq] = true
+	}
+	if len(irqs) > 0 {
+		si.threads = e.irqThreads(irqs)
+	}
+	e.sound = si
+	return si, nil
 }
 
 // soundLines picks the soundcard's lines out of /proc/interrupts': a PCI

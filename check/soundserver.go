@@ -122,24 +122,17 @@ func (e *env) topRT(pid string) (best rtThread, ok bool) {
 // soundIRQPrio is the lowest priority among the soundcard's interrupt
 // threads (ok false when there is none: not threaded, or no line).
 func (e *env) soundIRQPrio() (irqThread, bool) {
-	s, err := e.read("/proc/interrupts")
-	if err != nil {
+	si, err := e.soundIRQ()
+	if err != nil || len(si.threads) == 0 {
 		return irqThread{}, false
 	}
-	cards, _ := e.read("/proc/asound/cards")
-	pci, usb := soundLines(parseInterrupts(s), hasUSBAudio(cards))
-	irqs := map[string]bool{}
-	for _, l := range append(pci, usb...) {
-		irqs[l.irq] = true
-	}
-	var low irqThread
-	ts := e.irqThreads(irqs)
-	for i, t := range ts {
-		if i == 0 || t.prio < low.prio {
+	low := si.threads[0]
+	for _, t := range si.threads[1:] {
+		if t.prio < low.prio {
 			low = t
 		}
 	}
-	return low, len(ts) > 0
+	return low, true
 }
 
 // checkSoundServer says which sound server holds which card, and whether

@@ -76,8 +76,13 @@ type side struct {
 	appl  uint64 // frames the application has moved since then
 	appl0 uint64 // the kernel's application pointer at the (re)start
 
-	ready   bool
-	due     int64 // when the pending period became due
+	ready bool
+	due   int64 // when the pending period became due
+	// counted: the card's pointer counts what it moved (a BATCH card's:
+	// USB audio adds each transfer's frames) instead of reading a DMA
+	// position modulo the buffer, so it cannot lose whole buffers when
+	// its update comes late (see lostBuffers).
+	counted bool
 	xrun    bool  // the stream was found stopped by an xrun
 	written bool  // Wait wrote the period in its blocking write
 	startTs int64 // the trigger timestamp of the last start
@@ -364,6 +369,7 @@ func (d *Driver) install(sn *sideNode, st *settled) error {
 	}
 	s.shape = st.got
 	s.card = d.sys.describeCard(sn.c, st.h.Info)
+	s.counted = st.h.Info&infoBatch != 0
 	s.buf = make([]byte, st.got.periodFrames*p.frameBytes)
 	// Present before the loop (see audio.Driver): the kernel writes each
 	// captured period into buf, the loop reads and writes the mapping.
@@ -667,7 +673,16 @@ func (d *Driver) track(s *side, pos uint64, ts int64, onTime bool) {
 // a seventh of its rate) falls behind the nominal clock by a buffer
 // every few periods and has lost nothing; and the grid, whose slope is
 // held near the nominal rate, is then no reference at all.
+//
+// A counted pointer (BATCH) is never read as one that lost buffers: the
+// kernel skips its own lost-buffer check (snd_pcm_update_hw_ptr0's
+// jiffies check) for BATCH hardware for the same reason, "it can't give
+// any strange position". An emulated USB card whose transfers complete
+// a buffer late has paused, not lost frames.
 func (d *Driver) lostBuffers(s *side, pos uint64, ts int64, onTime bool) bool {
+	if s.counted {
+		return false
+	}
 	pace := s.pace(d.grid.nominal)
 	bufNS := int64(float64(s.pcm.bufferFrames) * pace)
 	if onTime && d.grid.n >= 8 && d.gridHolds(s) && ts-d.grid.at(pos) > bufNS*3/4 {

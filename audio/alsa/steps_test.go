@@ -15,6 +15,7 @@ import (
 // completion handled late), and never before the previous update.
 type simCard struct {
 	step, jitter int64
+	counted      bool // a BATCH card's pointer (side.counted)
 	rng          *rand.Rand
 	updates      []update // every update, in order
 }
@@ -48,14 +49,16 @@ func stepsRun(t *testing.T, c *simCard, period int64, periods, lateEvery, lateBy
 	for p.boundary*2 <= 1<<40 {
 		p.boundary *= 2
 	}
-	s := &side{pcm: p, name: "sim"}
+	s := &side{pcm: p, name: "sim", counted: c.counted}
 	d := &Driver{periodFrames: int(period), periodNS: int64(float64(period) * cardNSPerFrame)}
 	d.sides = []*side{s}
 	d.play = s
 	d.grid.reset(cardNSPerFrame, float64(d.periodNS)/2)
 	// The prefill: the buffer is full as the stream starts.
 	s.appl = uint64(p.bufferFrames)
-	c.run(int64(periods+bufPeriods+4) * period)
+	if c.updates == nil { // else the test made them
+		c.run(int64(periods+bufPeriods+4) * period)
+	}
 	u := 0
 	for i := 1; i <= periods; i++ {
 		need := int64(d.need(s))
@@ -131,6 +134,33 @@ func TestCoarsePointerSteps(t *testing.T) {
 					t.Errorf("%d of %d periods due outside the step", bad, len(dues)-16)
 				}
 			})
+		}
+	}
+}
+
+// A late update is a pointer jump only where the pointer is a position
+// read modulo the buffer: the same card, its updates from frame 48 000 on
+// a buffer and a half late (an emulated USB host that stalled), reads as
+// one jump with a modulo pointer and as none with a counted (BATCH) one,
+// whose late transfers lost nothing (lostBuffers; the kernel's own check
+// skips BATCH cards).
+func TestLateCountedPointerIsNoJump(t *testing.T) {
+	const period, periods = 256, 380
+	for _, counted := range []bool{false, true} {
+		c := &simCard{step: 48, jitter: 100e3, counted: counted, rng: rand.New(rand.NewPCG(2, 3))}
+		c.run((periods + 6) * period)
+		for i := range c.updates {
+			if c.updates[i].pos >= 48000 {
+				c.updates[i].ts += int64(3 * period * cardNSPerFrame) // 1.5 buffers of 2 periods
+			}
+		}
+		_, _, jumps := stepsRun(t, c, period, periods, 0, 0)
+		want := 1
+		if counted {
+			want = 0
+		}
+		if jumps != want {
+			t.Errorf("counted %v: %d pointer jumps, want %d", counted, jumps, want)
 		}
 	}
 }

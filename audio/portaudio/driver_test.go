@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -78,7 +79,15 @@ func record(t *testing.T, drv *Driver, d time.Duration, hook func(p *rundata.Sam
 func openJack(t *testing.T, cfg audio.Config) *Driver {
 	t.Helper()
 	drv := New()
+	// A capture open once hung in Pa_OpenStream while the server spun at
+	// 95 % of a CPU (docs/notes/gate.md): rather than wait for the test
+	// binary's timeout, say what the server's threads were doing.
+	watch := time.AfterFunc(30*time.Second, func() {
+		debug.SetTraceback("all")
+		panic("Open did not return in 30 s; the JACK server's threads:\n" + serverThreads(os.Getenv("JACK_DEFAULT_SERVER")))
+	})
 	g, err := drv.Open(cfg)
+	watch.Stop()
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

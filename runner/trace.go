@@ -28,6 +28,10 @@ type spikeTrace struct {
 	info  rundata.Trace
 	audio []ktrace.Thread // the current phase's audio thread (run --cpus: one per CPU, in its order)
 	index int             // and its index in run.json
+	// heard are the loopback phases' sounds of the results directory, by
+	// index in run.json: their glitches lined up again with every
+	// spikes.json written, so that each spike heard stays marked.
+	heard map[int]*rundata.Sound
 }
 
 // startTrace starts the tracer for a run (o: the audio thread's CPUs, and
@@ -89,13 +93,24 @@ func (t *spikeTrace) offer(s *rundata.Sample) {
 }
 
 // write writes every spike explained so far into the results directory's
-// spikes.json, and counts the RT throttling found in ph's.
+// spikes.json, counts the RT throttling found in ph's, and lines the
+// glitches its loopback heard up with the spikes (rundata.LineUpTrace).
 func (t *spikeTrace) write(out *results, ph *rundata.Phase) error {
+	if ph.Sound != nil {
+		if t.heard == nil {
+			t.heard = map[int]*rundata.Sound{}
+		}
+		t.heard[t.index] = ph.Sound
+	}
 	if t.rec == nil {
+		rundata.LineUpTrace(ph.Sound, t.index, nil, false, false)
 		return nil
 	}
 	ss := t.rec.Flush()
 	ph.RTThrottled, ph.RTThrottledNS = rundata.Throttled(ss, t.index)
+	for i, snd := range t.heard {
+		rundata.LineUpTrace(snd, i, ss, true, t.rec.Dropped(i))
+	}
 	b, err := rundata.MarshalSpikes(ss)
 	if err != nil {
 		return err
@@ -108,6 +123,7 @@ func (t *spikeTrace) write(out *results, ph *rundata.Phase) error {
 // per-phase limit, and what is returned is what the trace recorded for
 // the directory ended.
 func (t *spikeTrace) cut() *rundata.Trace {
+	t.heard = nil
 	if t.rec == nil {
 		info := t.info
 		return &info

@@ -188,7 +188,7 @@ func TestRenderHeardCulprit(t *testing.T) {
 		{Phase: 0, Period: 149, DueNS: base + 150*periodNS - 500_000, LatencyNS: 3_500_000, Causes: []rundata.Cause{culprit}, UnexplainedNS: 500_000},
 		{Phase: 0, Period: 400, DueNS: base + 401*periodNS, LatencyNS: 900_000, Causes: []rundata.Cause{{Kind: rundata.CauseIdle, Name: "idle", NS: 900_000}}},
 	}
-	rundata.LineUpTrace(snd, 0, ss, true, false)
+	rundata.LineUpTrace(snd, ss, rundata.SpikesOf{Phase: 0, CPU: rundata.AnyCPU, Traced: true})
 	if err := rundata.WriteSpikes(dir, ss); err != nil {
 		t.Fatal(err)
 	}

@@ -56,13 +56,28 @@ func (s Spike) Culprit() Cause {
 // (seamToleranceMS).
 const heardSlackNS = int64(seamToleranceMS * 1e6)
 
-// LineUpTrace lines the glitches of phase phase (snd, already lined up
-// with the samples by CaptureMap.LineUp) up with the trace's spikes ss (of
+// SpikesOf says which spikes a phase's glitches are lined up with
+// (LineUpTrace), and what the tracer did in the phase.
+type SpikesOf struct {
+	Phase int // the phase's index in run.json, the spikes' Phase
+	// CPU is, under run --cpus, the CPU of the thread that moves the
+	// sound (the first listed): the others are timers, which break no
+	// sound, and their spikes are left out. AnyCPU otherwise.
+	CPU int
+	// Traced: the tracer recorded during the phase. Dropped: it left
+	// some of the phase's spikes unexplained (ktrace.Recorder.Dropped).
+	Traced, Dropped bool
+}
+
+// AnyCPU is SpikesOf.CPU where one thread moves the sound, wherever it ran.
+const AnyCPU = -1
+
+// LineUpTrace lines the glitches of a phase (snd, already lined up with
+// the samples by CaptureMap.LineUp) up with the trace's spikes ss (of
 // every phase, as spikes.json holds them): each glitch's Trace, and each
-// spike a glitch fell in its Heard. traced says whether the tracer
-// recorded during the phase, dropped whether it left some of its spikes
-// unexplained. It is the one line-up run.json, spikes.json, the report
-// and the terminal read; run again over the same spikes it gives the same.
+// spike a glitch fell in its Heard. It is the one line-up run.json,
+// spikes.json, the report and the terminal read; run again over the same
+// spikes it gives the same.
 //
 // A glitch at an xrun's seam (GlitchXrun) is that xrun's spike's, by its
 // period: every xrun is a spike. Any other falls in the window, [due_ns,
@@ -73,12 +88,13 @@ const heardSlackNS = int64(seamToleranceMS * 1e6)
 // such windows the one nearest the capture instant is taken, the earlier
 // on a tie. A glitch without a window gets no culprit: the time is not
 // shared out, so none is guessed.
-func LineUpTrace(snd *Sound, phase int, ss []Spike, traced, dropped bool) {
+func LineUpTrace(snd *Sound, ss []Spike, of SpikesOf) {
 	if snd == nil {
 		return
 	}
+	mine := func(sp Spike) bool { return sp.Phase == of.Phase && (of.CPU == AnyCPU || sp.CPU == of.CPU) }
 	for i := range ss {
-		if ss[i].Phase == phase {
+		if mine(ss[i]) {
 			ss[i].Heard = nil
 		}
 	}
@@ -89,7 +105,7 @@ func LineUpTrace(snd *Sound, phase int, ss []Spike, traced, dropped bool) {
 	for gi := range snd.Glitches {
 		g := &snd.Glitches[gi]
 		g.Trace = &GlitchTrace{}
-		if !traced {
+		if !of.Traced {
 			g.Trace.None = GlitchNoTrace
 			continue
 		}
@@ -97,7 +113,7 @@ func LineUpTrace(snd *Sound, phase int, ss []Spike, traced, dropped bool) {
 		switch {
 		case g.With == GlitchXrun:
 			for i, sp := range ss {
-				if sp.Phase == phase && sp.Period == g.Period {
+				if mine(sp) && sp.Period == g.Period {
 					k = i
 					break
 				}
@@ -106,11 +122,11 @@ func LineUpTrace(snd *Sound, phase int, ss []Spike, traced, dropped bool) {
 			g.Trace.None = GlitchNoTrace
 			continue
 		default:
-			k = nearestWindow(ss, phase, g.AtNS-delayNS-heardSlackNS, g.AtNS+heardSlackNS, g.AtNS)
+			k = nearestWindow(ss, mine, g.AtNS-delayNS-heardSlackNS, g.AtNS+heardSlackNS, g.AtNS)
 		}
 		if k < 0 {
 			g.Trace.None = GlitchNoSpike
-			if dropped {
+			if of.Dropped {
 				g.Trace.None = GlitchSpikesDropped
 			}
 			continue
@@ -125,13 +141,13 @@ func LineUpTrace(snd *Sound, phase int, ss []Spike, traced, dropped bool) {
 	}
 }
 
-// nearestWindow is the index in ss of phase's spike whose window meets
-// [from, to] nearest at, the earlier on a tie; -1 for none.
-func nearestWindow(ss []Spike, phase int, from, to, at int64) int {
+// nearestWindow is the index in ss of the spike of mine whose window
+// meets [from, to] nearest at, the earlier on a tie; -1 for none.
+func nearestWindow(ss []Spike, mine func(Spike) bool, from, to, at int64) int {
 	best, bestD := -1, int64(0)
 	for i, sp := range ss {
 		start, end := sp.DueNS, sp.DueNS+sp.WindowNS()
-		if sp.Phase != phase || end < from || start > to {
+		if !mine(sp) || end < from || start > to {
 			continue
 		}
 		var d int64

@@ -106,7 +106,7 @@ func TestLineUpTraceNamesTheCulprit(t *testing.T) {
 		// Another phase's spike at glitch 3's time is not this phase's.
 		{Phase: 1, Period: 701, DueNS: due[701] - 2_000_000, LatencyNS: 4_000_000, Causes: []Cause{culprit}},
 	}
-	LineUpTrace(snd, 0, ss, true, false)
+	LineUpTrace(snd, ss, SpikesOf{Phase: 0, CPU: AnyCPU, Traced: true})
 	check := func(when string) {
 		t.Helper()
 		g := snd.Glitches
@@ -144,7 +144,7 @@ func TestLineUpTraceNamesTheCulprit(t *testing.T) {
 		t.Errorf("spikes.json\n%s\nwithout %s", b, want)
 	}
 	// Each spikes.json written lines them up again: the same marks.
-	LineUpTrace(snd, 0, ss, true, false)
+	LineUpTrace(snd, ss, SpikesOf{Phase: 0, CPU: AnyCPU, Traced: true})
 	check("lined up again")
 
 	var sum bytes.Buffer
@@ -157,23 +157,23 @@ func TestLineUpTraceNamesTheCulprit(t *testing.T) {
 	// window's end, is no longer the window's; 1 ms after it still is
 	// (the sine places a break to within a millisecond).
 	snd.CardDelay = nil
-	LineUpTrace(snd, 0, ss, true, false)
+	LineUpTrace(snd, ss, SpikesOf{Phase: 0, CPU: AnyCPU, Traced: true})
 	if got := snd.Glitches[1].Cause(); got != GlitchNoSpike {
 		t.Errorf("2.5 ms after a window, no card delay known: %q, want %q", got, GlitchNoSpike)
 	}
 	ss[1].DueNS += 1_500_000
-	LineUpTrace(snd, 0, ss, true, false)
+	LineUpTrace(snd, ss, SpikesOf{Phase: 0, CPU: AnyCPU, Traced: true})
 	if got := snd.Glitches[1].Cause(); got != other.String() {
 		t.Errorf("1 ms after a window, no card delay known: %q, want %q", got, other.String())
 	}
 	ss[1].DueNS -= 1_500_000
 	// Spikes dropped: one may have been there.
-	LineUpTrace(snd, 0, ss, true, true)
+	LineUpTrace(snd, ss, SpikesOf{Phase: 0, CPU: AnyCPU, Traced: true, Dropped: true})
 	if got := snd.Glitches[3].Cause(); got != GlitchSpikesDropped {
 		t.Errorf("spikes dropped: %q, want %q", got, GlitchSpikesDropped)
 	}
 	// A tracer that did not record: no window for any, no spike heard.
-	LineUpTrace(snd, 0, ss, false, false)
+	LineUpTrace(snd, ss, SpikesOf{Phase: 0, CPU: AnyCPU, Traced: false})
 	for i, g := range snd.Glitches {
 		if g.Cause() != GlitchNoTrace || g.Trace.Culprit != nil {
 			t.Errorf("untraced glitch %d: %+v", i, g.Trace)
@@ -182,6 +182,18 @@ func TestLineUpTraceNamesTheCulprit(t *testing.T) {
 	for i, sp := range ss[:3] {
 		if sp.Heard != nil {
 			t.Errorf("untraced: spike %d still heard", i)
+		}
+	}
+	// Under run --cpus only the card's thread moves the sound: a spike of
+	// another CPU's thread (a timer) at the glitch's time is not its.
+	timer := []Spike{{Phase: 0, CPU: 3, Period: 199, DueNS: due[199], LatencyNS: 2_000_000, Causes: []Cause{culprit}}}
+	for _, c := range []struct {
+		cpu  int
+		want string
+	}{{1, GlitchNoSpike}, {3, culprit.String()}, {AnyCPU, culprit.String()}} {
+		LineUpTrace(snd, timer, SpikesOf{Phase: 0, CPU: c.cpu, Traced: true})
+		if got := snd.Glitches[0].Cause(); got != c.want {
+			t.Errorf("the sound's thread on CPU %d, a spike on CPU 3: %q, want %q", c.cpu, got, c.want)
 		}
 	}
 	// Without --trace, nothing is said.

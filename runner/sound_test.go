@@ -123,7 +123,7 @@ func TestHeardGlitchBesideSpike(t *testing.T) {
 	culprit := rundata.Cause{Kind: rundata.CauseThread, Name: "lt-culprit", PID: 99, Policy: "SCHED_FIFO 90", NS: 5_000_000}
 	spike := rundata.Spike{Period: at/pf - 1, DueNS: base + (at/pf)*periodNS, LatencyNS: 6_000_000, Causes: []rundata.Cause{culprit}, UnexplainedNS: 1_000_000}
 	ss := []rundata.Spike{spike}
-	rundata.LineUpTrace(snd, 0, ss, true, false)
+	rundata.LineUpTrace(snd, ss, rundata.SpikesOf{Phase: 0, CPU: rundata.AnyCPU, Traced: true})
 	if got, want := g.CauseText(), "lt-culprit (SCHED_FIFO 90) in the spike of period 272"; got != want {
 		t.Errorf("glitch's cause %q, want %q", got, want)
 	}
@@ -131,7 +131,7 @@ func TestHeardGlitchBesideSpike(t *testing.T) {
 		t.Errorf("spike heard %+v, want its culprit", ss[0].Heard)
 	}
 	ss[0].DueNS -= 50_000_000
-	rundata.LineUpTrace(snd, 0, ss, true, false)
+	rundata.LineUpTrace(snd, ss, rundata.SpikesOf{Phase: 0, CPU: rundata.AnyCPU, Traced: true})
 	if got := g.Cause(); got != rundata.GlitchNoSpike || ss[0].Heard != nil {
 		t.Errorf("a spike 50 ms before: glitch's cause %q, spike heard %+v; want %q and none", got, ss[0].Heard, rundata.GlitchNoSpike)
 	}

@@ -23,12 +23,13 @@ type Recorder struct {
 	in   chan item
 	done chan struct{}
 
-	mu       sync.Mutex
-	spikes   []rundata.Spike // since the last Cut
-	perPhase map[int]int
-	dropped  int64
-	lostCut  int64 // the session's lost events at the last Cut
-	pending  sync.WaitGroup
+	mu        sync.Mutex
+	spikes    []rundata.Spike // since the last Cut
+	perPhase  map[int]int
+	dropped   int64
+	droppedIn map[int]bool // the phases with spikes dropped
+	lostCut   int64        // the session's lost events at the last Cut
+	pending   sync.WaitGroup
 }
 
 type item struct {
@@ -41,7 +42,7 @@ type item struct {
 // an xrun.
 func NewRecorder(s *Session, above int64, onSpike func(rundata.Spike)) *Recorder {
 	r := &Recorder{s: s, above: above, onSpike: onSpike, in: make(chan item, 1024),
-		done: make(chan struct{}), perPhase: map[int]int{}}
+		done: make(chan struct{}), perPhase: map[int]int{}, droppedIn: map[int]bool{}}
 	go r.run()
 	return r
 }
@@ -59,7 +60,7 @@ func (r *Recorder) Offer(phase int, audio Thread, smp *rundata.Sample) {
 	}
 	r.mu.Unlock()
 	if over {
-		r.drop()
+		r.drop(phase)
 		return
 	}
 	r.pending.Add(1)
@@ -67,14 +68,23 @@ func (r *Recorder) Offer(phase int, audio Thread, smp *rundata.Sample) {
 	case r.in <- item{phase, audio, *smp}:
 	default:
 		r.pending.Done()
-		r.drop()
+		r.drop(phase)
 	}
 }
 
-func (r *Recorder) drop() {
+func (r *Recorder) drop(phase int) {
 	r.mu.Lock()
 	r.dropped++
+	r.droppedIn[phase] = true
 	r.mu.Unlock()
+}
+
+// Dropped says whether some of phase's spikes were left unexplained
+// since the last Cut (the per-phase limit, or the queue full).
+func (r *Recorder) Dropped(phase int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.droppedIn[phase]
 }
 
 func (r *Recorder) run() {
@@ -127,6 +137,7 @@ func (r *Recorder) Cut() rundata.Trace {
 		t.Note = err.Error()
 	}
 	r.spikes, r.perPhase, r.dropped, r.lostCut = nil, map[int]int{}, 0, r.lostCut+t.Lost
+	r.droppedIn = map[int]bool{}
 	return t
 }
 

@@ -27,9 +27,17 @@ func TestRecorder(t *testing.T) {
 		ss[1].Period != 3 || ss[1].XrunNS != 3e6 || len(seen) != 2 {
 		t.Fatalf("spikes %+v (seen %d)", ss, len(seen))
 	}
-	// Past the per-phase limit, spikes are counted, not explained.
+	// Past the per-phase limit, spikes are counted, not explained, and
+	// the phase says some were dropped (a glitch heard then may have had
+	// a spike: rundata.GlitchSpikesDropped).
+	if r.Dropped(1) || r.Dropped(2) {
+		t.Error("spikes dropped before any was")
+	}
 	for i := range maxPerPhase + 5 {
 		r.Offer(2, a, &rundata.Sample{Index: int64(i), Due: 4000 * us, Woke: 5010 * us})
+	}
+	if !r.Dropped(2) || r.Dropped(1) {
+		t.Errorf("dropped in phase 1 %v, phase 2 %v; want phase 2's", r.Dropped(1), r.Dropped(2))
 	}
 	tr := r.Close()
 	n := 0

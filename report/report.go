@@ -145,8 +145,11 @@ type phaseView struct {
 	Spikes int
 	// SpikesLost counts the spikes whose window lost trace events.
 	SpikesLost int
-	Culprits   []culpritRow
-	Strips     template.HTML
+	// SpikesHeard counts the spikes a glitch heard through the loopback
+	// fell in (rundata.Spike.Heard).
+	SpikesHeard int
+	Culprits    []culpritRow
+	Strips      template.HTML
 }
 
 // cpuView is one CPU's figures in a phase of run --cpus.
@@ -261,7 +264,7 @@ func renderIndex(rd *runData) ([]byte, error) {
 		if tr := r.Trace; tr != nil && tr.Enabled {
 			ss := rd.spikes[i]
 			pv.Traced, pv.Spikes, pv.Culprits = true, len(ss), culpritRows(ss)
-			pv.SpikesLost = spikesLost(ss)
+			pv.SpikesLost, pv.SpikesHeard = spikesLost(ss), spikesHeard(ss)
 			wg.Go(func() {
 				var err error
 				pv.Strips, err = spikeFigure(ss, worstShown)

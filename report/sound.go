@@ -8,7 +8,8 @@ import (
 )
 
 // heardLine is what a loopback phase heard (run --loopback), in one line
-// under its table: its breaks in the sine and its round trip, with the
+// under its table: its breaks in the sine (with --trace, what the trace
+// had at each: Glitch.CauseText) and its round trip, with the
 // part of the card delay the drivers report (reported, if read); "" without
 // one.
 func heardLine(s *rundata.Sound, reported *rundata.ReportedDelay) string {
@@ -32,7 +33,11 @@ func heardLine(s *rundata.Sound, reported *rundata.ReportedDelay) string {
 				at = append(at, fmt.Sprintf("and %d more", len(s.Glitches)-10))
 				break
 			}
-			at = append(at, fmt.Sprintf("at %.1f ms for %.1f ms (period %d, %s)", g.AtMS, g.LengthMS, g.Period, withText(g.With)))
+			with := withText(g.With)
+			if c := g.CauseText(); c != "" {
+				with += "; in the trace: " + c
+			}
+			at = append(at, fmt.Sprintf("at %.1f ms for %.1f ms (period %d, %s)", g.AtMS, g.LengthMS, g.Period, with))
 		}
 		sine = fmt.Sprintf("the %.1f Hz sine broke %s: %s", s.ToneHz, times, strings.Join(at, ", "))
 	}

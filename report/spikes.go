@@ -162,3 +162,15 @@ func spikesLost(ss []rundata.Spike) int {
 	}
 	return n
 }
+
+// spikesHeard counts the spikes a glitch heard through the loopback fell
+// in (rundata.LineUpTrace).
+func spikesHeard(ss []rundata.Spike) int {
+	n := 0
+	for _, sp := range ss {
+		if sp.Heard != nil {
+			n++
+		}
+	}
+	return n
+}

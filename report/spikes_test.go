@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/net/html"
 
@@ -156,5 +157,73 @@ func TestRenderThrottled(t *testing.T) {
 	}
 	if strings.Contains(text(byID(doc, "phase-2")), "RT throttled") {
 		t.Error("phase 2 says RT throttled")
+	}
+}
+
+// A glitch heard beside a spike, lined up from synthetic samples: the
+// capture's periods of 64 frames at 48 kHz, one glitch 2.0 ms into period
+// 150's capture, inside the window of period 149's spike, whose culprit
+// (named with markup, as any thread can name itself) spikes.json marks as
+// heard and the report lists beside the glitch, escaped; another glitch,
+// far from any spike, is listed with no culprit.
+func TestRenderHeardCulprit(t *testing.T) {
+	c := synth.Default()
+	c.PhaseLength = time.Second
+	dir, r := writeRun(t, c)
+	const periodNS, base = 1_333_333, int64(7e9)
+	var m rundata.CaptureMap
+	for i := int64(0); i < 700; i++ {
+		s := rundata.Sample{Index: i, Due: base + (i+1)*periodNS}
+		s.CaptureDue, s.PlaybackDue = s.Due, s.Due
+		m.Add(&s)
+	}
+	snd := &rundata.Sound{ToneHz: 997.5, Judged: true, Rate: 48000, Glitches: []rundata.Glitch{
+		{AtMS: 150 * 64 / 48.0, LengthMS: 1.5}, // period 150's first frame
+		{AtMS: 600 * 64 / 48.0, LengthMS: 0.5},
+	}}
+	m.LineUp(snd, 64, 48000)
+	evil := `<img src=x onerror=alert(1)>`
+	culprit := rundata.Cause{Kind: rundata.CauseThread, Name: evil, PID: 31, Policy: "SCHED_FIFO 90", NS: 3_000_000}
+	ss := []rundata.Spike{
+		{Phase: 0, Period: 149, DueNS: base + 150*periodNS - 500_000, LatencyNS: 3_500_000, Causes: []rundata.Cause{culprit}, UnexplainedNS: 500_000},
+		{Phase: 0, Period: 400, DueNS: base + 401*periodNS, LatencyNS: 900_000, Causes: []rundata.Cause{{Kind: rundata.CauseIdle, Name: "idle", NS: 900_000}}},
+	}
+	rundata.LineUpTrace(snd, ss, rundata.SpikesOf{Phase: 0, CPU: rundata.AnyCPU, Traced: true})
+	if err := rundata.WriteSpikes(dir, ss); err != nil {
+		t.Fatal(err)
+	}
+	r.Phases[0].Sound = snd
+	r.Trace = &rundata.Trace{Enabled: true, AboveNS: 500_000}
+	if err := rundata.WriteRun(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	back, err := rundata.ReadSpikes(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := back[0].Heard; h == nil || h.Culprit != culprit || len(h.GlitchesAtMS) != 1 || h.GlitchesAtMS[0] != 200 {
+		t.Errorf("spikes.json: spike of period 149 heard %+v, want the culprit and the glitch at 200 ms", h)
+	}
+	if back[1].Heard != nil {
+		t.Errorf("spikes.json: spike of period 400 heard %+v, no glitch in its window", back[1].Heard)
+	}
+	out, doc := renderDoc(t, dir)
+	lines := findAll(doc, func(n *html.Node) bool { return hasClass(n, "sound") })
+	if len(lines) == 0 {
+		t.Fatal("no line of what was heard")
+	}
+	for _, want := range []string{
+		"at 200.0 ms for 1.5 ms (period 150, no xrun; in the trace: " + evil + " (SCHED_FIFO 90) in the spike of period 149)",
+		"at 800.0 ms for 0.5 ms (period 600, no xrun; in the trace: no spike at that time)",
+	} {
+		if !strings.Contains(text(lines[0]), want) {
+			t.Errorf("what was heard\n%q\nwithout %q", text(lines[0]), want)
+		}
+	}
+	if strings.Contains(out, "<img") {
+		t.Error("a thread's name became markup")
+	}
+	if !strings.Contains(out, "1 of them were heard") {
+		t.Error("the spikes' note does not say one was heard")
 	}
 }

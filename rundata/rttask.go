@@ -76,6 +76,10 @@ type Spike struct {
 	// CPU within the window (its buffer was full), so Causes are what was
 	// left: a culprit may be missing, or its time short.
 	EventsLost bool `json:"events_lost,omitempty"`
+	// Heard: glitches heard in the loopback's capture fell in this
+	// window (run --trace --loopback; LineUpTrace), and its culprit is
+	// the one heard.
+	Heard *SpikeHeard `json:"heard,omitempty"`
 }
 
 // Cause is one thing that held the audio thread's CPU during a spike.

@@ -374,7 +374,8 @@ type CPUPhase struct {
 // its second channel read for the round trip at each repetition, the sine
 // of its first channel searched for glitches.
 type Sound struct {
-	CaptureFile string  `json:"capture_file"` // the capture, a WAV file relative to the results directory
+	CaptureFile string  `json:"capture_file"`   // the capture, a WAV file relative to the results directory
+	Rate        int     `json:"rate,omitempty"` // the capture's frames per second
 	ToneHz      float64 `json:"tone_hz"`
 	// CardDelay is the capture's lag behind the playback in stream
 	// frames (the path outside the application's buffers: the card's own
@@ -454,6 +455,14 @@ type Glitch struct {
 	Period   int64   `json:"period"`
 	LengthMS float64 `json:"length_ms"`
 	With     string  `json:"with"`
+	// AtNS is when its first broken frame was captured, on
+	// CLOCK_MONOTONIC, the clock of the samples and of the spikes'
+	// windows (CaptureMap.At); absent where the samples do not say.
+	AtNS int64 `json:"at_ns,omitempty"`
+	// Trace is what the kernel's tracer had at the glitch (run --trace;
+	// LineUpTrace): the spike window it fell in and its culprit, or why
+	// there is none. Absent without --trace.
+	Trace *GlitchTrace `json:"trace,omitempty"`
 }
 
 // LatencyStats is a phase's wakeup-latency distribution, in µs. Min, Avg

@@ -69,8 +69,10 @@ func soundText(r *Run) string {
 
 // heardText says what a loopback run heard (Phase.Sound): "the sound
 // broke 3 times (hackbench 3, idle none, 1 of them with no xrun or pointer
-// jump); round trip 21.3 ms in idle, 21.3 ms in hackbench"; "" without
-// --loopback. A break nothing else reported is the one to know of.
+// jump; in the trace: lt-culprit (SCHED_FIFO 90) 2, no spike at that time
+// 1); round trip 21.3 ms in idle, 21.3 ms in hackbench"; "" without
+// --loopback. A break nothing else reported is the one to know of; with
+// --trace, what held the CPU when each was heard (Glitch.Cause).
 func heardText(r *Run) string {
 	var total, alone int
 	var breaks, trips []string
@@ -99,6 +101,9 @@ func heardText(r *Run) string {
 	unseen := ""
 	if alone > 0 {
 		unseen = fmt.Sprintf(", %d of them with no xrun or pointer jump", alone)
+	}
+	if c := glitchCausesText(r); c != "" {
+		unseen += "; in the trace: " + c
 	}
 	return fmt.Sprintf("the sound broke %d %s (%s%s); round trip %s", total, times, strings.Join(breaks, ", "), unseen, strings.Join(trips, ", "))
 }

@@ -62,7 +62,7 @@ func hear(wav []byte, periodFrames, bufferFrames int, m *rundata.CaptureMap) *ru
 		return snd
 	}
 	tone, mls := channel(samples, f.Channels, 0), channel(samples, f.Channels, 1)
-	snd.ToneHz = loop.ToneHz
+	snd.ToneHz, snd.Rate = loop.ToneHz, f.Rate
 	glitches, err := sound.Glitches(tone, loop.ToneHz, f.Rate)
 	switch {
 	case errors.Is(err, sound.ErrNoTone):

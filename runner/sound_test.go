@@ -86,3 +86,60 @@ func TestHearBrokenFirst(t *testing.T) {
 		t.Errorf("%+v: want repetitions read, none before the one glitch, and no card delay", snd)
 	}
 }
+
+// The glitch of TestHear's capture (50 ms of silence at frame 70000, of
+// periods of 256 frames at 48 kHz: period 273, 112 frames in) lined up
+// with a trace: the periods' capture instants on CLOCK_MONOTONIC put it at
+// period 273's end less 144 frames, inside the window of period 272's
+// spike, whose culprit it names; the same spike 50 ms earlier leaves it
+// with none; a tracer that did not start, with no window at all.
+func TestHeardGlitchBesideSpike(t *testing.T) {
+	const rate, delay, at, pf = 48000, 300, 70000, 256
+	l, _ := sound.NewLoop(rate)
+	var tone, mls []float32
+	tone, mls = make([]float32, delay), make([]float32, delay)
+	for range 4 {
+		tone, mls = append(tone, l.Tone...), append(mls, l.MLS...)
+	}
+	tone = slices.Concat(tone[:at], make([]float32, 2400), tone[at:])
+	mls = slices.Concat(mls[:at], make([]float32, 2400), mls[at:])
+	const periodNS, base = int64(pf * 1_000_000_000 / rate), int64(9e9)
+	var m rundata.CaptureMap
+	for i := int64(0); i <= int64(len(tone)/pf); i++ {
+		s := rundata.Sample{Index: i, Due: base + (i+1)*periodNS}
+		s.CaptureDue, s.PlaybackDue = s.Due-10_000, s.Due
+		m.Add(&s)
+	}
+	snd := hear(s16WAV(rate, tone, mls), pf, 4*pf, &m)
+	m.LineUp(snd, pf, rate)
+	if len(snd.Glitches) != 1 {
+		t.Fatalf("glitches %+v, want the one", snd.Glitches)
+	}
+	g := &snd.Glitches[0]
+	want := base + (at/pf+1)*periodNS - 10_000 - (pf-at%pf)*1e9/rate
+	if d := g.AtNS - want; d < -1e6 || d > 1e6 {
+		t.Errorf("glitch at %d ns, want %d within the sine's millisecond (%+d)", g.AtNS, want, d)
+	}
+	culprit := rundata.Cause{Kind: rundata.CauseThread, Name: "lt-culprit", PID: 99, Policy: "SCHED_FIFO 90", NS: 5_000_000}
+	spike := rundata.Spike{Period: at/pf - 1, DueNS: base + (at/pf)*periodNS, LatencyNS: 6_000_000, Causes: []rundata.Cause{culprit}, UnexplainedNS: 1_000_000}
+	ss := []rundata.Spike{spike}
+	rundata.LineUpTrace(snd, ss, rundata.SpikesOf{Phase: 0, CPU: rundata.AnyCPU, Traced: true})
+	if got, want := g.CauseText(), "lt-culprit (SCHED_FIFO 90) in the spike of period 272"; got != want {
+		t.Errorf("glitch's cause %q, want %q", got, want)
+	}
+	if ss[0].Heard == nil || ss[0].Heard.Culprit != culprit {
+		t.Errorf("spike heard %+v, want its culprit", ss[0].Heard)
+	}
+	ss[0].DueNS -= 50_000_000
+	rundata.LineUpTrace(snd, ss, rundata.SpikesOf{Phase: 0, CPU: rundata.AnyCPU, Traced: true})
+	if got := g.Cause(); got != rundata.GlitchNoSpike || ss[0].Heard != nil {
+		t.Errorf("a spike 50 ms before: glitch's cause %q, spike heard %+v; want %q and none", got, ss[0].Heard, rundata.GlitchNoSpike)
+	}
+	tr := &spikeTrace{info: rundata.Trace{Note: "tracefs is not mounted"}}
+	if err := tr.write(nil, &rundata.Phase{Sound: snd}); err != nil {
+		t.Fatal(err)
+	}
+	if got := g.Cause(); got != rundata.GlitchNoTrace {
+		t.Errorf("no tracer: glitch's cause %q, want %q", got, rundata.GlitchNoTrace)
+	}
+}

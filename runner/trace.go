@@ -28,13 +28,20 @@ type spikeTrace struct {
 	info  rundata.Trace
 	audio []ktrace.Thread // the current phase's audio thread (run --cpus: one per CPU, in its order)
 	index int             // and its index in run.json
+	// heard are the loopback phases' sounds of the results directory, by
+	// index in run.json: their glitches lined up again with every
+	// spikes.json written, so that each spike heard stays marked.
+	heard map[int]*rundata.Sound
+	// streamCPU is, under run --cpus, the CPU of the thread that moves
+	// the sound (the first listed), else rundata.AnyCPU.
+	streamCPU int
 }
 
 // startTrace starts the tracer for a run (o: the audio thread's CPUs, and
 // whether the machine is virtual); each spike explained goes to spike (if
 // not nil), and xrun prints, for each xrun explained, its main culprit.
 func startTrace(above int64, o ktrace.Options, spike, xrun func(rundata.Spike)) *spikeTrace {
-	t := &spikeTrace{info: rundata.Trace{AboveNS: above}}
+	t := &spikeTrace{info: rundata.Trace{AboveNS: above}, streamCPU: rundata.AnyCPU}
 	s, err := ktrace.Start(o)
 	if err != nil {
 		t.info.Note = err.Error()
@@ -89,13 +96,24 @@ func (t *spikeTrace) offer(s *rundata.Sample) {
 }
 
 // write writes every spike explained so far into the results directory's
-// spikes.json, and counts the RT throttling found in ph's.
+// spikes.json, counts the RT throttling found in ph's, and lines the
+// glitches its loopback heard up with the spikes (rundata.LineUpTrace).
 func (t *spikeTrace) write(out *results, ph *rundata.Phase) error {
+	if ph.Sound != nil {
+		if t.heard == nil {
+			t.heard = map[int]*rundata.Sound{}
+		}
+		t.heard[t.index] = ph.Sound
+	}
 	if t.rec == nil {
+		rundata.LineUpTrace(ph.Sound, nil, rundata.SpikesOf{Phase: t.index, CPU: rundata.AnyCPU})
 		return nil
 	}
 	ss := t.rec.Flush()
 	ph.RTThrottled, ph.RTThrottledNS = rundata.Throttled(ss, t.index)
+	for i, snd := range t.heard {
+		rundata.LineUpTrace(snd, ss, rundata.SpikesOf{Phase: i, CPU: t.streamCPU, Traced: true, Dropped: t.rec.Dropped(i)})
+	}
 	b, err := rundata.MarshalSpikes(ss)
 	if err != nil {
 		return err
@@ -108,6 +126,7 @@ func (t *spikeTrace) write(out *results, ph *rundata.Phase) error {
 // per-phase limit, and what is returned is what the trace recorded for
 // the directory ended.
 func (t *spikeTrace) cut() *rundata.Trace {
+	t.heard = nil
 	if t.rec == nil {
 		info := t.info
 		return &info
@@ -194,6 +213,9 @@ func (s *session) startTrace(ctx context.Context) *spikeTrace {
 		}
 		s.pr.linef("[%s] xrun at period %d, %s: %s", name, sp.Period, late, mainCulprits(sp))
 	})
+	if len(s.cfg.CPUs) > 0 {
+		t.streamCPU = s.cfg.CPUs[0] // the card's thread: the others are timers
+	}
 	if err := t.startGuard(ctx, s.cfg.Exe); err != nil {
 		s.pr.linef("trace: no guard: %v; if this run is killed, its trace instance is left to the next run that traces", err)
 	}

@@ -5,54 +5,41 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"latencytest/stress"
 )
 
 // completionCommand prints the bash or zsh completion script (make
-// dist, for the package). The commands, their flags and stress's
-// stressors come from the same -h texts as the man pages (helpdoc.go).
+// dist, for the package). The commands, their flags, and stress's
+// stressors and theirs come from the commands' flag sets, as -h and the
+// man pages do.
 const completionCommand = "__completion"
 
 // completionWords are what completes after `latencytest`: the visible
-// commands with their summaries, and each command's flags with their
-// first line of help; stressors are the stress command's list.
+// commands with their summaries, each command's flags, and the
+// stressors with their descriptions.
 type completionWords struct {
 	cmds      []string
 	summary   map[string]string
-	flags     map[string][]optItem // by command, and "stress:NAME" for a stressor; names as -h prints them
-	stressors []optItem
+	flags     map[string][]flagDoc // by command, and "stress:NAME" for a stressor
+	stressors [][2]string          // name, description
 }
 
 func readCompletionWords() completionWords {
 	cmds := commands()
-	w := completionWords{cmds: visible(cmds), summary: map[string]string{}, flags: map[string][]optItem{}}
+	w := completionWords{cmds: visible(cmds), summary: map[string]string{}, flags: map[string][]flagDoc{}}
 	for _, n := range w.cmds {
 		w.summary[n] = cmds[n].summary
-		d := helpOf(cmds[n])
-		seen := map[string]bool{}
-		for _, s := range d.sections {
-			for _, it := range s.items {
-				if strings.HasPrefix(it.name, "-") {
-					seen[strings.TrimLeft(it.name, "-")] = true
-					w.flags[n] = append(w.flags[n], it)
-				} else if n == "stress" {
-					w.stressors = append(w.stressors, it)
-				}
-			}
-		}
-		for _, f := range d.flags() { // those only in the Usage lines
-			if !seen[f] {
-				w.flags[n] = append(w.flags[n], optItem{name: "-" + f})
-			}
+		if cmds[n].flags != nil {
+			w.flags[n] = flagDocs(cmds[n].flags())
 		}
 	}
-	for _, s := range w.stressors {
-		for _, sec := range helpOf(cmds["stress"], s.name).sections {
-			for _, it := range sec.items {
-				if strings.HasPrefix(it.name, "-") {
-					w.flags["stress:"+s.name] = append(w.flags["stress:"+s.name], it)
-				}
-			}
-		}
+	reg := stress.NewRegistry()
+	for _, n := range reg.Names() {
+		s, _ := reg.Lookup(n)
+		fs, _ := reg.FlagSet(n)
+		w.stressors = append(w.stressors, [2]string{n, s.Description()})
+		w.flags["stress:"+n] = flagDocs(fs)
 	}
 	return w
 }
@@ -61,7 +48,7 @@ func readCompletionWords() completionWords {
 func (w completionWords) keys() []string {
 	keys := append([]string(nil), w.cmds...)
 	for _, s := range w.stressors {
-		keys = append(keys, "stress:"+s.name)
+		keys = append(keys, "stress:"+s[0])
 	}
 	return keys
 }
@@ -83,8 +70,8 @@ func completionMain(args []string, stdout, stderr io.Writer) int {
 // flagWords are a command's flags spelled as longFlag does, sorted.
 func (w completionWords) flagWords(cmd string) []string {
 	var out []string
-	for _, it := range w.flags[cmd] {
-		out = append(out, longFlag(it.name))
+	for _, d := range w.flags[cmd] {
+		out = append(out, longFlag(d.name))
 	}
 	sort.Strings(out)
 	return out
@@ -102,7 +89,7 @@ func writeBash(out io.Writer, w completionWords) {
 	fmt.Fprint(out, "\tesac\n")
 	var names []string
 	for _, s := range w.stressors {
-		names = append(names, s.name)
+		names = append(names, s[0])
 	}
 	fmt.Fprintf(out, "\tif [ \"${COMP_WORDS[1]}\" = stress ] && [ \"$COMP_CWORD\" -eq 2 ] && [[ $cur != -* ]]; then\n\t\tCOMPREPLY=($(compgen -W '%s' -- \"$cur\"))\n\t\treturn\n\tfi\n", strings.Join(names, " "))
 	fmt.Fprint(out, "\tif [[ $cur == -* ]]; then\n\t\tCOMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n\tfi\n}\n")
@@ -119,14 +106,14 @@ func writeZsh(out io.Writer, w completionWords) {
 	fmt.Fprint(out, "\tlocal key=$words[2]\n\t[[ $key == stress && CURRENT -gt 3 ]] && key=stress:$words[3]\n\tcase $key in\n")
 	for _, c := range w.keys() {
 		fmt.Fprintf(out, "\t%s) opts=(", c)
-		for _, it := range w.flags[c] {
-			fmt.Fprintf(out, " %s", zshWord(longFlag(it.name), strings.Join(it.text, " ")))
+		for _, d := range w.flags[c] {
+			fmt.Fprintf(out, " %s", zshWord(longFlag(d.name), strings.ReplaceAll(d.usage, "\n", " ")))
 		}
 		fmt.Fprint(out, " ) ;;\n")
 	}
 	fmt.Fprint(out, "\tesac\n\tstressors=(")
 	for _, s := range w.stressors {
-		fmt.Fprintf(out, " %s", zshWord(s.name, strings.Join(s.text, " ")))
+		fmt.Fprintf(out, " %s", zshWord(s[0], s[1]))
 	}
 	fmt.Fprint(out, " )\n\tif [[ $words[2] == stress && CURRENT -eq 3 && $PREFIX != -* ]]; then\n\t\t_describe stressor stressors\n")
 	fmt.Fprint(out, "\telif [[ $PREFIX == -* ]]; then\n\t\t_describe -o flag opts\n\telse\n\t\t_files\n\tfi\n}\n")

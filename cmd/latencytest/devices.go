@@ -26,7 +26,7 @@ formats, channels, period and buffer sizes they offer.`,
 func devicesFlagSet() (*flag.FlagSet, *string) {
 	fs := flag.NewFlagSet("devices", flag.ContinueOnError)
 	var driver string
-	fs.StringVar(&driver, "driver", "", "list only this driver's devices ("+strings.Join(driverNames(), ", ")+")")
+	choiceVar(fs, &driver, "driver", "", driverNames(), "list only this driver's devices ("+strings.Join(driverNames(), ", ")+")")
 	return fs, &driver
 }
 

@@ -11,7 +11,9 @@ import (
 // A command's flags are defined once, on its flag.FlagSet, and that set
 // is what -h, the man pages (manpage.go) and the shell completions
 // (completion.go) are all made from: a flag added to a command is in all
-// three at the next build, with nothing else to edit.
+// three at the next build, with nothing else to edit. What the flag
+// package does not carry, a fixed set of values for the completions to
+// offer, is carried by the flag's Value (choice).
 
 // cmdDoc is what a command's help says besides its flags.
 type cmdDoc struct {
@@ -53,11 +55,43 @@ func runGroups() []flagGroup {
 func isHidden(name string) bool { return name == "test-stall" || name == "test-glitch" }
 
 // flagDoc is one flag as every output shows it: its name (no dashes),
-// its value's name (none for a switch) and its usage with the default
-// that is not off.
+// its value's name (none for a switch), its usage with the default that
+// is not off, and the values it takes when they are a fixed set.
 type flagDoc struct {
 	name, arg, usage string
+	allowed          []string
 }
+
+// allowedValuer is a flag Value that takes a fixed set of values.
+type allowedValuer interface{ allowedValues() []string }
+
+// choice is a string flag with a fixed set of values, which the
+// completions offer. It stores any value: the command checks it after
+// parsing, where its error can say more than that it is not in the set
+// (a driver not built into this binary, say).
+type choice struct {
+	p       *string
+	allowed []string
+}
+
+// choiceVar defines a choice flag on fs, as fs.StringVar does.
+func choiceVar(fs *flag.FlagSet, p *string, name, value string, allowed []string, usage string) {
+	*p = value
+	fs.Var(&choice{p: p, allowed: allowed}, name, usage)
+}
+
+func (c *choice) String() string {
+	if c == nil || c.p == nil {
+		return "" // the zero Value flag.isZeroValue makes
+	}
+	return *c.p
+}
+
+func (c *choice) Set(s string) error { *c.p = s; return nil }
+
+func (c *choice) Get() any { return *c.p }
+
+func (c *choice) allowedValues() []string { return c.allowed }
 
 // flagDocs are fs's flags in the flag package's order (sorted by name),
 // test hooks left out.
@@ -72,13 +106,19 @@ func flagDocs(fs *flag.FlagSet) []flagDoc {
 }
 
 // docOf is one flag's flagDoc. Its value's name is the flag package's
-// (a `name` in its usage, else its type), and its
+// (a `name` in its usage, else its type; a choice is a string), and its
 // default is shown as flag.PrintDefaults shows it, but not one that means
 // off or none (0, 0s, -1, false, ""): such a flag's usage says what its
 // absence does.
 func docOf(f *flag.Flag) flagDoc {
 	arg, usage := flag.UnquoteUsage(f)
 	d := flagDoc{name: f.Name, arg: arg, usage: usage}
+	if a, ok := f.Value.(allowedValuer); ok {
+		d.allowed = a.allowedValues()
+		if arg == "value" {
+			d.arg = "string"
+		}
+	}
 	if def := f.DefValue; def != "" && def != "0" && def != "0s" && def != "false" && def != "-1" {
 		if d.arg == "string" {
 			def = fmt.Sprintf("%q", def)

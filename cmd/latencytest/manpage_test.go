@@ -99,7 +99,8 @@ var (
 // Every flag defined on a command's flag set (and a stressor's) is in
 // its -h, in its man page and in the bash and zsh completions, and none
 // of them lists a flag the set does not define; the test hooks are in
-// none.
+// none. A flag with a fixed set of values has them offered by both
+// shells after it.
 func TestFlagsInEveryOutput(t *testing.T) {
 	dir := t.TempDir()
 	if r := latencytest(t, manCommand, dir); r.code != 0 {
@@ -135,7 +136,33 @@ func TestFlagsInEveryOutput(t *testing.T) {
 				t.Errorf("%s: test hook --%s shown", o.key, h)
 			}
 		}
+		checkAllowed(t, o, scripts["bash"], string(zsh))
 	}
+}
+
+// checkAllowed fails unless each flag of o with a fixed set of values
+// has them, and only them, offered by bash after it (as -x and --x) and
+// named by zsh's completion of it.
+func checkAllowed(t *testing.T, o flagOwner, bashScript, zsh string) {
+	t.Helper()
+	o.fs.VisitAll(func(f *flag.Flag) {
+		c, ok := f.Value.(allowedValuer)
+		if !ok {
+			return
+		}
+		want := strings.Join(c.allowedValues(), " ")
+		if want == "" {
+			t.Errorf("%s --%s: a fixed set of no values", o.key, f.Name)
+		}
+		for _, dash := range []string{"-", "--"} {
+			if got := bashComplete(t, bashScript, append(o.words, dash+f.Name, "")...); got != want {
+				t.Errorf("bash: %v %s%s <TAB> offers %q, want %q", o.words, dash, f.Name, got, want)
+			}
+		}
+		if line := o.key + ":--" + f.Name + ") compadd -- " + want + ";"; !strings.Contains(zsh, line) {
+			t.Errorf("zsh: no %q", line)
+		}
+	})
 }
 
 // completionScripts writes both shells' scripts into a temporary

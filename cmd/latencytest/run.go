@@ -226,13 +226,14 @@ func attach(cfg *runner.Config, cmd string, args []string) error {
 // streamFlags defines the flags `run` and `monitor` share: the driver and
 // its stream (aplay's names too), the real-time setup, the samples files
 // and the tracer; driver and cpuLoad are the command's defaults. --period is each
-// command's own.
+// command's own. --driver offers auto and the drivers built in, the ones
+// that can run (--driver names the others only to say how to get them).
 func streamFlags(fs *flag.FlagSet, f *runFlags, driver string, cpuLoad int) *aplayFlags {
-	fs.StringVar(&f.driver, "driver", driver, "audio driver: auto, timer, alsa or portaudio (auto: a soundcard if there is one, else timer)")
+	choiceVar(fs, &f.driver, "driver", driver, append([]string{"auto"}, driverNames()...), "audio driver: auto, timer, alsa or portaudio (auto: a soundcard if there is one, else timer)")
 	fs.StringVar(&f.device, "device", "", "device to open (ALSA: hw:CARD,DEV; PortAudio: HOSTAPI, HOSTAPI:NAME or an index)")
 	fs.StringVar(&f.captureDevice, "capture-device", "", "capture device for --stream duplex (default: --device)")
-	fs.StringVar(&f.stream, "stream", "playback", "playback, capture or duplex")
-	fs.StringVar(&f.access, "access", "mmap", "ALSA access: mmap (the mapped buffer, waiting in poll, as aplay -M) or rw (a blocking write, as plain aplay)")
+	choiceVar(fs, &f.stream, "stream", "playback", []string{"playback", "capture", "duplex"}, "playback, capture or duplex")
+	choiceVar(fs, &f.access, "access", "mmap", []string{"mmap", "rw"}, "ALSA access: mmap (the mapped buffer, waiting in poll, as aplay -M) or rw (a blocking write, as plain aplay)")
 	fs.IntVar(&f.rate, "rate", 48000, "sample rate, Hz")
 	fs.IntVar(&f.channels, "channels", 2, "channels")
 	fs.IntVar(&f.periods, "periods", 2, "periods in the buffer")

@@ -16,6 +16,24 @@ import (
 	"latencytest/internal/nice"
 )
 
+// Synopsis, About, FlagsHint and Examples are stress's help, which Main
+// prints and latencytest's man page sets; the stressors and their flags
+// come from the Registry.
+const (
+	Synopsis  = "latencytest stress NAME [--duration D] [flags]"
+	About     = "Runs one load until stopped (Ctrl-C) or for --duration, printing its throughput."
+	FlagsHint = "'latencytest stress NAME -h' lists a stressor's flags."
+)
+
+// Examples are stress's examples, as typed.
+func Examples() []string {
+	return []string{
+		"latencytest stress hackbench 6",
+		"latencytest stress disk-write --dir /srv --size 2G --duration 1m",
+		"latencytest stress x11 --xvfb",
+	}
+}
+
 // Main implements `latencytest stress` (args are those after "stress"):
 // `latencytest stress -list` and `latencytest stress NAME [--duration D]
 // [flags]`. It returns the exit code: 0 done, 1 failed while working, 2 bad
@@ -39,12 +57,15 @@ func Main(exe string, args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	case "-h", "--help", "help":
-		fmt.Fprintf(stdout, "Usage: latencytest stress NAME [--duration D] [flags]\n\nRuns one load until stopped (Ctrl-C) or for --duration, printing its throughput.\nStressors:\n")
+		fmt.Fprintf(stdout, "Usage: %s\n\n%s\nStressors:\n", Synopsis, About)
 		for _, n := range r.Names() {
 			s, _ := r.Lookup(n)
 			fmt.Fprintf(stdout, "  %-11s %s\n", n, s.Description())
 		}
-		fmt.Fprintf(stdout, "\n'latencytest stress NAME -h' lists a stressor's flags.\n\nExamples:\n  latencytest stress hackbench 6\n  latencytest stress disk-write --dir /srv --size 2G --duration 1m\n  latencytest stress x11 --xvfb\n")
+		fmt.Fprintf(stdout, "\n%s\n\nExamples:\n", FlagsHint)
+		for _, e := range Examples() {
+			fmt.Fprintf(stdout, "  %s\n", e)
+		}
 		return 0
 	}
 	name := args[0]

@@ -121,6 +121,29 @@ type config struct {
 	interval    time.Duration
 }
 
+// flagSet defines the flags of `latencytest stress NAME` for c's
+// stressor: the one definition its parsing, its -h and latencytest's man
+// page and completion are made from.
+func (c *config) flagSet() *flag.FlagSet {
+	fs := flag.NewFlagSet("latencytest stress "+c.stressor.Name(), flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {} // errors are one line; help is printed by parse
+	fs.DurationVar(&c.duration, "duration", 0, "how long to run (0: until stopped)")
+	fs.DurationVar(&c.interval, "interval", time.Second, "how often to print the throughput")
+	c.load = c.stressor.Flags(fs, "")
+	return fs
+}
+
+// FlagSet is the flag set of `latencytest stress NAME`, for its man page
+// and completion; false when there is no stressor called name.
+func (r *Registry) FlagSet(name string) (*flag.FlagSet, bool) {
+	s, ok := r.Lookup(name)
+	if !ok {
+		return nil, false
+	}
+	return (&config{stressor: s}).flagSet(), true
+}
+
 // parse reads args as `latencytest stress NAME args` does. Help goes to
 // usage; flag.ErrHelp comes back when it was asked for.
 func (r *Registry) parse(name string, args []string, usage io.Writer) (*config, error) {
@@ -129,12 +152,7 @@ func (r *Registry) parse(name string, args []string, usage io.Writer) (*config, 
 		return nil, badinput.Errorf("stress: unknown stressor %q; allowed: %s", name, strings.Join(r.Names(), ", "))
 	}
 	c := &config{stressor: s}
-	fs := flag.NewFlagSet("latencytest stress "+name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.DurationVar(&c.duration, "duration", 0, "how long to run (0: until stopped)")
-	fs.DurationVar(&c.interval, "interval", time.Second, "how often to print the throughput")
-	c.load = s.Flags(fs, "")
-	fs.Usage = func() {} // errors are one line; help is printed below
+	fs := c.flagSet()
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintf(usage, "Usage: latencytest stress %s [flags]\n\n%s\n\nFlags:\n", name, s.Description())

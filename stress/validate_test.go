@@ -137,6 +137,41 @@ func TestMainList(t *testing.T) {
 	}
 }
 
+// FlagSet, which latencytest's man page and completion are made from,
+// defines the flags `latencytest stress NAME -h` lists: the same set
+// parse reads, so that neither can drift from the other.
+func TestFlagSetIsWhatHelpLists(t *testing.T) {
+	for _, n := range NewRegistry().Names() {
+		fs, ok := NewRegistry().FlagSet(n)
+		if !ok {
+			t.Fatalf("FlagSet(%q): no such stressor", n)
+		}
+		var help bytes.Buffer
+		if code := Main("latencytest", []string{n, "-h"}, &help, io.Discard); code != 0 {
+			t.Fatalf("stress %s -h: exit %d", n, code)
+		}
+		fs.VisitAll(func(f *flag.Flag) {
+			if !strings.Contains(help.String(), "\n  -"+f.Name+" ") && !strings.Contains(help.String(), "\n  -"+f.Name+"\t") &&
+				!strings.Contains(help.String(), "\n  -"+f.Name+"\n") {
+				t.Errorf("stress %s -h does not list -%s:\n%s", n, f.Name, help.String())
+			}
+		})
+		if strings.Count(help.String(), "\n  -") != countFlags(fs) {
+			t.Errorf("stress %s -h lists %d flags, its FlagSet %d", n, strings.Count(help.String(), "\n  -"), countFlags(fs))
+		}
+	}
+	if _, ok := NewRegistry().FlagSet("nope"); ok {
+		t.Error(`FlagSet("nope"): ok`)
+	}
+}
+
+// countFlags is how many flags fs defines.
+func countFlags(fs *flag.FlagSet) int {
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	return n
+}
+
 func TestRunFlags(t *testing.T) {
 	r := NewRegistry()
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)

@@ -13,40 +13,49 @@ import (
 	"latencytest/rundata"
 )
 
-const checkUsage = `Usage: latencytest check [-v] [--prio N] [--affinity LIST]
-       latencytest check --restore
-
-Checks this machine's real-time configuration and lists its real-time
+// checkDoc is check's help besides its flags.
+func checkDoc() cmdDoc {
+	return cmdDoc{
+		synopsis: []string{"latencytest check [-v] [--prio N] [--affinity LIST]", "latencytest check --restore"},
+		about: `Checks this machine's real-time configuration and lists its real-time
 threads, flagging ('!') those that can run before an audio thread at
---prio on the CPUs of --affinity.
+--prio on the CPUs of --affinity.`,
+		examples: []string{"latencytest check", "latencytest check -v --prio 90 --affinity 2", "latencytest check --restore"},
+	}
+}
 
-  -v               also explain the findings that are OK
-  --prio N         the audio thread's SCHED_FIFO priority (1-99; 0: SCHED_OTHER; default 80)
-  --affinity LIST  the CPUs it runs on, e.g. 1 or 0,2-3 (default: all)
-  --restore        only put back what runs killed while they held it left changed (as root): the
-                   kernel settings recorded in ` + held.Dir + ` whose holders are all gone, the trace
-                   instances of runs that are gone
+// checkSettings are what check's flags set, once its flag set is parsed.
+type checkSettings struct {
+	verbose, restore bool
+	prio             int
+	affinity         string
+}
 
-Examples:
-  latencytest check
-  latencytest check -v --prio 90 --affinity 2
-  latencytest check --restore`
+// checkFlagSet defines check's flags: the one definition its parsing,
+// its -h, its man page and its completion are made from.
+func checkFlagSet() (*flag.FlagSet, *checkSettings) {
+	fset := flag.NewFlagSet("check", flag.ContinueOnError)
+	fset.SetOutput(io.Discard)
+	s := &checkSettings{}
+	fset.BoolVar(&s.verbose, "v", false, "also explain the findings that are OK")
+	fset.IntVar(&s.prio, "prio", 80, "the audio thread's SCHED_FIFO priority `N`: 1-99, or 0 for SCHED_OTHER")
+	fset.StringVar(&s.affinity, "affinity", "", "the CPUs it runs on, a `LIST` such as 1 or 0,2-3 (default: all)")
+	fset.BoolVar(&s.restore, "restore", false, "only put back what runs killed while they held it left changed (as root): the "+
+		"kernel settings recorded in "+held.Dir+" whose holders are all gone, the trace instances of runs that are gone")
+	return fset, s
+}
 
 // checkMain prints this machine's real-time configuration, one finding a
 // line; a warning is followed by why it matters and its fix; then the
 // real-time threads. It exits 0 whatever it finds: the findings are
 // advice, not a failure.
 func checkMain(args []string, stdout, stderr io.Writer) int {
-	fset := flag.NewFlagSet("check", flag.ContinueOnError)
-	fset.SetOutput(io.Discard)
-	verbose := fset.Bool("v", false, "")
-	prio := fset.Int("prio", 80, "")
-	affinity := fset.String("affinity", "", "")
-	restore := fset.Bool("restore", false, "")
+	fset, s := checkFlagSet()
+	verbose, prio, affinity, restore := &s.verbose, &s.prio, &s.affinity, &s.restore
 	const allowed = "allowed: -v, --prio N, --affinity LIST, --restore"
 	if err := fset.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, checkUsage)
+			writeHelp(stdout, checkDoc(), fset)
 			return 0
 		}
 		fmt.Fprintf(stderr, "latencytest check: %v; %s\n", err, allowed)

@@ -16,9 +16,11 @@ import (
 	"latencytest/report"
 )
 
-const compareUsage = `Usage: latencytest compare A B ... [-o compare.html] [-json FILE] [-phase NAME] [-fail-if-worse PCT]
-
-Puts several runs side by side: a ranking of the sources per phase (each
+// compareDoc is compare's help besides its flags.
+func compareDoc() cmdDoc {
+	return cmdDoc{
+		synopsis: []string{"latencytest compare A B ... [-o compare.html] [-json FILE] [-phase NAME] [-fail-if-worse PCT]"},
+		about: `Puts several runs side by side: a ranking of the sources per phase (each
 run's max, the median and the worst of them; also printed as a table), then per phase overlaid
 histograms and one table of the figures, ★ where the runs decide a best. A, B, ...
 are results directories or cyclictest files: its --histfile text, its --json
@@ -35,42 +37,49 @@ are not independent), and one word: worse, better, no difference larger
 than X % (the interval within ±X; X is -fail-if-worse's PCT, else 10 %),
 or cannot tell (with the runs that would likely tell). Best, worst and ★
 only where the runs decide. One run per source decides nothing: give
-run --repeat 5.
+run --repeat 5.`,
+		examples: []string{
+			"latencytest compare generic=results/6.1-generic rt=results/6.1-rt -o compare.html",
+			"latencytest compare good='results/v6.6-*' test='results/test-*' -json rank.json --fail-if-worse 10%",
+			"latencytest compare results/6.1-rt cyclictest-6.1-rt.txt -phase idle",
+		},
+	}
+}
 
-  -o FILE       where to write the page (default compare.html)
-  -json FILE    also write the ranking and every decision as JSON, for scripts
-                (exit status stays 0); -json /dev/stdout | jq gets it alone,
-                the table going to stderr
-  -fail-if-worse PCT  judge every later source against the first on the
-                figure each phase ranks by (p99.9; each run's max where a
-                source has no percentiles), for CI and git bisect run:
-                exit 0 when each is decided not worse by more than PCT
-                percent (e.g. 10%), 1 when one is decided worse by more,
-                125 when the runs' spread cannot tell (git bisect's skip;
-                also for a source that lost periods: one may have been
-                the late one)
-  -phase NAME   the phase cyclictest files are compared in (default cyclictest),
-                e.g. -phase idle to put them beside latencytest's idle phase
+// compareSettings are what compare's flags set, once its flag set is
+// parsed.
+type compareSettings struct {
+	out, phase, json, worse string
+}
 
-Examples:
-  latencytest compare generic=results/6.1-generic rt=results/6.1-rt -o compare.html
-  latencytest compare good='results/v6.6-*' test='results/test-*' -json rank.json --fail-if-worse 10%
-  latencytest compare results/6.1-rt cyclictest-6.1-rt.txt -phase idle`
+// compareFlagSet defines compare's flags: the one definition its
+// parsing, its -h, its man page and its completion are made from.
+func compareFlagSet() (*flag.FlagSet, *compareSettings) {
+	fset := flag.NewFlagSet("compare", flag.ContinueOnError)
+	fset.SetOutput(io.Discard)
+	s := &compareSettings{}
+	fset.StringVar(&s.out, "o", "compare.html", "write the page to `FILE`")
+	fset.StringVar(&s.json, "json", "", "also write the ranking and every decision as JSON to `FILE`, for scripts (exit status stays 0); "+
+		"-json /dev/stdout | jq gets it alone, the table going to stderr")
+	fset.StringVar(&s.worse, "fail-if-worse", "", "judge every later source against the first on the figure each phase ranks by "+
+		"(p99.9; each run's max where a source has no percentiles), for CI and git bisect run: exit 0 when each is decided "+
+		"not worse by more than `PCT` percent (e.g. 10%), 1 when one is decided worse by more, 125 when the runs' spread "+
+		"cannot tell (git bisect's skip; also for a source that lost periods: one may have been the late one)")
+	fset.StringVar(&s.phase, "phase", report.DefaultCyclictestPhase, "put cyclictest files in the phase `NAME`, "+
+		"e.g. -phase idle to compare them with latencytest's idle phase")
+	return fset, s
+}
 
 // compareMain accepts its flags before, between or after the inputs, since
 // "compare A B -o out.html" is how people type it.
 func compareMain(args []string, stdout, stderr io.Writer) int {
-	fset := flag.NewFlagSet("compare", flag.ContinueOnError)
-	fset.SetOutput(io.Discard)
-	out := fset.String("o", "compare.html", "")
-	phase := fset.String("phase", report.DefaultCyclictestPhase, "")
-	jsonOut := fset.String("json", "", "")
-	worse := fset.String("fail-if-worse", "", "")
+	fset, s := compareFlagSet()
+	out, phase, jsonOut, worse := &s.out, &s.phase, &s.json, &s.worse
 	var paths []string
 	for rest := args; ; {
 		if err := fset.Parse(rest); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				fmt.Fprintln(stdout, compareUsage)
+				writeHelp(stdout, compareDoc(), fset)
 				return 0
 			}
 			fmt.Fprintf(stderr, "latencytest compare: %v; flags are -o FILE, -json FILE, -phase NAME and -fail-if-worse PCT\n", err)

@@ -11,10 +11,28 @@ import (
 
 // devicesMain lists, for every built-in driver that can enumerate what it
 // opens (audio.Devices), its devices and what each offers.
-func devicesMain(args []string, stdout, stderr io.Writer) int {
+// devicesDoc is devices' help besides its flags.
+func devicesDoc() cmdDoc {
+	return cmdDoc{
+		synopsis: []string{"latencytest devices [-driver NAME]"},
+		about: `Lists the devices each built-in driver can open, with the rates,
+formats, channels, period and buffer sizes they offer.`,
+		examples: []string{"latencytest devices", "latencytest devices -driver alsa", "latencytest devices -driver portaudio"},
+	}
+}
+
+// devicesFlagSet defines devices' flags: the one definition its parsing,
+// its -h, its man page and its completion are made from.
+func devicesFlagSet() (*flag.FlagSet, *string) {
 	fs := flag.NewFlagSet("devices", flag.ContinueOnError)
-	driver := fs.String("driver", "", "list only this driver's devices ("+strings.Join(driverNames(), ", ")+")")
-	if code, ok := parseFlags(fs, args, stdout, stderr, "Usage: latencytest devices [-driver NAME]\n\nLists the devices each built-in driver can open, with the rates,\nformats, channels, period and buffer sizes they offer.\n\nExamples:\n  latencytest devices\n  latencytest devices -driver alsa\n  latencytest devices -driver portaudio\n"); !ok {
+	var driver string
+	choiceVar(fs, &driver, "driver", "", driverNames(), "list only this driver's devices ("+strings.Join(driverNames(), ", ")+")")
+	return fs, &driver
+}
+
+func devicesMain(args []string, stdout, stderr io.Writer) int {
+	fs, driver := devicesFlagSet()
+	if code, ok := parseFlags(fs, args, stdout, stderr, devicesDoc()); !ok {
 		return code
 	}
 	if fs.NArg() > 0 {

@@ -32,18 +32,38 @@ type command struct {
 	summary string
 	main    func(args []string, stdout, stderr io.Writer) int
 	hidden  bool
+	// doc and flags are a visible command's help and its flag set as its
+	// main defines them, for the man pages and the completions; stress,
+	// whose flags are each stressor's, has neither (stressPage).
+	doc   func() cmdDoc
+	flags func() *flag.FlagSet
+}
+
+// flagSetOf drops what a flag set's definition returns besides the set.
+func flagSetOf[T any](def func() (*flag.FlagSet, T)) func() *flag.FlagSet {
+	return func() *flag.FlagSet {
+		fs, _ := def()
+		return fs
+	}
 }
 
 func commands() map[string]command {
 	return map[string]command{
-		"run":     {summary: "measure wakeup latency phase by phase and render the report", main: runMain},
-		"monitor": {summary: "measure without end, rotating results directories; Prometheus metrics", main: monitorMain},
-		"report":  {summary: "render DIR/index.html from a results directory", main: reportMain},
-		"compare": {summary: "compare several results directories (or cyclictest files) in one page", main: compareMain},
-		"devices": {summary: "list the devices the built-in drivers can open", main: devicesMain},
-		"check":   {summary: "check this machine's real-time configuration", main: checkMain},
-		"stress":  {summary: "run one stressor by hand (see 'latencytest stress -list')", main: stressMain},
-		"version": {summary: "print the version and the built-in drivers", main: versionMain},
+		"run": {summary: "measure wakeup latency phase by phase and render the report", main: runMain,
+			doc: runDoc, flags: flagSetOf(runFlagSet)},
+		"monitor": {summary: "measure without end, rotating results directories; Prometheus metrics", main: monitorMain,
+			doc: monitorDoc, flags: flagSetOf(monitorFlagSet)},
+		"report": {summary: "render DIR/index.html from a results directory", main: reportMain,
+			doc: reportDoc, flags: flagSetOf(reportFlagSet)},
+		"compare": {summary: "compare several results directories (or cyclictest files) in one page", main: compareMain,
+			doc: compareDoc, flags: flagSetOf(compareFlagSet)},
+		"devices": {summary: "list the devices the built-in drivers can open", main: devicesMain,
+			doc: devicesDoc, flags: flagSetOf(devicesFlagSet)},
+		"check": {summary: "check this machine's real-time configuration", main: checkMain,
+			doc: checkDoc, flags: flagSetOf(checkFlagSet)},
+		"stress": {summary: "run one stressor by hand (see 'latencytest stress -list')", main: stressMain},
+		"version": {summary: "print the version and the built-in drivers", main: versionMain,
+			doc: versionDoc, flags: versionFlagSet},
 		// engineCommand is how `run` starts the period loop in a process of
 		// its own; it is not for users.
 		engineCommand: {main: engineMain, hidden: true},
@@ -52,7 +72,8 @@ func commands() map[string]command {
 		// traceGuardCommand leaves the tracer as a killed run found it.
 		traceGuardCommand: {main: traceGuardMain, hidden: true},
 		// manCommand and completionCommand write the package's man pages
-		// and shell completions from the commands' -h (make dist).
+		// and shell completions from the commands' docs and flag sets, as
+		// -h prints them (make dist).
 		manCommand:        {main: manMain, hidden: true},
 		completionCommand: {main: completionMain, hidden: true},
 	}
@@ -101,9 +122,20 @@ func usage(w io.Writer, cmds map[string]command) {
 	fmt.Fprintf(w, "\nDrivers built in: %s\nRun 'latencytest COMMAND -h' for a command's flags.\n", strings.Join(driverNames(), ", "))
 }
 
+// versionDoc is version's help; it has no flags.
+func versionDoc() cmdDoc {
+	return cmdDoc{
+		synopsis: []string{"latencytest version"},
+		about:    "Prints the version of this binary and the drivers built into it.",
+	}
+}
+
+// versionFlagSet is version's flag set, which defines none.
+func versionFlagSet() *flag.FlagSet { return flag.NewFlagSet("version", flag.ContinueOnError) }
+
 func versionMain(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("version", flag.ContinueOnError)
-	if code, ok := parseFlags(fs, args, stdout, stderr, "Usage: latencytest version\n\nPrints the version of this binary and the drivers built into it.\n"); !ok {
+	fs := versionFlagSet()
+	if code, ok := parseFlags(fs, args, stdout, stderr, versionDoc()); !ok {
 		return code
 	}
 	if fs.NArg() > 0 {

@@ -1,39 +1,252 @@
 package main
 
 import (
+	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 
 	"latencytest/internal/bintest"
+	"latencytest/stress"
 )
 
-// helpFlagLine and helpUsageFlag find the flags a -h text lists, read
-// here on their own rather than with helpdoc.go's parser, which is what
-// is under test: an indented line that begins with a dash, and a
-// bracketed flag of a Usage line.
-var (
-	helpFlagLine  = regexp.MustCompile(`(?m)^\s+(-{1,2}[A-Za-z][\w-]*)`)
-	helpUsageFlag = regexp.MustCompile(`\[(-{1,2}[A-Za-z][\w-]*)`)
-)
+// flagOwner is one flag set users type flags to: a command's, or a
+// stressor's (`latencytest stress NAME`).
+type flagOwner struct {
+	key   string   // the command, or "stress:NAME"
+	words []string // what is typed before the flags
+	fs    *flag.FlagSet
+}
 
-// listedFlags are the flags of `latencytest ARGS -h`, without dashes.
-func listedFlags(t *testing.T, args ...string) []string {
+// flagOwners are every visible command's flag set and every stressor's,
+// as the commands define them.
+func flagOwners(t *testing.T) []flagOwner {
 	t.Helper()
-	r := latencytest(t, append(args, "-h")...)
-	if r.code != 0 {
-		t.Fatalf("%v -h: exit %d: %s", args, r.code, r.stderr)
+	cmds := commands()
+	var owners []flagOwner
+	for _, n := range visible(cmds) {
+		if n == "stress" {
+			continue
+		}
+		if cmds[n].flags == nil || cmds[n].doc == nil {
+			t.Fatalf("command %s has no flag set or doc for its help, man page and completion", n)
+		}
+		owners = append(owners, flagOwner{n, []string{n}, cmds[n].flags()})
 	}
-	var names []string
-	for _, re := range []*regexp.Regexp{helpFlagLine, helpUsageFlag} {
-		for _, m := range re.FindAllStringSubmatch(r.stdout, -1) {
-			names = append(names, strings.TrimLeft(m[1], "-"))
+	reg := stress.NewRegistry()
+	for _, n := range reg.Names() {
+		fs, _ := reg.FlagSet(n)
+		owners = append(owners, flagOwner{"stress:" + n, []string{"stress", n}, fs})
+	}
+	return owners
+}
+
+// registered are the names of fs's flags users are told of (test hooks
+// left out), sorted, and the hidden ones.
+func registered(fs *flag.FlagSet) (shown, hidden []string) {
+	fs.VisitAll(func(f *flag.Flag) {
+		if isHidden(f.Name) {
+			hidden = append(hidden, f.Name)
+		} else {
+			shown = append(shown, f.Name)
+		}
+	})
+	return shown, hidden
+}
+
+// names are the first submatches of re in s, without dashes, sorted and
+// without repeats.
+func names(re *regexp.Regexp, s string) []string {
+	var ns []string
+	for _, m := range re.FindAllStringSubmatch(s, -1) {
+		ns = append(ns, strings.TrimLeft(m[1], "-"))
+	}
+	sort.Strings(ns)
+	return slices.Compact(ns)
+}
+
+// sameFlags fails unless an output lists exactly the flags registered.
+func sameFlags(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	for _, f := range want {
+		if !slices.Contains(got, f) {
+			t.Errorf("%s: no -%s, which the flag set defines", what, f)
 		}
 	}
-	return names
+	for _, f := range got {
+		if !slices.Contains(want, f) {
+			t.Errorf("%s: -%s, which the flag set does not define", what, f)
+		}
+	}
+}
+
+// These read the outputs on their own rather than with what made them:
+// a flag item of -h (an indented line that begins with a dash), a flag
+// of a Usage line ("[-v]", "[--prio N]"), a flag's tag in a man page
+// (.TP then the bold name), one of zsh's _describe words ('--name:...').
+var (
+	helpFlagLine  = regexp.MustCompile(`(?m)^  (-{1,2}[A-Za-z][\w-]*)`)
+	helpUsageFlag = regexp.MustCompile(`\[(-{1,2}[A-Za-z][\w-]*)`)
+	manFlagTag    = regexp.MustCompile(`(?m)^\.TP\n\\fB(-{1,2}[A-Za-z][\w-]*)\\fR`)
+	zshFlagWord   = regexp.MustCompile(`'(-{1,2}[A-Za-z][\w-]*):`)
+)
+
+// Every flag defined on a command's flag set (and a stressor's) is in
+// its -h, in its man page and in the bash and zsh completions, and none
+// of them lists a flag the set does not define; the test hooks are in
+// none. A flag with a fixed set of values has them offered by both
+// shells after it.
+func TestFlagsInEveryOutput(t *testing.T) {
+	dir := t.TempDir()
+	if r := latencytest(t, manCommand, dir); r.code != 0 {
+		t.Fatalf("%s: exit %d: %s", manCommand, r.code, r.stderr)
+	}
+	scripts := completionScripts(t)
+	zsh, _ := os.ReadFile(scripts["zsh"])
+	stressPage := manSource(t, dir, "stress")
+	for _, o := range flagOwners(t) {
+		want, hidden := registered(o.fs)
+		if o.key != "version" && len(want) == 0 {
+			t.Errorf("%s: no flag: the test's reading of the flag sets is wrong", o.key)
+		}
+		help := latencytest(t, append(o.words, "-h")...)
+		if help.code != 0 {
+			t.Fatalf("%v -h: exit %d: %s", o.words, help.code, help.stderr)
+		}
+		sameFlags(t, strings.Join(o.words, " ")+" -h", names(helpFlagLine, help.stdout), want)
+		for _, f := range names(helpUsageFlag, help.stdout) {
+			if !slices.Contains(want, f) {
+				t.Errorf("%v -h: its Usage line has -%s, which the flag set does not define", o.words, f)
+			}
+		}
+		page := manSource(t, dir, o.words[0])
+		if o.words[0] == "stress" {
+			page = manSubsection(t, stressPage, "stress "+o.words[1])
+		}
+		sameFlags(t, o.key+" man page", names(manFlagTag, strings.ReplaceAll(page, `\-`, "-")), want)
+		sameFlags(t, o.key+" bash", names(regexp.MustCompile(`(\S+)`), bashComplete(t, scripts["bash"], append(o.words, "-")...)), want)
+		sameFlags(t, o.key+" zsh", names(zshFlagWord, zshOpts(t, string(zsh), o.key)), want)
+		for _, h := range hidden {
+			if strings.Contains(help.stdout+page+string(zsh), h) {
+				t.Errorf("%s: test hook --%s shown", o.key, h)
+			}
+		}
+		checkAllowed(t, o, scripts["bash"], string(zsh))
+	}
+}
+
+// checkAllowed fails unless each flag of o with a fixed set of values
+// has them, and only them, offered by bash after it (as -x and --x) and
+// named by zsh's completion of it.
+func checkAllowed(t *testing.T, o flagOwner, bashScript, zsh string) {
+	t.Helper()
+	o.fs.VisitAll(func(f *flag.Flag) {
+		c, ok := f.Value.(allowedValuer)
+		if !ok {
+			return
+		}
+		want := strings.Join(c.allowedValues(), " ")
+		if want == "" {
+			t.Errorf("%s --%s: a fixed set of no values", o.key, f.Name)
+		}
+		for _, dash := range []string{"-", "--"} {
+			if got := bashComplete(t, bashScript, append(o.words, dash+f.Name, "")...); got != want {
+				t.Errorf("bash: %v %s%s <TAB> offers %q, want %q", o.words, dash, f.Name, got, want)
+			}
+		}
+		if line := o.key + ":--" + f.Name + ") compadd -- " + want + ";"; !strings.Contains(zsh, line) {
+			t.Errorf("zsh: no %q", line)
+		}
+	})
+}
+
+// completionScripts writes both shells' scripts into a temporary
+// directory, each checked by its shell's parser.
+func completionScripts(t *testing.T) map[string]string {
+	t.Helper()
+	dir := t.TempDir()
+	scripts := map[string]string{}
+	for _, sh := range []string{"bash", "zsh"} {
+		r := latencytest(t, completionCommand, sh)
+		if r.code != 0 {
+			t.Fatalf("%s %s: exit %d: %s", completionCommand, sh, r.code, r.stderr)
+		}
+		scripts[sh] = filepath.Join(dir, "latencytest."+sh)
+		if err := os.WriteFile(scripts[sh], []byte(r.stdout), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command(sh, "-n", scripts[sh]).CombinedOutput(); err != nil {
+			t.Fatalf("%s -n: %v %s (scripts/setup test installs zsh)", sh, err, out)
+		}
+	}
+	return scripts
+}
+
+// zshOpts is the zsh script's list of key's flags.
+func zshOpts(t *testing.T, zsh, key string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(zsh, "\n\t"+key+") opts=(")
+	if !ok {
+		t.Fatalf("zsh: no flags for %s", key)
+	}
+	opts, _, _ := strings.Cut(rest, "\n")
+	return opts
+}
+
+// manSource is the roff of command's page, checked to set without a
+// warning by groff.
+func manSource(t *testing.T, dir, command string) string {
+	t.Helper()
+	path := filepath.Join(dir, "latencytest-"+command+".1")
+	groffText(t, path)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// manSubsection is the part of a page's roff under the subheading
+// title, up to the next heading of either level.
+func manSubsection(t *testing.T, page, title string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(page, "\n.SS "+roffText(title)+"\n")
+	if !ok {
+		t.Fatalf("no subsection %q in the page", title)
+	}
+	if i := regexp.MustCompile(`\n\.S[SH] `).FindStringIndex(rest); i != nil {
+		rest = rest[:i[0]]
+	}
+	return rest
+}
+
+// latencytest(1) lists every command, and a page is written for each.
+func TestManPagesOnePerCommand(t *testing.T) {
+	dir := t.TempDir()
+	if r := latencytest(t, manCommand, dir); r.code != 0 {
+		t.Fatalf("%s: exit %d: %s", manCommand, r.code, r.stderr)
+	}
+	top := groffText(t, filepath.Join(dir, "latencytest.1"))
+	cmds := listedCommands(t)
+	for _, c := range cmds {
+		if !strings.Contains(top, "\n       "+c) {
+			t.Errorf("latencytest(1) does not list command %s", c)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "latencytest-"+c+".1")); err != nil {
+			t.Errorf("no page for %s: %v", c, err)
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != len(cmds)+1 {
+		t.Errorf("%d pages written, want one per command and latencytest(1)", len(ents))
+	}
+	if got := bashComplete(t, completionScripts(t)["bash"], "mon"); got != "monitor" {
+		t.Errorf("bash: latencytest mon<TAB> offers %q, want monitor", got)
+	}
 }
 
 // listedCommands are the commands `latencytest -h` lists.
@@ -69,110 +282,16 @@ func groffText(t *testing.T, page string) string {
 	return string(out)
 }
 
-// Every flag that a command's -h lists is in its man page as groff sets
-// it, and stress's page has every stressor's flags.
-func TestManPagesListEveryFlag(t *testing.T) {
-	dir := t.TempDir()
-	if r := latencytest(t, manCommand, dir); r.code != 0 {
-		t.Fatalf("%s: exit %d: %s", manCommand, r.code, r.stderr)
-	}
-	top := groffText(t, filepath.Join(dir, "latencytest.1"))
-	for _, c := range listedCommands(t) {
-		if !strings.Contains(top, "latencytest-"+c) && !strings.Contains(top, "\n       "+c) {
-			t.Errorf("latencytest(1) does not list command %s", c)
-		}
-		page := groffText(t, filepath.Join(dir, "latencytest-"+c+".1"))
-		checkFlagsIn(t, c, page, listedFlags(t, c))
-		if c != "stress" {
-			continue
-		}
-		for _, l := range strings.Split(strings.TrimSpace(latencytest(t, "stress", "-list").stdout), "\n") {
-			s := strings.Fields(l)[0]
-			checkFlagsIn(t, "stress "+s, subsection(t, page, "stress "+s), listedFlags(t, "stress", s))
-		}
-	}
-	if ents, _ := os.ReadDir(dir); len(ents) != len(listedCommands(t))+1 {
-		t.Errorf("%d pages written, want one per command and latencytest(1)", len(ents))
-	}
-}
-
-// subsection is the part of a rendered page under the subheading title,
-// up to the next heading of either level.
-func subsection(t *testing.T, page, title string) string {
-	t.Helper()
-	_, rest, ok := strings.Cut(page, "\n   "+title+"\n")
-	if !ok {
-		t.Fatalf("no subsection %q in the page", title)
-	}
-	if i := regexp.MustCompile(`\n(   )?[A-Za-z]`).FindStringIndex(rest); i != nil {
-		rest = rest[:i[0]]
-	}
-	return rest
-}
-
-// checkFlagsIn fails for each flag not in the rendered page as -x or --x.
-func checkFlagsIn(t *testing.T, what, page string, flags []string) {
-	t.Helper()
-	if what != "version" && len(flags) == 0 {
-		t.Errorf("%s -h lists no flag: the test's reading of -h is wrong", what)
-	}
-	for _, f := range flags {
-		re := regexp.MustCompile(`(^|[\s\[])-{1,2}` + regexp.QuoteMeta(f) + `\b`)
-		if !re.MatchString(page) {
-			t.Errorf("%s: -h lists -%s, its man page does not", what, f)
-		}
-	}
-}
-
-// bash, with the generated completion loaded, offers after `latencytest
-// CMD -` every flag that CMD's -h lists (and a stressor's after `stress
-// NAME -`); zsh parses its script, which names every flag too.
-func TestCompletionListsEveryFlag(t *testing.T) {
-	dir := t.TempDir()
-	scripts := map[string]string{}
-	for _, sh := range []string{"bash", "zsh"} {
-		r := latencytest(t, completionCommand, sh)
-		if r.code != 0 {
-			t.Fatalf("%s %s: exit %d: %s", completionCommand, sh, r.code, r.stderr)
-		}
-		scripts[sh] = filepath.Join(dir, "latencytest."+sh)
-		if err := os.WriteFile(scripts[sh], []byte(r.stdout), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if out, err := exec.Command(sh, "-n", scripts[sh]).CombinedOutput(); err != nil {
-			t.Fatalf("%s -n: %v %s (scripts/setup test installs zsh)", sh, err, out)
-		}
-	}
-	zsh, _ := os.ReadFile(scripts["zsh"])
-	for _, c := range listedCommands(t) {
-		words := []string{c}
-		if c == "stress" {
-			words = []string{c, "hackbench"}
-		}
-		offered := bashComplete(t, scripts["bash"], append(words, "-")...)
-		for _, f := range listedFlags(t, words...) {
-			if !strings.Contains(" "+offered+" ", " -"+f+" ") && !strings.Contains(" "+offered+" ", " --"+f+" ") {
-				t.Errorf("bash: %v -<TAB> offers %q, not -%s", words, offered, f)
-			}
-			if !regexp.MustCompile(`'-{1,2}` + regexp.QuoteMeta(f) + `:`).Match(zsh) {
-				t.Errorf("zsh: no -%s for %v", f, words)
-			}
-		}
-	}
-	if got := bashComplete(t, scripts["bash"], "mon"); got != "monitor" {
-		t.Errorf("bash: latencytest mon<TAB> offers %q, want monitor", got)
-	}
-}
-
 // bashComplete runs the completion function as bash would for the
-// command line `latencytest WORDS...` with the cursor after the last.
+// command line `latencytest WORDS...` with the cursor after the last
+// (an empty last word: the cursor after a space).
 func bashComplete(t *testing.T, script string, words ...string) string {
 	t.Helper()
-	line := "latencytest " + strings.Join(words, " ")
 	prog := `source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _latencytest; echo "${COMPREPLY[*]}"`
-	out, err := bintest.Output(exec.Command("bash", append([]string{"-c", prog, "bash", script}, strings.Fields(line)...)...))
+	args := append([]string{"-c", prog, "bash", script, "latencytest"}, words...)
+	out, err := bintest.Output(exec.Command("bash", args...))
 	if err != nil {
-		t.Fatalf("bash completion of %q: %v", line, err)
+		t.Fatalf("bash completion of %q: %v", words, err)
 	}
 	return strings.TrimSpace(string(out))
 }

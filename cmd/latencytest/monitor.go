@@ -19,36 +19,55 @@ type monitorFlags struct {
 	keep   int
 }
 
-const monitorDoc = `Usage: latencytest monitor [flags]
-
-Measures without end, with no load, until stopped (Ctrl-C, SIGTERM), for
+// monitorDoc is monitor's help besides its flags.
+func monitorDoc() cmdDoc {
+	return cmdDoc{
+		synopsis: []string{"latencytest monitor [flags]"},
+		about: `Measures without end, with no load, until stopped (Ctrl-C, SIGTERM), for
 machines watched for days. Every --rotate it completes a results directory,
 DIR/YYYYMMDD-HHMMSS (a run of one idle phase, which report and compare
 read), and removes the oldest past --keep. --listen serves the measurement
 as Prometheus metrics, --metrics-file writes them for node_exporter's
-textfile collector (docs/monitor.md).
+textfile collector (docs/monitor.md).`,
+		examples: []string{
+			"latencytest monitor --listen 0.0.0.0:9611",
+			"latencytest monitor --rotate 10m --keep 144 --out /var/lib/latencytest",
+			"latencytest monitor --metrics-file /var/lib/prometheus/node-exporter/latencytest.prom",
+		},
+	}
+}
 
-Examples:
-  latencytest monitor --listen 0.0.0.0:9611
-  latencytest monitor --rotate 10m --keep 144 --out /var/lib/latencytest
-  latencytest monitor --metrics-file /var/lib/prometheus/node-exporter/latencytest.prom
-`
+// monitorSettings are what monitor's flags set, once its flag set is
+// parsed.
+type monitorSettings struct {
+	f     runFlags
+	m     monitorFlags
+	aplay *aplayFlags
+	mf    *metricsFlags
+}
+
+// monitorFlagSet defines monitor's flags: the one definition its
+// parsing, its -h, its man page and its completion are made from.
+func monitorFlagSet() (*flag.FlagSet, *monitorSettings) {
+	fs := flag.NewFlagSet("monitor", flag.ContinueOnError)
+	s := &monitorSettings{}
+	s.aplay = streamFlags(fs, &s.f, "timer", 0)
+	s.f.sizes = periodList{sizes: []int{256}}
+	fs.Var(&s.f.sizes, "period", "period size, frames")
+	fs.DurationVar(&s.m.rotate, "rotate", time.Hour, "length of each results directory (1s to 168h)")
+	fs.IntVar(&s.m.keep, "keep", 168, "results directories to keep, the newest (0: keep all)")
+	fs.StringVar(&s.f.out, "out", "", "directory of the results directories (default results/monitor-HOST)")
+	s.mf = newMetricsFlags(fs)
+	return fs, s
+}
 
 func monitorMain(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("monitor", flag.ContinueOnError)
-	var f runFlags
-	var m monitorFlags
-	aplay := streamFlags(fs, &f, "timer", 0)
-	f.sizes = periodList{sizes: []int{256}}
-	fs.Var(&f.sizes, "period", "period size, frames")
-	fs.DurationVar(&m.rotate, "rotate", time.Hour, "length of each results directory (1s to 168h)")
-	fs.IntVar(&m.keep, "keep", 168, "results directories to keep, the newest (0: keep all)")
-	fs.StringVar(&f.out, "out", "", "directory of the results directories (default results/monitor-HOST)")
-	mf := newMetricsFlags(fs)
-	if code, ok := parseFlags(fs, args, stdout, stderr, monitorDoc); !ok {
+	fs, s := monitorFlagSet()
+	if code, ok := parseFlags(fs, args, stdout, stderr, monitorDoc()); !ok {
 		return code
 	}
-	cfg, err := m.config(fs, &f, aplay, args)
+	f, m, aplay, mf := &s.f, &s.m, s.aplay, s.mf
+	cfg, err := m.config(fs, f, aplay, args)
 	cfg.Stdout, cfg.Stderr = stdout, stderr
 	if err != nil {
 		fmt.Fprintf(stderr, "latencytest monitor: %v\n", err)

@@ -16,15 +16,36 @@ import (
 	"latencytest/rundata"
 )
 
-// reportMain renders a results directory again, e.g. after upgrading
-// latencytest or after copying the directory from the machine measured.
-func reportMain(args []string, stdout, stderr io.Writer) int {
+// reportDoc is report's help besides its flags.
+func reportDoc() cmdDoc {
+	return cmdDoc{
+		synopsis: []string{"latencytest report [--text] DIR"},
+		about: `Renders DIR/index.html and DIR/stats.csv from DIR/run.json and the samples files;
+with --text prints the run's closing block again, for a mail.`,
+		examples: []string{
+			"latencytest report results/host-6.1.0-20261202-101500",
+			"latencytest report --text results/host-6.1.0-20261202-101500 | mail -s 'latency' list@example.org",
+			`for d in results/*/; do latencytest report "$d"; done`,
+		},
+	}
+}
+
+// reportFlagSet defines report's flags: the one definition its parsing,
+// its -h, its man page and its completion are made from.
+func reportFlagSet() (*flag.FlagSet, *bool) {
 	fset := flag.NewFlagSet("report", flag.ContinueOnError)
 	fset.SetOutput(io.Discard)
 	text := fset.Bool("text", false, "print the run's closing block (did the sound break, the verdict, the worst wakeup, the T: lines) instead of rendering")
+	return fset, text
+}
+
+// reportMain renders a results directory again, e.g. after upgrading
+// latencytest or after copying the directory from the machine measured.
+func reportMain(args []string, stdout, stderr io.Writer) int {
+	fset, text := reportFlagSet()
 	if err := fset.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, "Usage: latencytest report [--text] DIR\n\nRenders DIR/index.html and DIR/stats.csv from DIR/run.json and the samples files;\nwith --text prints the run's closing block again, for a mail.\n\nExamples:\n  latencytest report results/host-6.1.0-20261202-101500\n  latencytest report --text results/host-6.1.0-20261202-101500 | mail -s 'latency' list@example.org\n  for d in results/*/; do latencytest report \"$d\"; done")
+			writeHelp(stdout, reportDoc(), fset)
 			return 0
 		}
 		fmt.Fprintf(stderr, "latencytest report: %v; usage: latencytest report [--text] DIR\n", err)

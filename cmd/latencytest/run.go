@@ -70,21 +70,36 @@ type runFlags struct {
 // badFlag is bad input (internal/badinput): printed as one line, exit 2.
 func badFlag(format string, a ...any) error { return badinput.Errorf(format, a...) }
 
-const runDoc = `Usage: latencytest run [flags]
+// runDoc is run's help besides its flags.
+func runDoc() cmdDoc {
+	return cmdDoc{
+		synopsis: []string{"latencytest run [flags]"},
+		about: `Measures the wakeup latency of an audio thread, phase by phase under the --tests loads,
+writes a results directory and renders its report.`,
+		examples: []string{
+			"latencytest run --tests idle,hackbench --duration 1m --fail-above 5ms",
+			"latencytest run --device hw:1,0 --access rw --period-time 125000 --buffer-time 500000 --cpu-load 0 --tests hackbench --hackbench-groups 6",
+			"latencytest run --period 32,64,128,256 --tests idle,hackbench",
+		},
+		groups: runGroups(),
+	}
+}
 
-Measures the wakeup latency of an audio thread, phase by phase under the --tests loads,
-writes a results directory and renders its report.
+// runSettings are what run's flags set, once its flag set is parsed.
+type runSettings struct {
+	f     runFlags
+	aplay *aplayFlags
+	loads loadSet
+	mf    *metricsFlags
+}
 
-Examples:
-  latencytest run --tests idle,hackbench --duration 1m --fail-above 5ms
-  latencytest run --device hw:1,0 --access rw --period-time 125000 --buffer-time 500000 --cpu-load 0 --tests hackbench --hackbench-groups 6
-  latencytest run --period 32,64,128,256 --tests idle,hackbench
-`
-
-func runMain(args []string, stdout, stderr io.Writer) int {
+// runFlagSet defines run's flags: the one definition its parsing, its
+// -h, its man page and its completion are made from.
+func runFlagSet() (*flag.FlagSet, *runSettings) {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	var f runFlags
-	aplay := streamFlags(fs, &f, "auto", 80)
+	s := &runSettings{}
+	f := &s.f
+	s.aplay = streamFlags(fs, f, "auto", 80)
 	f.sizes = periodList{sizes: []int{64}}
 	fs.Var(&f.sizes, "period", "period size, frames; a list such as 32,64,128 runs the phases once per size")
 	fs.StringVar(&f.tests, "tests", classicSuite, "phases to run in order, comma-separated: idle and stressor names")
@@ -103,16 +118,22 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.testGlitch, "test-glitch", "", "testing hook: PERIOD:KIND[:FRAMES],... breaks the sound the ALSA driver writes after that period of each phase: silence (a period of it), skip:N or repeat:N frames of the content")
 	fs.DurationVar(&f.failAbove, "fail-above", 0, "exit 1 when a phase's worst wakeup was later than this (e.g. 1ms), for scripts and CI (default: off)")
 	fs.IntVar(&f.maxXruns, "max-xruns", -1, "exit 1 when a phase had more xruns than this (0 or more), for scripts and CI (default: off)")
-	loads := newLoads(fs)
-	mf := newMetricsFlags(fs)
-	if code, ok := parseFlags(fs, args, stdout, stderr, runDoc); !ok {
+	s.loads = newLoads(fs)
+	s.mf = newMetricsFlags(fs)
+	return fs, s
+}
+
+func runMain(args []string, stdout, stderr io.Writer) int {
+	fs, s := runFlagSet()
+	if code, ok := parseFlags(fs, args, stdout, stderr, runDoc()); !ok {
 		return code
 	}
+	f, aplay, loads, mf := &s.f, s.aplay, s.loads, s.mf
 	f.period = f.sizes.sizes[0]
 	if f.loops > 0 && !givenFlags(fs)["duration"] {
 		f.duration = 0 // the phase lasts its --loops periods
 	}
-	if err := aplay.apply(fs, &f); err != nil {
+	if err := aplay.apply(fs, f); err != nil {
 		fmt.Fprintf(stderr, "latencytest run: %v\n", err)
 		return 2
 	}
@@ -205,13 +226,14 @@ func attach(cfg *runner.Config, cmd string, args []string) error {
 // streamFlags defines the flags `run` and `monitor` share: the driver and
 // its stream (aplay's names too), the real-time setup, the samples files
 // and the tracer; driver and cpuLoad are the command's defaults. --period is each
-// command's own.
+// command's own. --driver offers auto and the drivers built in, the ones
+// that can run (--driver names the others only to say how to get them).
 func streamFlags(fs *flag.FlagSet, f *runFlags, driver string, cpuLoad int) *aplayFlags {
-	fs.StringVar(&f.driver, "driver", driver, "audio driver: auto, timer, alsa or portaudio (auto: a soundcard if there is one, else timer)")
+	choiceVar(fs, &f.driver, "driver", driver, append([]string{"auto"}, driverNames()...), "audio driver: auto, timer, alsa or portaudio (auto: a soundcard if there is one, else timer)")
 	fs.StringVar(&f.device, "device", "", "device to open (ALSA: hw:CARD,DEV; PortAudio: HOSTAPI, HOSTAPI:NAME or an index)")
 	fs.StringVar(&f.captureDevice, "capture-device", "", "capture device for --stream duplex (default: --device)")
-	fs.StringVar(&f.stream, "stream", "playback", "playback, capture or duplex")
-	fs.StringVar(&f.access, "access", "mmap", "ALSA access: mmap (the mapped buffer, waiting in poll, as aplay -M) or rw (a blocking write, as plain aplay)")
+	choiceVar(fs, &f.stream, "stream", "playback", []string{"playback", "capture", "duplex"}, "playback, capture or duplex")
+	choiceVar(fs, &f.access, "access", "mmap", []string{"mmap", "rw"}, "ALSA access: mmap (the mapped buffer, waiting in poll, as aplay -M) or rw (a blocking write, as plain aplay)")
 	fs.IntVar(&f.rate, "rate", 48000, "sample rate, Hz")
 	fs.IntVar(&f.channels, "channels", 2, "channels")
 	fs.IntVar(&f.periods, "periods", 2, "periods in the buffer")
@@ -660,24 +682,15 @@ func isTerminal(w io.Writer) bool {
 	return err == nil
 }
 
-// parseFlags parses args into fs. -h prints the usage (doc, then the
-// flags) on stdout; a bad flag is one line on stderr naming it, exit 2.
-// ok is false when the command should return code at once.
-func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, doc string) (code int, ok bool) {
+// parseFlags parses args into fs. -h prints the command's help (doc and
+// fs's flags) on stdout; a bad flag is one line on stderr naming it,
+// exit 2. ok is false when the command should return code at once.
+func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, doc cmdDoc) (code int, ok bool) {
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	err := fs.Parse(args)
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, doc)
-		if fs.Name() == "run" {
-			printGroupedHelp(stdout, fs, runGroups)
-			return 0, false
-		}
-		if hasFlags(fs) { // version has none: no heading over nothing
-			fmt.Fprintf(stdout, "\nFlags:\n")
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-		}
+		writeHelp(stdout, doc, fs)
 		return 0, false
 	}
 	if err != nil {
@@ -688,13 +701,6 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, doc s
 		return 2, false
 	}
 	return 0, true
-}
-
-// hasFlags reports whether fs defines any flag.
-func hasFlags(fs *flag.FlagSet) bool {
-	n := 0
-	fs.VisitAll(func(*flag.Flag) { n++ })
-	return n > 0
 }
 
 // explainDuration says what a duration flag allows where the flag

@@ -1,9 +1,12 @@
 package runner
 
 import (
+	"bytes"
+	"fmt"
 	"slices"
 	"sync"
 
+	"latencytest/audio"
 	"latencytest/audio/sound"
 	"latencytest/rundata"
 )
@@ -192,4 +195,97 @@ func glitchKind(with string) string {
 		return "pointer_jump"
 	}
 	return "alone"
+}
+
+// A captureStream is the engine's stdout when its capture is handed over
+// as it is read (audio.Config.StreamCapture): a WAV file of no known
+// length, written a piece at a time, whose frames it decodes and hands to
+// the hearing (once the stream's hello made it: what comes before waits).
+// Its Write runs on the goroutine that copies the engine's stdout.
+type captureStream struct {
+	mu      sync.Mutex
+	h       *hearing
+	pending []byte // what came and is not decoded yet: the header, a piece of a frame
+	f       *audio.WAVFormat
+	samples []float32
+	err     error // the stream could not be read: what came after is dropped
+}
+
+// hear starts handing the capture to h.
+func (c *captureStream) hear(h *hearing) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.h = h
+	c.decode()
+}
+
+// Write takes a piece of the stream. It never fails, so that the engine
+// never waits on it: a stream that cannot be read is noted (failed) and
+// dropped.
+func (c *captureStream) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == nil {
+		c.pending = append(c.pending, b...)
+		c.decode()
+	}
+	return len(b), nil
+}
+
+// failed says why the stream could not be read, if it could not.
+func (c *captureStream) failed() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// decode hands the whole frames pending to the hearing.
+func (c *captureStream) decode() {
+	if c.h == nil || c.err != nil {
+		return
+	}
+	if c.f == nil {
+		if len(c.pending) < 44 { // audio.WAVHeader's
+			return
+		}
+		f, _, err := audio.ReadWAVHeader(bytes.NewReader(c.pending))
+		if err == nil {
+			err = f.Check()
+		}
+		if err == nil && f.Channels < 2 {
+			err = fmt.Errorf("%d channel", f.Channels)
+		}
+		if err != nil {
+			c.err, c.pending = fmt.Errorf("the capture: %w", err), nil
+			return
+		}
+		c.f, c.pending = &f, c.pending[:copy(c.pending, c.pending[44:])]
+	}
+	whole := len(c.pending) / c.f.Align * c.f.Align
+	if whole == 0 {
+		return
+	}
+	c.samples = c.f.Decode(c.samples[:0], c.pending[:whole])
+	c.pending = c.pending[:copy(c.pending, c.pending[whole:])]
+	c.h.add(c.samples, c.f.Channels)
+}
+
+// startHearing starts hearing the monitor's capture, of the stream
+// granted, as it comes: its round trip and glitches to Config.OnRoundTrip
+// and Config.OnGlitch.
+func (r *phaseRun) startHearing(g audio.Granted) error {
+	roundTrip, glitch := r.cfg.OnRoundTrip, r.cfg.OnGlitch
+	if roundTrip == nil {
+		roundTrip = func(float64) {}
+	}
+	if glitch == nil {
+		glitch = func(string) {}
+	}
+	h, err := newHearing(g.Rate, g.PeriodFrames, g.PeriodFrames*g.Periods, roundTrip, glitch)
+	if err != nil {
+		return fmt.Errorf("the loopback: %w", err)
+	}
+	r.hearing = h
+	r.stream.hear(h)
+	return nil
 }

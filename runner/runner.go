@@ -560,10 +560,12 @@ func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, s *sess
 	ctx, r.cancel = context.WithCancel(ctx)
 	defer r.cancel()
 	req := engineRequestOf(ctx, cfg)
+	var stream io.Writer
 	if req.Config.StreamCapture {
 		r.stream = &captureStream{}
+		stream = r.stream
 	}
-	res, err := runEngine(ctx, cfg, req, r.stream, r.sample, r.hello)
+	res, err := runEngine(ctx, cfg, req, stream, r.sample, r.hello)
 	if r.stream != nil {
 		if serr := r.stream.failed(); serr != nil {
 			s.pr.linef("[%s] %v: not heard", ph.Name, serr)

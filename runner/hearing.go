@@ -19,8 +19,9 @@ import (
 // boundaries, as over a whole capture, followed across the restarts by
 // the same follower; the sine's glitches (sound.GlitchesGoingOn) a second
 // at a time with hearPadMS of the capture on either side, lined up with the
-// samples by the same CaptureMap (LineUp). It holds at most two loops and
-// a second of the capture, and the CaptureMap's marks (bounded).
+// samples by the same CaptureMap (LineUp). It holds less than two loops
+// and two seconds of the capture (hearMaxHeldS when the samples fall
+// behind), and the CaptureMap's marks (bounded).
 //
 // The capture and the samples arrive on different pipes: a stretch of
 // the capture is analysed once the samples of its periods have been
@@ -55,7 +56,12 @@ type hearing struct {
 // after it); hearMarginMS how far before a step a break still counts as
 // new in it (the step before judged up to hearPadMS past its end, so
 // none should be left).
+//
+// hearMaxHeldS bounds the capture held, in seconds, when the samples fall
+// behind it (the capture is heard only as far as they go): what is older
+// is dropped unheard.
 const (
+	hearMaxHeldS = 30
 	hearStep     = 1
 	hearPadMS    = 200
 	hearMarginMS = 5
@@ -97,6 +103,12 @@ func (h *hearing) add(frames []float32, channels int) {
 	}
 	h.frames = h.base + len(h.tone)
 	h.analyse()
+	if over := len(h.tone) - hearMaxHeldS*h.sp.rate; over > 0 {
+		at, n := h.base+over, len(h.loop.MLS)
+		h.tripAt = max(h.tripAt, (at+n-1)/n*n)
+		h.judged = max(h.judged, at+hearPadMS*h.sp.rate/1000)
+		h.forget(at)
+	}
 }
 
 // analyse reads what the capture holds up to the periods the samples

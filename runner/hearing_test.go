@@ -119,3 +119,35 @@ func TestHearingIncremental(t *testing.T) {
 		t.Errorf("held %d frames of capture, want at most %d", held, bound)
 	}
 }
+
+// A capture whose samples do not come (the samples' reader fell behind)
+// is held up to hearMaxHeldS, the older dropped unheard; once the samples
+// come, what is held is heard, from a loop boundary on.
+func TestHearingSamplesBehind(t *testing.T) {
+	const rate, period = 48000, 256
+	l, _ := sound.NewLoop(rate)
+	tone, mls := loopCapture(l, 40*rate, func(int) int { return 300 })
+	var trips []float64
+	h, _ := newHearing(rate, period, 1024, func(s float64) { trips = append(trips, s) }, func(string) {})
+	frames := make([]float32, 0, 2*rate)
+	for at := 0; at < len(tone); at += rate {
+		frames = frames[:0]
+		for i := at; i < at+rate; i++ {
+			frames = append(frames, tone[i], mls[i])
+		}
+		h.add(frames, 2)
+		if len(h.tone) > hearMaxHeldS*rate {
+			t.Fatalf("%d frames held, over %d s", len(h.tone), hearMaxHeldS)
+		}
+	}
+	if len(trips) != 0 {
+		t.Fatalf("%d round trips heard without the samples", len(trips))
+	}
+	for i := range int64(40 * rate / period) {
+		h.sample(&rundata.Sample{Index: i})
+	}
+	h.add(nil, 2)
+	if want := tripMS(1024, 300, rate) / 1e3; len(trips) < 10 || trips[len(trips)-1] != want {
+		t.Errorf("round trips %v once the samples came, want %g s in most of %d s", trips, want, hearMaxHeldS)
+	}
+}

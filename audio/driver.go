@@ -6,6 +6,8 @@
 package audio
 
 import (
+	"io"
+
 	"latencytest/rundata"
 )
 
@@ -29,6 +31,10 @@ type Config struct {
 	// KeepFrames keeps the first this many frames the capture side reads,
 	// for the parent to analyse after the loop (Keeper; 0: none).
 	KeepFrames int
+	// StreamCapture hands what the capture side reads over as it reads
+	// it (Streamer), for a capture that never ends (a monitor's
+	// loopback); KeepFrames is then unused.
+	StreamCapture bool
 }
 
 // PeriodNS is the nominal length of one period.
@@ -119,6 +125,16 @@ const CallbackThreadName = "lt-audio"
 // over as a WAV file once the loop is over.
 type Keeper interface {
 	KeptWAV() []byte
+}
+
+// A Streamer hands what its capture side reads over as it reads it
+// (Config.StreamCapture): the loop puts each period into a CaptureRing
+// taken at Open, and StreamCapture, on a goroutine of its own beside the
+// loop, writes it to w as a WAV file of no known length (StreamWAV) until
+// done is closed. It returns nil at once when the stream has no capture
+// to hand over.
+type Streamer interface {
+	StreamCapture(w io.Writer, done <-chan struct{}) error
 }
 
 // A DelayReporter says the delay its card reports beyond the buffer

@@ -91,19 +91,8 @@ func DecodeWAV(r io.Reader) (WAVFormat, []float32, error) {
 }
 
 func decodeSamples(r io.Reader, size int64, f WAVFormat) ([]float32, error) {
-	tag, channels, rate, bits, align := f.Tag, f.Channels, f.Rate, f.Bits, f.Align
-	switch {
-	case tag == 1 && (bits == 16 || bits == 24 || bits == 32):
-	case tag == 3 && bits == 32:
-	default:
-		return nil, fmt.Errorf("%d-bit samples of format %d: want 16-, 24- or 32-bit integer PCM or 32-bit float", bits, tag)
-	}
-	if channels < 1 || rate < 1 {
-		return nil, fmt.Errorf("%d channels at %d Hz", channels, rate)
-	}
-	bps := bits / 8
-	if align != bps*channels {
-		return nil, fmt.Errorf("block align %d for %d channels of %d bits", align, channels, bits)
+	if err := f.Check(); err != nil {
+		return nil, err
 	}
 	// Files written while streaming carry a size of 0 or 0xFFFFFFFF:
 	// read to the end then. A truncated file plays what is there. The
@@ -119,26 +108,53 @@ func decodeSamples(r io.Reader, size int64, f WAVFormat) ([]float32, error) {
 	if len(raw) > MaxWAVData {
 		return nil, fmt.Errorf("more than %d MB of audio", MaxWAVData>>20)
 	}
-	n := len(raw) / align * channels
-	if n == 0 {
+	samples := f.Decode(make([]float32, 0, len(raw)/f.Align*f.Channels), raw)
+	if len(samples) == 0 {
 		return nil, errors.New("no samples")
 	}
-	samples := make([]float32, n)
-	le := binary.LittleEndian
-	for i := range samples {
-		b := raw[i*bps:]
-		switch {
-		case tag == 3:
-			samples[i] = math.Float32frombits(le.Uint32(b))
-		case bits == 16:
-			samples[i] = float32(int16(le.Uint16(b))) / (1 << 15)
-		case bits == 24:
-			samples[i] = float32(int32(uint32(b[0])<<8|uint32(b[1])<<16|uint32(b[2])<<24)>>8) / (1 << 23)
-		default:
-			samples[i] = float32(float64(int32(le.Uint32(b))) / (1 << 31))
-		}
-	}
 	return samples, nil
+}
+
+// Check says whether DecodeWAV and Decode read samples of format f:
+// 16-, 24- or 32-bit integer PCM or 32-bit float, whole frames.
+func (f WAVFormat) Check() error {
+	switch {
+	case f.Tag == 1 && (f.Bits == 16 || f.Bits == 24 || f.Bits == 32):
+	case f.Tag == 3 && f.Bits == 32:
+	default:
+		return fmt.Errorf("%d-bit samples of format %d: want 16-, 24- or 32-bit integer PCM or 32-bit float", f.Bits, f.Tag)
+	}
+	if f.Channels < 1 || f.Rate < 1 {
+		return fmt.Errorf("%d channels at %d Hz", f.Channels, f.Rate)
+	}
+	if f.Align != f.Bits/8*f.Channels {
+		return fmt.Errorf("block align %d for %d channels of %d bits", f.Align, f.Channels, f.Bits)
+	}
+	return nil
+}
+
+// Decode appends the samples of the whole frames in raw, of format f (one
+// Check accepts), to dst, in [-1, 1].
+func (f WAVFormat) Decode(dst []float32, raw []byte) []float32 {
+	bps := f.Bits / 8
+	n := len(raw) / max(f.Align, 1) * f.Channels
+	le := binary.LittleEndian
+	for i := range n {
+		b := raw[i*bps:]
+		var v float32
+		switch {
+		case f.Tag == 3:
+			v = math.Float32frombits(le.Uint32(b))
+		case f.Bits == 16:
+			v = float32(int16(le.Uint16(b))) / (1 << 15)
+		case f.Bits == 24:
+			v = float32(int32(uint32(b[0])<<8|uint32(b[1])<<16|uint32(b[2])<<24)>>8) / (1 << 23)
+		default:
+			v = float32(float64(int32(le.Uint32(b))) / (1 << 31))
+		}
+		dst = append(dst, v)
+	}
+	return dst
 }
 
 // WAVHeader is the 44-byte header of a WAV file of f holding dataBytes of

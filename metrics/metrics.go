@@ -48,6 +48,10 @@ type Set struct {
 	worst     worstWindow
 	now       func() int64 // CLOCK_MONOTONIC, the samples' time base
 	rotations prometheus.Counter
+	// With Loopback: the round trip and the glitches heard.
+	labelled  prometheus.Registerer // reg, with the labels
+	roundTrip prometheus.Gauge
+	glitches  *prometheus.CounterVec
 	// once counts the causes' time once where windows overlap.
 	once rundata.Once
 	gaps lostGaps
@@ -64,7 +68,7 @@ func New(l Labels) *Set {
 		"driver": l.Driver, "device": device, "period_frames": strconv.Itoa(l.PeriodFrames),
 		"kernel": l.Kernel, "host": l.Host,
 	}, reg)
-	s := &Set{reg: reg, now: mono.Now}
+	s := &Set{reg: reg, labelled: r, now: mono.Now}
 	s.latency = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "latencytest_wakeup_latency_seconds",
 		Help:    "How late the audio thread woke up after its period was due.",
@@ -160,6 +164,36 @@ func (s *Set) Spike(sp rundata.Spike) {
 		s.causeSec.WithLabelValues(c.Kind, c.Name).Add(float64(c.NS) / 1e9)
 	}
 }
+
+// GlitchKinds are what a glitch heard came with (the glitches counter's
+// kind): an xrun's seam, a pointer jump's period, or nothing that any
+// counter reported.
+var GlitchKinds = []string{"xrun", "pointer_jump", "alone"}
+
+// Loopback adds the series of a loopback's sound (run or monitor
+// --loopback): the round trip and the glitches, fed by RoundTrip and
+// Glitch. Call it once, before the metrics are first served.
+func (s *Set) Loopback() {
+	s.roundTrip = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "latencytest_round_trip_seconds",
+		Help: "The round trip through the loopback, from the application's write of a frame to its read of it (the playback buffer and the card's delay): the median of the newest second read.",
+	})
+	s.glitches = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "latencytest_glitches_total",
+		Help: "Breaks heard in the loopback's sine, by what came with them: xrun (at an xrun's seam), pointer_jump, alone (no counter reported it).",
+	}, []string{"kind"})
+	for _, k := range GlitchKinds {
+		s.glitches.WithLabelValues(k) // each kind's series from the start, at 0
+	}
+	s.labelled.MustRegister(s.roundTrip, s.glitches)
+}
+
+// RoundTrip sets the round trip (s); Loopback must have been called.
+func (s *Set) RoundTrip(seconds float64) { s.roundTrip.Set(seconds) }
+
+// Glitch counts a glitch heard of kind (GlitchKinds); Loopback must have
+// been called.
+func (s *Set) Glitch(kind string) { s.glitches.WithLabelValues(kind).Inc() }
 
 // Rotated counts a results directory completed.
 func (s *Set) Rotated() { s.rotations.Inc() }

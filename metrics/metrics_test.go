@@ -351,3 +351,33 @@ func TestServeLimits(t *testing.T) {
 		t.Errorf("once a connection closed, the one waiting got %q, %v", b, err)
 	}
 }
+
+// With Loopback, the round trip is the last one set, in seconds, and the
+// glitches are counted by kind, each kind there from the start.
+func TestLoopback(t *testing.T) {
+	s := New(Labels{Driver: "alsa", PeriodFrames: 256})
+	if _, ok := gather(t, s)["latencytest_round_trip_seconds"]; ok {
+		t.Error("the round trip without Loopback")
+	}
+	s.Loopback()
+	m := gather(t, s)
+	for _, k := range GlitchKinds {
+		if m["latencytest_glitches_total/"+k] == nil {
+			t.Errorf("no glitches of kind %s before any", k)
+		}
+	}
+	s.RoundTrip(0.0275)
+	s.RoundTrip(0.02756)
+	for _, k := range []string{"alone", "xrun", "alone", "pointer_jump", "alone"} {
+		s.Glitch(k)
+	}
+	m = gather(t, s)
+	if got := m["latencytest_round_trip_seconds"].GetGauge().GetValue(); got != 0.02756 {
+		t.Errorf("round trip %v s, want the last, 0.02756", got)
+	}
+	for k, want := range map[string]float64{"alone": 3, "xrun": 1, "pointer_jump": 1} {
+		if got := m["latencytest_glitches_total/"+k].GetCounter().GetValue(); got != want {
+			t.Errorf("glitches of kind %s: %v, want %v", k, got, want)
+		}
+	}
+}

@@ -138,6 +138,11 @@ func (m *CaptureMap) periodEnd(k int64) (int64, bool) {
 	return a.ns + (b.ns-a.ns)*(k-a.kept)/(b.kept-a.kept), true
 }
 
+// Kept is how many capture periods the samples added so far kept: the
+// capture up to Kept periods is lined up (a capture read as it arrives is
+// analysed no further).
+func (m *CaptureMap) Kept() int64 { return m.kept }
+
 // What a glitch came with (Glitch.With).
 const (
 	GlitchXrun        = "xrun"         // at the seam an xrun left

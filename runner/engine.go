@@ -25,7 +25,8 @@ import (
 // the duration passes or SIGTERM arrives. It says hello and bye on the
 // report pipe and writes the samples on the data pipe; what its capture
 // side kept (audio.Keeper), as a WAV file, goes to stdout once the loop is
-// over. It returns the process exit code: 2 for bad input (then also
+// over, or, for a capture handed over as it is read (a monitor's
+// loopback, audio.Streamer), as the loop reads it. It returns the process exit code: 2 for bad input (then also
 // reported on the pipe).
 func EngineMain(stdin io.Reader, stdout, stderr io.Writer, open func(name string) (audio.Driver, error)) int {
 	// Nothing here may pause the loop: no garbage collector, a P for the
@@ -96,12 +97,18 @@ func measure(conn *child.Conn, drv audio.Driver, granted audio.Granted, rt runda
 	if hello.TID != 0 { // the audio thread is this one, not a driver's
 		audio.SlackOthers()
 	}
+	stopStream := streamCapture(drv, req, stdout)
 	runErr := eng.Run()
 	// Read while the stream still runs: the last write left about a
 	// period queued, and waiting for the drainer first could let a small
 	// buffer run dry (AC97 at 2×256 in the VM: no delay to report).
 	reported := reportedDelay(drv)
 	drainErr := drained()
+	if err := stopStream(); err != nil {
+		// Not the measurement's failure: the parent hears no more of
+		// the capture, and the periods go on being measured.
+		fmt.Fprintf(os.Stderr, "engine: %v\n", err)
+	}
 	tb := byeOf(eng, ring)
 	bye := engineBye{Start: tb.Start, Periods: tb.Periods, Lost: tb.Lost, Broke: tb.Broke, Reported: reported}
 	return sayBye(conn, bye, runErr, drainErr, handOver(drv, stdout))
@@ -302,6 +309,24 @@ func sayBye(conn *child.Conn, bye engineBye, errs ...error) int {
 		return 1
 	}
 	return 0
+}
+
+// streamCapture starts handing what drv's capture side reads over to w
+// as it reads it (audio.Streamer, a monitor's loopback), on a goroutine
+// beside the loop, when the request asks; the function it returns stops
+// it once the loop is over, with everything the loop read written, and
+// says why the hand-over stopped early if it did (its ring was full).
+func streamCapture(drv audio.Driver, req engineRequest, w io.Writer) (stop func() error) {
+	st, ok := drv.(audio.Streamer)
+	if !ok || !req.Config.StreamCapture {
+		return func() error { return nil }
+	}
+	done, errc := make(chan struct{}), make(chan error, 1)
+	go func() { errc <- st.StreamCapture(w, done) }()
+	return func() error {
+		close(done)
+		return <-errc
+	}
 }
 
 // handOver writes what drv's capture side kept (audio.Keeper), if

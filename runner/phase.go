@@ -34,16 +34,21 @@ type phaseResult struct {
 
 // runEngine runs one engine process for one phase (internal/child) and
 // feeds its samples to sink as they arrive, until it ends or ctx is done.
-// onHello runs once the stream is open. Bad input the engine reports
-// (a device that does not exist) comes back as bad input.
-func runEngine(ctx context.Context, cfg Config, req engineRequest, sink func(*rundata.Sample), onHello func(engineHello) error) (*phaseResult, error) {
+// onHello runs once the stream is open. A capture handed over as it is
+// read (audio.Config.StreamCapture) goes to stream as it comes. Bad input
+// the engine reports (a device that does not exist) comes back as bad
+// input.
+func runEngine(ctx context.Context, cfg Config, req engineRequest, stream io.Writer, sink func(*rundata.Sample), onHello func(engineHello) error) (*phaseResult, error) {
 	reqJSON, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
 	}
 	res := &phaseResult{}
 	var stdout io.Writer // nil: /dev/null
-	if req.Config.KeepFrames > 0 {
+	switch {
+	case req.Config.StreamCapture:
+		stdout = stream
+	case req.Config.KeepFrames > 0:
 		stdout = &res.capture
 	}
 	var byeMu sync.Mutex // the bye arrives on the pipe's reading goroutine

@@ -61,20 +61,41 @@ func (sp splices) ms(delay int) float64 { return tripMS(sp.bufferFrames, delay, 
 // A repetition across a seam mixes two offsets and is left out.
 func (sp splices) follow(trips []sound.Trip) []followedTrip {
 	seams := sp.m.Seams()
+	var f follower
 	var out []followedTrip
-	offset, restarts, next := 0, 0, 0
 	for _, t := range trips {
-		for ; next < len(seams) && sp.seamAt(seams[next]) <= t.At; next++ {
-			restarts += seams[next].Xruns
+		if ft, ok := f.step(sp, seams, t); ok {
+			out = append(out, ft)
 		}
-		if next < len(seams) && sp.seamAt(seams[next]) < t.At+sp.loopFrames {
-			continue
-		}
-		d := sp.nearest(t.Delay+offset, restarts, out)
-		restarts, offset = 0, d-t.Delay
-		out = append(out, followedTrip{mid: t.At + sp.loopFrames/2, delay: d})
 	}
 	return out
+}
+
+// A follower is follow's state between repetitions, so that a capture
+// read as it arrives (a monitor's, hearing) follows the round trip with
+// the code a whole phase's does: the seams passed, the restarts since the
+// last repetition followed, the offset they put between the sides and the
+// last delay followed.
+type follower struct {
+	next, restarts, offset int
+	last                   *followedTrip
+}
+
+// step follows repetition t (the next in capture order), the capture's
+// seams being seams (CaptureMap.Seams, as far as the samples go: up to
+// t's end at least). ok is false for a repetition across a seam.
+func (f *follower) step(sp splices, seams []rundata.Seam, t sound.Trip) (ft followedTrip, ok bool) {
+	for ; f.next < len(seams) && sp.seamAt(seams[f.next]) <= t.At; f.next++ {
+		f.restarts += seams[f.next].Xruns
+	}
+	if f.next < len(seams) && sp.seamAt(seams[f.next]) < t.At+sp.loopFrames {
+		return followedTrip{}, false
+	}
+	d := sp.nearest(t.Delay+f.offset, f.restarts, f.last)
+	f.restarts, f.offset = 0, d-t.Delay
+	ft = followedTrip{mid: t.At + sp.loopFrames/2, delay: d}
+	f.last = &ft
+	return ft, true
 }
 
 // seamAt is the capture frame where seam s is.
@@ -84,13 +105,13 @@ func (sp splices) seamAt(s rundata.Seam) int { return int(s.Kept) * sp.periodFra
 // taken off, reads lag, after restarts more restarts: each a buffer's
 // offset and maybe a period's (follow), and any whole number of loops
 // (the lag is read modulo the loop), the one nearest the last delay
-// followed; without one, the buffers' alone, within half a loop of 0.
-func (sp splices) nearest(lag, restarts int, before []followedTrip) int {
+// followed (before); without one, the buffers' alone, within half a loop of 0.
+func (sp splices) nearest(lag, restarts int, before *followedTrip) int {
 	lag += restarts * sp.bufferFrames
-	if len(before) == 0 {
+	if before == nil {
 		return sp.unwrap(lag, 0)
 	}
-	ref := before[len(before)-1].delay
+	ref := before.delay
 	best := sp.unwrap(lag, ref)
 	for j := 1; j <= restarts; j++ {
 		if d := sp.unwrap(lag+j*sp.periodFrames, ref); abs(d-ref) < abs(best-ref) {

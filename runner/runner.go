@@ -114,6 +114,12 @@ type Config struct {
 	OnSample func(*rundata.Sample)
 	// OnSpike, if not nil, sees every spike the tracer explains.
 	OnSpike func(rundata.Spike)
+	// OnRoundTrip and OnGlitch, if not nil, see a loopback's round trip
+	// (s: a monitor's newest second's median, as it is heard; run's last
+	// second's, at each phase's end) and each glitch heard, by what came
+	// with it ("xrun", "pointer_jump", "alone").
+	OnRoundTrip func(seconds float64)
+	OnGlitch    func(kind string)
 
 	// Rotate, for a run of one phase (latencytest monitor), hands the
 	// phase over to a new results directory every Rotate of stream time
@@ -553,7 +559,18 @@ func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, s *sess
 	}
 	ctx, r.cancel = context.WithCancel(ctx)
 	defer r.cancel()
-	res, err := runEngine(ctx, cfg, engineRequestOf(ctx, cfg), r.sample, r.hello)
+	req := engineRequestOf(ctx, cfg)
+	var stream io.Writer
+	if req.Config.StreamCapture {
+		r.stream = &captureStream{}
+		stream = r.stream
+	}
+	res, err := runEngine(ctx, cfg, req, stream, r.sample, r.hello)
+	if r.stream != nil {
+		if serr := r.stream.failed(); serr != nil {
+			s.pr.linef("[%s] %v: not heard", ph.Name, serr)
+		}
+	}
 	if err == nil {
 		err = r.rot.err
 	}
@@ -611,7 +628,11 @@ func engineRequestOf(ctx context.Context, cfg Config) engineRequest {
 		req.StallAt, req.StallForNS, req.StallCPU = st.At, int64(st.For), st.CPU
 	}
 	req.Glitches = testhook.GlitchesOf(ctx)
-	if cfg.Audio.Loopback {
+	switch {
+	case cfg.Audio.Loopback && cfg.Rotate > 0:
+		// A monitor's capture never ends: heard as it comes (hearing).
+		req.Config.StreamCapture = true
+	case cfg.Audio.Loopback:
 		req.Config.KeepFrames = keepFrames(cfg)
 	}
 	return req
@@ -635,6 +656,8 @@ type phaseRun struct {
 	lines        *xrunLines         // the xruns' lines on the terminal
 	cpus         []*cpuStream       // each CPU's thread under cfg.CPUs; nil otherwise
 	heard        rundata.CaptureMap // a loopback's capture against the samples
+	stream       *captureStream     // a monitor's loopback capture, as it comes
+	hearing      *hearing           // what hears it
 }
 
 // hello sets the phase up once the engine has opened its stream: what
@@ -643,6 +666,11 @@ type phaseRun struct {
 func (r *phaseRun) hello(h engineHello) error {
 	r.s.opened = true
 	r.opened = h
+	if r.stream != nil {
+		if err := r.startHearing(h.Granted); err != nil {
+			return err
+		}
+	}
 	if r.s.run.RT.Obtained.Policy == "" {
 		r.granted(h)
 	}
@@ -717,7 +745,11 @@ func (r *phaseRun) sample(s *rundata.Sample) {
 	}
 	r.acc.sample(s)
 	if s.Loop == 0 { // under --cpus the stream's thread: the others are timers
-		r.heard.Add(s)
+		if r.hearing != nil {
+			r.hearing.sample(s)
+		} else {
+			r.heard.Add(s)
+		}
 	}
 	if r.cfg.OnSample != nil {
 		r.cfg.OnSample(s)

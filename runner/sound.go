@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"latencytest/audio"
@@ -40,7 +41,27 @@ func (r *phaseRun) keepCapture(wav []byte) error {
 	r.ph.Sound = hear(wav, g.PeriodFrames, g.PeriodFrames*g.Periods, &r.heard)
 	r.ph.Sound.CaptureFile = "samples/" + base
 	r.heard.LineUp(r.ph.Sound, g.PeriodFrames, g.Rate)
+	r.told(r.ph.Sound)
 	return nil
+}
+
+// told hands what a phase's capture said to Config.OnRoundTrip (its last
+// second's round trip) and Config.OnGlitch (each glitch, by what came
+// with it), as a monitor's hearing does while it runs.
+func (r *phaseRun) told(snd *rundata.Sound) {
+	if f := r.cfg.OnRoundTrip; f != nil {
+		for i := len(snd.RoundTripPerSecond) - 1; i >= 0; i-- {
+			if v := snd.RoundTripPerSecond[i]; !math.IsNaN(v) {
+				f(v / 1e3)
+				break
+			}
+		}
+	}
+	if f := r.cfg.OnGlitch; f != nil {
+		for _, g := range snd.Glitches {
+			f(glitchKind(g.With))
+		}
+	}
 }
 
 // hear analyses the capture of a loopback phase (audio/sound.Loop played

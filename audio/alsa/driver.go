@@ -32,9 +32,10 @@ type Driver struct {
 
 	content    []byte // playback loop in the device format; nil: silence
 	contentPos int
-	glitch     audio.Glitch // the break the next period written gets (audio.Glitcher)
-	silence    int          // bytes of the content still to write as silence
-	kept       []byte       // what the capture side read, up to its capacity (audio.Keeper)
+	glitch     audio.Glitch       // the break the next period written gets (audio.Glitcher)
+	silence    int                // bytes of the content still to write as silence
+	kept       []byte             // what the capture side read, up to its capacity (audio.Keeper)
+	stream     *audio.CaptureRing // what the capture side read, on its way out (audio.Streamer)
 
 	pfds      [2]unix.PollFd
 	timeoutNS int64
@@ -161,7 +162,11 @@ func (d *Driver) Open(cfg audio.Config) (g audio.Granted, err error) {
 	} else if n != "" {
 		notes = append(notes, n)
 	}
-	d.makeKeep(cfg.KeepFrames)
+	if cfg.StreamCapture {
+		d.makeStream()
+	} else {
+		d.makeKeep(cfg.KeepFrames)
+	}
 	access := "rw"
 	if want.access == accessMmapInterleaved {
 		access = "mmap"

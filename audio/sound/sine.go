@@ -42,6 +42,20 @@ var ErrNoTone = errors.New("no steady sine at that frequency in the capture")
 // 16 kHz at 48 kHz): under that, neighbouring frames differ too little to
 // tell the amplitude through a noise of -60 dB within 1 ms.
 func Glitches(x []float32, freq float64, rate int) ([]Glitch, error) {
+	return glitches(x, freq, rate, false)
+}
+
+// GlitchesGoingOn is Glitches on x, a stretch of a capture that goes on
+// after it (a monitor's, read a piece at a time): a tone that stops
+// before x's end is a break, judged up to x's last millisecond, not the
+// end of the capture. A stretch that begins in a silence is judged from
+// where the tone is back, as Glitches judges a capture's start.
+func GlitchesGoingOn(x []float32, freq float64, rate int) ([]Glitch, error) {
+	return glitches(x, freq, rate, true)
+}
+
+// glitches is Glitches, and with goesOn GlitchesGoingOn.
+func glitches(x []float32, freq float64, rate int, goesOn bool) ([]Glitch, error) {
 	if rate <= 0 || !(freq >= float64(rate)/100 && freq <= float64(rate)/3) {
 		return nil, fmt.Errorf("a sine of %g Hz at %d Hz: want a hundredth to a third of the rate", freq, rate)
 	}
@@ -57,7 +71,7 @@ func Glitches(x []float32, freq float64, rate int) ([]Glitch, error) {
 	}
 	loud := func(v float64) bool { return v >= level/4 }
 	first, last := slices.IndexFunc(env, loud), len(env)-1
-	for last > first && !loud(env[last]) {
+	for !goesOn && last > first && !loud(env[last]) {
 		last--
 	}
 	lo, hi := max(first+win, 2), last-win

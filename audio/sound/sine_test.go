@@ -186,3 +186,26 @@ func TestSineJoins(t *testing.T) {
 		t.Errorf("the blocks joined: %v, %v", g, err)
 	}
 }
+
+// A stretch of a capture that goes on: a tone that stops before the
+// stretch's end is a break there (GlitchesGoingOn), where a whole
+// capture's end is none (Glitches); a stretch that begins in the silence
+// is judged from where the tone is back, and a clean one has none.
+func TestGlitchesGoingOn(t *testing.T) {
+	stops := tone(997, 0.5, 0, 0, rate/2, rate/5) // 0.5 s of tone, then 200 ms of silence
+	g, err := GlitchesGoingOn(stops, 997, rate)
+	checkFound(t, "going on", g, []injection{{name: "stopped", at: rate / 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, err := Glitches(stops, 997, rate); err != nil || len(g) != 0 {
+		t.Errorf("a whole capture's end: %v, %v; want none", g, err)
+	}
+	back := tone(997, 0.5, 0, rate/5, rate/2, 0)
+	clean := tone(997, 0.5, 123, 0, rate/2, 0)
+	for name, x := range map[string][]float32{"back": back, "clean": clean} {
+		if g, err := GlitchesGoingOn(x, 997, rate); err != nil || len(g) != 0 {
+			t.Errorf("%s: %v, %v; want none", name, g, err)
+		}
+	}
+}

@@ -36,7 +36,7 @@ func (m *metricsFlags) on() bool { return m.listen != "" || m.file != "" }
 
 // start checks the flags and, when either is given, makes the metrics,
 // labelled with cfg's driver, device and period, feeds them cfg's samples
-// and spikes, and starts the server and the file. stop ends both; with
+// and spikes (and with --loopback its round trip and glitches), and starts the server and the file. stop ends both; with
 // measured, the file is written a last time, without (bad input: the
 // driver refused the device) a file this start created is removed, so
 // that nothing is left. Bad input here: the address cannot be bound, the
@@ -76,6 +76,10 @@ func (m *metricsFlags) start(cfg *runner.Config, stderr io.Writer) (set *metrics
 		}
 	}
 	cfg.OnSpike = set.Spike
+	if cfg.Audio.Loopback {
+		set.Loopback()
+		cfg.OnRoundTrip, cfg.OnGlitch = set.RoundTrip, set.Glitch
+	}
 	stopServer, stopFile := func() {}, func(bool) error { return nil }
 	if ln != nil {
 		stopServer = set.Serve(ln)

@@ -28,11 +28,14 @@ machines watched for days. Every --rotate it completes a results directory,
 DIR/YYYYMMDD-HHMMSS (a run of one idle phase, which report and compare
 read), and removes the oldest past --keep. --listen serves the measurement
 as Prometheus metrics, --metrics-file writes them for node_exporter's
-textfile collector (docs/monitor.md).`,
+textfile collector (docs/monitor.md). With --loopback (ALSA, --stream
+duplex through a cable or snd-aloop) it hears what comes back as it runs:
+the round trip and the glitches are metrics too.`,
 		examples: []string{
 			"latencytest monitor --listen 0.0.0.0:9611",
 			"latencytest monitor --rotate 10m --keep 144 --out /var/lib/latencytest",
 			"latencytest monitor --metrics-file /var/lib/prometheus/node-exporter/latencytest.prom",
+			"latencytest monitor --driver alsa --stream duplex --device hw:Loopback,0 --capture-device hw:Loopback,1 --loopback --listen :9611",
 		},
 	}
 }
@@ -104,8 +107,6 @@ func (m *monitorFlags) config(fs *flag.FlagSet, f *runFlags, aplay *aplayFlags, 
 		return runner.Config{}, badFlag("--rotate %v: allowed 1s to 168h (a Go duration such as 1h or 30m)", m.rotate)
 	case m.keep < 0:
 		return runner.Config{}, badFlag("--keep %d: allowed 0 (keep all) or more", m.keep)
-	case f.loopback:
-		return runner.Config{}, badFlag("--loopback: run only (a monitor's one engine runs for days, and its capture would come back only when it stops)")
 	}
 	if err := aplay.apply(fs, f); err != nil {
 		return runner.Config{}, err

@@ -245,7 +245,7 @@ func streamFlags(fs *flag.FlagSet, f *runFlags, driver string, cpuLoad int) *apl
 	fs.BoolVar(&f.noDMALatency, "no-dma-latency", false, "do not hold /dev/cpu_dma_latency at 0")
 	fs.BoolVar(&f.liftRTBudget, "lift-rt-budget", false, "lift the kernel's real-time budget (sched_rt_runtime_us) for the run, as root; put back at its end, also if killed")
 	fs.Float64Var(&f.tone, "tone", 0, "play a sine of this frequency, Hz (default: silence)")
-	fs.BoolVar(&f.loopback, "loopback", false, "with --stream duplex through a loopback (a cable, snd-aloop): play a sine and an MLS, and find the round trip and the glitches in what comes back (ALSA)")
+	fs.BoolVar(&f.loopback, "loopback", false, "with --stream duplex through a loopback (a cable, snd-aloop): play a sine and an MLS, and find the round trip and the glitches in what comes back (ALSA); run hears each phase's capture at its end, monitor as it comes (with --listen or --metrics-file: latencytest_round_trip_seconds, latencytest_glitches_total)")
 	fs.StringVar(&f.file, "file", "", "play this WAV file in a loop")
 	fs.BoolVar(&f.verbose, "verbose", false, "let drivers' own diagnostics through")
 	fs.BoolVar(&f.noSamples, "no-samples", false, "do not write the per-period samples files")

@@ -261,18 +261,22 @@ func TestRunTraceUnderHackbench(t *testing.T) {
 	cs, total := rundata.Culprits(ss)
 	share := func(ns int64) float64 { return 100 * float64(ns) / float64(total) }
 	const load = "latencytest stressor hackbench"
-	var loadNS int64
+	var loadNS, othersNS int64
 	for _, c := range cs {
 		t.Logf("%5.1f %%  %s %s", share(c.NS), c.Kind, c)
 		switch {
 		case c.Name == load:
 			loadNS += c.NS
+		case (c.Kind == rundata.CauseThread || c.Kind == rundata.CauseHeld) && !strings.HasPrefix(c.Name, "latencytest"):
+			othersNS += c.NS
 		case c.Name == "unexplained" && c.NS*2 > total:
 			t.Errorf("%.1f of %.1f ms of the spikes unexplained", float64(c.NS)/1e6, float64(total)/1e6)
 		}
 	}
-	if loadNS*4 < total {
-		t.Errorf("hackbench's tasks took %.1f %% of the late time, want a quarter or more", share(loadNS))
+	// The machine's other tasks (a build beside the test) are named too,
+	// and take their share: hackbench's is judged on the rest.
+	if loadNS*4 < total-othersNS {
+		t.Errorf("hackbench's tasks took %.1f %% of the late time, the machine's other tasks %.1f %%: want a quarter or more of the rest", share(loadNS), share(othersNS))
 	}
 	// Any other thread that took more than a twentieth of the late time is
 	// named as the kernel's or the machine's thread of that id was named:

@@ -554,7 +554,8 @@ func (d *Driver) linkEnd(s *side, end uint64) int64 {
 	if !s.linkOn || s.linkSys == 0 || d.rate == 0 {
 		return 0
 	}
-	endNS := int64(end)*1e9/int64(d.rate) + s.linkZero
+	r := uint64(d.rate) // whole seconds apart: end·1e9 overflows after 13 h at 192 kHz
+	endNS := int64(end/r)*1e9 + int64(end%r*1e9/r) + s.linkZero
 	return s.linkSys - (s.linkAt - endNS)
 }
 

@@ -19,6 +19,7 @@ type Accumulator struct {
 
 	update    *Histogram // the period's end to its pointer update (Sample.UpdateSplit)
 	wake      *Histogram // the pointer update to the wakeup
+	link      linkAcc    // the period's end on the card's link clock before its Boundary (Sample.LinkBefore)
 	late      LateMeter
 	periodNS  int64
 	bufFrames int64 // frames in the whole buffer
@@ -110,6 +111,9 @@ func (a *Accumulator) Add(s *Sample) {
 		a.update.Add(u)
 		a.wake.Add(w)
 	}
+	if l, ok := s.LinkBefore(); ok {
+		a.link.add(l)
+	}
 	due := s.Boundary()
 	if a.periods == 0 {
 		a.firstDue = due
@@ -155,6 +159,9 @@ func (a *Accumulator) Fill(p *Phase) {
 		p.UpdateDelay, p.AfterUpdate = &u, &w
 	}
 	p.OnCardClock = int64(a.update.Count)
+	if l := a.link.stats(); l != nil {
+		p.LinkBeforeDue = l
+	}
 	a.Sides.Fill(p)
 	p.Xruns = a.xruns
 	p.XrunMSTotal = float64(a.xrunNS) / 1e6

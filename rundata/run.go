@@ -182,22 +182,33 @@ type Card struct {
 // timestamps, for the periods of every phase that had one
 // (Phase.OnCardClock), and the pointer update's own kernel timestamp for
 // the others (after a restart, before a fit, a card too far off its rate,
-// duplex). "" without periods.
+// duplex); and, where the card's link clock was read beside them
+// (Phase.LinkBeforeDue), for how many periods, since it dated none. ""
+// without periods.
 func (r *Run) CardTimestamp() string {
-	var on, all int64
+	var on, all, link int64
 	for _, ph := range r.Phases {
 		on += ph.OnCardClock
 		all += ph.Periods
+		if ph.LinkBeforeDue != nil {
+			link += ph.LinkBeforeDue.Periods
+		}
 	}
+	var s string
 	switch {
 	case all == 0:
 		return ""
 	case on == all:
-		return fmt.Sprintf("the card's clock for all %d periods: each period's end on a grid fitted to the kernel's timestamps of its pointer updates", all)
+		s = fmt.Sprintf("the card's clock for all %d periods: each period's end on a grid fitted to the kernel's timestamps of its pointer updates", all)
 	case on == 0:
-		return fmt.Sprintf("the pointer update for all %d periods: the kernel's timestamp of the update that reported each (no grid: after restarts, before a fit, a card too far off its rate, or duplex)", all)
+		s = fmt.Sprintf("the pointer update for all %d periods: the kernel's timestamp of the update that reported each (no grid: after restarts, before a fit, a card too far off its rate, or duplex)", all)
+	default:
+		s = fmt.Sprintf("the card's clock for %d of %d periods (each period's end on a grid fitted to the kernel's timestamps of its pointer updates); the pointer update's own timestamp for the other %d (after a restart or an xrun, before a fit)", on, all, all-on)
 	}
-	return fmt.Sprintf("the card's clock for %d of %d periods (each period's end on a grid fitted to the kernel's timestamps of its pointer updates); the pointer update's own timestamp for the other %d (after a restart or an xrun, before a fit)", on, all, all-on)
+	if link > 0 {
+		s += fmt.Sprintf("; the card's link clock (its audio timestamp) read beside them for %d periods, dating none: the phases' link_before_due_ns", link)
+	}
+	return s
 }
 
 // RTSetup records the real-time setup that was asked for and what the
@@ -272,6 +283,14 @@ type Phase struct {
 	// the card's clock (those UpdateDelay splits); the others ran from
 	// their pointer update (Card.Timestamp).
 	OnCardClock int64 `json:"periods_on_card_clock,omitempty"`
+	// LinkBeforeDue is, where the card offers a link timestamp (HD-Audio's
+	// wall clock: HAS_LINK_ATIME) and the driver read it, how long before
+	// the instant that dated each period (its grid point, else its pointer
+	// update) the card's link clock says it ended, in ns: the link clock
+	// beside the grid (Sample.LinkBefore). It dates no period. Absent
+	// without a link timestamp, in duplex, and when recovered from the
+	// samples file (which does not keep it).
+	LinkBeforeDue *LinkStats `json:"link_before_due_ns,omitempty"`
 	// For a duplex stream (SideStats): the wakeup latency against each
 	// side's own due instant (Latency is against the later side's, since
 	// the period is there only when both are), and the distribution of

@@ -37,6 +37,13 @@ type Sample struct {
 	// time jackd spends in poll, as jack-test measured it). 0 for drivers
 	// without a poll (timer, RTC) and when the period was already there.
 	PollNS int64
+	// Link is the instant the period ended on the card's link clock, where
+	// the card offers one (an audio timestamp: HD-Audio's wall clock,
+	// SNDRV_PCM_INFO_HAS_LINK_ATIME) and the driver reads it: the link
+	// time taken with the system time at a pointer update, carried to the
+	// period's end at the nominal rate. A cross-check of Boundary, beside
+	// it (Phase.LinkBeforeDue); it does not date the period. 0 without.
+	Link int64
 	// Loop is which of the engine's measuring threads took the sample,
 	// by its index in run --cpus's list (0 with one thread). It travels
 	// on the wire only: each thread's samples go to a file of their own.
@@ -72,6 +79,17 @@ func (s *Sample) UpdateSplit() (update, wake int64, ok bool) {
 		return s.Due - b, s.Woke - s.Due, true
 	}
 	return 0, 0, false
+}
+
+// LinkBefore is how long before the period's Boundary (the instant that
+// dated it: the grid's, else the pointer update's) the card's link clock
+// says it ended: positive when the link clock has it earlier. ok is false
+// without a link timestamp (Link 0) and for a duplex period.
+func (s *Sample) LinkBefore() (ns int64, ok bool) {
+	if s.Link == 0 || s.Duplex() {
+		return 0, false
+	}
+	return s.Boundary() - s.Link, true
 }
 
 // WorkLate reports whether the period's xrun came from the work after the
@@ -114,7 +132,7 @@ const (
 
 // WireSize is the size of one Sample on the pipe from the engine process to
 // its parent. The wire form is exact; the file form (see Writer) is compact.
-const WireSize = 84
+const WireSize = 92
 
 // PutWire encodes s into b, which must hold WireSize bytes. It does not
 // allocate, so the engine can call it on its real-time path.
@@ -132,6 +150,7 @@ func PutWire(b []byte, s *Sample) {
 	le.PutUint64(b[64:], uint64(s.CaptureDue))
 	le.PutUint64(b[72:], uint64(s.PollNS))
 	le.PutUint32(b[80:], uint32(s.Loop))
+	le.PutUint64(b[84:], uint64(s.Link))
 }
 
 // GetWire decodes a Sample encoded by PutWire.
@@ -149,6 +168,7 @@ func GetWire(b []byte, s *Sample) {
 	s.CaptureDue = int64(le.Uint64(b[64:]))
 	s.PollNS = int64(le.Uint64(b[72:]))
 	s.Loop = int32(le.Uint32(b[80:]))
+	s.Link = int64(le.Uint64(b[84:]))
 }
 
 // StreamLost returns the stream time of samples ss, a phase's periods of

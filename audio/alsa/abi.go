@@ -77,10 +77,35 @@ const (
 	paramLastInterval  = paramTickTime
 )
 
+// atstampReported is the audio timestamp type a STATUS_EXT's answer says
+// the driver gave (audio_tstamp_data), 0 when it has no report.
+func atstampReported(data uint32) uint32 {
+	if data&(1<<16) == 0 {
+		return 0
+	}
+	return data >> 17 & 0xf
+}
+
 // Timestamp settings.
 const (
 	tstampEnable        = 1 // SNDRV_PCM_TSTAMP_ENABLE
 	tstampTypeMonotonic = 1 // SNDRV_PCM_TSTAMP_TYPE_MONOTONIC
+)
+
+// Audio timestamp types (SNDRV_PCM_AUDIO_TSTAMP_TYPE_*): what a STATUS_EXT
+// asks the driver for in audio_tstamp_data's low 4 bits (bit 4 asks it to
+// subtract the codec's delay, which we never do). The kernel keeps the
+// request (runtime->audio_tstamp_config) and takes an audio timestamp of
+// that type at every pointer update after it, the interrupt's included.
+// A plain STATUS asks for COMPAT: the link time where the driver sets
+// HAS_WALL_CLOCK (the same bit as HAS_LINK_ATIME), else DEFAULT.
+const (
+	atstampCompat        = 0 // SNDRV_PCM_AUDIO_TSTAMP_TYPE_COMPAT
+	atstampDefault       = 1 // from the hardware pointer
+	atstampLink          = 2 // the link's clock, reset at the start (HD-Audio's wall clock)
+	atstampLinkAbsolute  = 3 // the link's clock, not reset
+	atstampLinkEstimated = 4
+	atstampLinkSync      = 5 // cross-timestamped with the system clock (needs a non-monotonic tstamp type on HD-Audio)
 )
 
 // SYNC_PTR flags: without syncPtrAppl and syncPtrAvailMin the kernel takes
@@ -139,8 +164,14 @@ type timespec struct {
 
 func (t timespec) ns() int64 { return t.Sec*1e9 + t.Nsec }
 
-// snd_pcm_status (the STATUS ioctl): trigger_tstamp is the only place the
-// instant an xrun stopped the stream can be read.
+// snd_pcm_status (the STATUS and STATUS_EXT ioctls): trigger_tstamp is
+// the only place the instant an xrun stopped the stream can be read.
+// STATUS_EXT reads audio_tstamp_data from us first: the audio timestamp
+// type wanted (atstamp*), which the kernel then keeps; it answers there
+// with the report of the last pointer update: bit 16 set when it is a
+// report (not COMPAT), the type the driver gave in bits 17-20 (DEFAULT
+// when it could not give the one asked), and in bit 21 whether
+// audio_tstamp_accuracy is valid (snd_pcm_pack_audio_tstamp_report).
 type pcmStatus struct {
 	State            int32
 	Pad1             [4]byte // __time_pad
@@ -215,6 +246,7 @@ const (
 	ioctlSWParams     = iocRead | iocWrite | uintptr(unsafe.Sizeof(swParams{}))<<16 | 'A'<<8 | 0x13
 	ioctlStatus       = iocRead | uintptr(unsafe.Sizeof(pcmStatus{}))<<16 | 'A'<<8 | 0x20
 	ioctlSyncPtr      = iocRead | iocWrite | uintptr(unsafe.Sizeof(syncPtr{}))<<16 | 'A'<<8 | 0x23
+	ioctlStatusExt    = iocRead | iocWrite | uintptr(unsafe.Sizeof(pcmStatus{}))<<16 | 'A'<<8 | 0x24
 	ioctlPrepare      = 'A'<<8 | 0x40
 	ioctlHWSync       = 'A'<<8 | 0x22
 	ioctlStart        = 'A'<<8 | 0x42

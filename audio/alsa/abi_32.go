@@ -171,8 +171,9 @@ type pcmStatus32 struct {
 
 // The ioctl numbers encode the records' sizes.
 const (
-	ioctlStatus32  = iocRead | uintptr(unsafe.Sizeof(pcmStatus32{}))<<16 | 'A'<<8 | 0x20
-	ioctlSyncPtr32 = iocRead | iocWrite | uintptr(unsafe.Sizeof(syncPtr32{}))<<16 | 'A'<<8 | 0x23
+	ioctlStatus32    = iocRead | uintptr(unsafe.Sizeof(pcmStatus32{}))<<16 | 'A'<<8 | 0x20
+	ioctlSyncPtr32   = iocRead | iocWrite | uintptr(unsafe.Sizeof(syncPtr32{}))<<16 | 'A'<<8 | 0x23
+	ioctlStatusExt32 = iocRead | iocWrite | uintptr(unsafe.Sizeof(pcmStatus32{}))<<16 | 'A'<<8 | 0x24
 )
 
 // time32Records are a pcm's exchanges in the 32-bit time_t records.
@@ -197,10 +198,15 @@ func (p *pcm) syncPtr32() unix.Errno {
 	return 0
 }
 
-// status32 is STATUS in the 32-bit time_t record, widened into p.st.
+// status32 is STATUS in the 32-bit time_t record, widened into p.st
+// (STATUS_EXT asking for p.atime when the card has a link timestamp).
 func (p *pcm) status32() unix.Errno {
 	o := &p.t32.st
-	if e := ioctl(p.fd, ioctlStatus32, unsafe.Pointer(o)); e != 0 {
+	req := uintptr(ioctlStatus32)
+	if p.atime != 0 {
+		o.AudioTstampData, req = p.atime, ioctlStatusExt32
+	}
+	if e := ioctl(p.fd, req, unsafe.Pointer(o)); e != 0 {
 		return e
 	}
 	p.st = pcmStatus{

@@ -47,5 +47,6 @@ func time32Checks() []struct {
 		{"offsetof(struct snd_pcm_status, reserved)", unsafe.Offsetof(st.Reserved)},
 		{"SNDRV_PCM_IOCTL_STATUS", ioctlStatus32},
 		{"SNDRV_PCM_IOCTL_SYNC_PTR", ioctlSyncPtr32},
+		{"SNDRV_PCM_IOCTL_STATUS_EXT", ioctlStatusExt32},
 	}
 }

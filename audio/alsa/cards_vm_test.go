@@ -185,6 +185,34 @@ func checkCardRecord(t *testing.T, name string, c vmCard, r rundata.Run) {
 	}
 }
 
+// checkLinkClock checks the card's link timestamp beside the grid: on
+// HD-Audio (HAS_LINK_ATIME, snd-hda-intel's azx_get_time_info reading
+// the controller's 24 MHz wall clock, which qemu's intel-hda counts on
+// its virtual clock) every phase that ran periods has link_before_due_ns
+// and card.timestamp says the link clock was read beside, dating none;
+// on the cards without the flag, neither. The figures are logged, not
+// judged: how far the emulated wall clock and the emulated DMA agree is
+// qemu's affair (docs/alsa.md).
+func checkLinkClock(t *testing.T, name string, lt ltRun) {
+	t.Helper()
+	l, ts := lt.ph.LinkBeforeDue, ""
+	if lt.run.Card != nil {
+		ts = lt.run.Card.Timestamp
+	}
+	if name != "hda" {
+		if l != nil || strings.Contains(ts, "link clock") {
+			t.Errorf("%s has no link timestamp, yet run.json has link_before_due_ns %+v, card.timestamp %q", name, l, ts)
+		}
+		return
+	}
+	if l == nil || l.Periods == 0 || !strings.Contains(ts, "link clock") {
+		t.Errorf("HD-Audio: link_before_due_ns %+v, card.timestamp %q: want the link clock read beside the grid", l, ts)
+		return
+	}
+	t.Logf("HD-Audio link clock: the period's end %d / %d / %d ns (min / median / max) before the instant that dated it, over %d of %d periods; card.timestamp %q",
+		l.MinNS, l.MedianNS, l.MaxNS, l.Periods, lt.ph.Periods, ts)
+}
+
 // checkReportedDelay checks the delay the card's driver reported beyond
 // its buffer at the phase's end: 0 or more on every card. snd-usb-audio
 // reports the frames it has queued in transfers less those the USB frame
@@ -276,6 +304,7 @@ func TestVMCards(t *testing.T) {
 						lt := compare(t, c.hw(), access == "rw", sh.period, sh.periods, cardSeconds())
 						checkCardRecord(t, name, c, lt.run)
 						checkReportedDelay(t, name, lt.run, sh)
+						checkLinkClock(t, name, lt)
 						checkNeverEarly(t, lt)
 						// Coarse steps are no jumps (TestCoarsePointerSteps),
 						// nor is USB's counted pointer late

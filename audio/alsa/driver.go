@@ -106,6 +106,16 @@ type side struct {
 	ownTs  int64
 	preTs  int64
 	prePos uint64
+
+	// The card's link clock, where it offers one (pcm.atime): linkOn once
+	// the start's STATUS_EXT reported the type asked for; linkZero the
+	// link time at the trigger (0 for LINK, which the driver resets at the
+	// start); linkSys and linkAt the last pointer update's system and link
+	// times, read together from the status (0: none since the start).
+	linkOn   bool
+	linkZero int64
+	linkSys  int64
+	linkAt   int64
 }
 
 // New returns an ALSA driver.
@@ -375,6 +385,7 @@ func (d *Driver) install(sn *sideNode, st *settled) error {
 	s.shape = st.got
 	s.card = d.sys.describeCard(sn.c, st.h.Info)
 	s.counted = st.h.Info&infoBatch != 0
+	p.atime = linkRequest(st.h.Info)
 	s.buf = make([]byte, st.got.periodFrames*p.frameBytes)
 	// Present before the loop (see audio.Driver): the kernel writes each
 	// captured period into buf, the loop reads and writes the mapping.
@@ -489,6 +500,7 @@ func (d *Driver) restart() error {
 		}
 		s.raw, s.pos, s.appl, s.appl0, s.ready, s.xrun, s.seen = raw, 0, 0, appl, false, false, false
 		s.ownTs, s.preTs, s.prePos, s.written = 0, 0, 0, false
+		s.linkOn, s.linkSys, s.linkAt = false, 0, 0
 	}
 	if s := d.play; s != nil {
 		for n := 0; n < s.pcm.bufferFrames; n += d.periodFrames {
@@ -510,11 +522,46 @@ func (d *Driver) restart() error {
 		s.ownTs, s.preTs, s.prePos, s.startTs = 0, 0, 0, 0
 		if s.pcm.statusNow() == 0 {
 			s.startTs = s.pcm.st.TriggerTstamp.ns()
+			s.linkOn, s.linkZero = linkStarted(s.pcm.atime, &s.pcm.st)
 		}
 	}
 	d.grid.reset(float64(d.periodNS)/float64(d.periodFrames), float64(d.periodNS)/2)
 	d.jumped = false
 	return nil
+}
+
+// linkStarted says, from the STATUS_EXT made right after a start that
+// asked for the audio timestamp atime (linkRequest), whether the driver
+// gave it (a driver that cannot demotes it to DEFAULT, the pointer's own
+// position in ns, which says nothing new), and the link time at the
+// trigger: 0 for LINK, which the driver resets at the start (HD-Audio's
+// timecounter starts at 0 at the trigger); for a link clock that is not
+// reset, the link time of the status less the time since the trigger, so
+// that frame 0 is on the link clock where the trigger was on the system
+// clock. The STATUS_EXT updated the pointer with the new request, so its
+// pair of timestamps is of that type already.
+func linkStarted(atime uint32, st *pcmStatus) (on bool, zero int64) {
+	if atime == 0 || atstampReported(st.AudioTstampData) != atime&0xf || st.State != stateRunning {
+		return false, 0
+	}
+	if atime&0xf == atstampLink {
+		return true, 0
+	}
+	return true, st.AudioTstamp.ns() - (st.Tstamp.ns() - st.TriggerTstamp.ns())
+}
+
+// linkEnd is the instant side s's period ending at frame end (since the
+// start) ended on the card's link clock, at rate frames per second: the
+// last pair of timestamps read (the update's system time and link time,
+// taken together by the driver) carried along the link clock to end.
+// 0 without a link clock.
+func (d *Driver) linkEnd(s *side, end uint64) int64 {
+	if !s.linkOn || s.linkSys == 0 || d.rate == 0 {
+		return 0
+	}
+	r := uint64(d.rate) // whole seconds apart: end·1e9 overflows after 13 h at 192 kHz
+	endNS := int64(end/r)*1e9 + int64(end%r*1e9/r) + s.linkZero
+	return s.linkSys - (s.linkAt - endNS)
 }
 
 // Glitch breaks the next period written (audio.Glitcher): a test hook.
@@ -576,6 +623,9 @@ func (d *Driver) read(s *side) (state int32, ts int64, e unix.Errno) {
 	}
 	s.pos += (raw + s.pcm.boundary - s.raw) % s.pcm.boundary
 	s.raw = raw
+	if s.linkOn {
+		s.linkSys, s.linkAt = ts, s.pcm.audioTs
+	}
 	return state, ts, 0
 }
 
@@ -825,6 +875,13 @@ func (d *Driver) woke(p *rundata.Sample) error {
 			need -= uint64(d.periodFrames)
 		}
 		p.Grid = d.grid.at(need)
+	}
+	if !first.xrun && !d.jumped {
+		need := d.need(first)
+		if first.written {
+			need -= uint64(d.periodFrames)
+		}
+		p.Link = d.linkEnd(first, need)
 	}
 	return nil
 }

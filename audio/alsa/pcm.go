@@ -27,6 +27,14 @@ type pcm struct {
 	st   pcmStatus // STATUS ioctl, for the trigger timestamp of an xrun
 	xfer xferi
 
+	// atime is the audio timestamp asked for where the card offers a
+	// link timestamp (linkRequest; 0: none): statusNow then asks for it
+	// with STATUS_EXT, and the kernel, which keeps the request, takes
+	// one at every pointer update from then on, with the update's system
+	// time. audioTs is the one readStatus read last, ns.
+	atime   uint32
+	audioTs int64
+
 	// time32: the kernel takes STATUS and SYNC_PTR only in the 32-bit
 	// time_t records (a 32-bit kernel before 5.6; hasTime32), exchanged
 	// through t32 and widened into sync and st.
@@ -187,7 +195,8 @@ func (p *pcm) mapStatus() {
 // readStatus returns the stream state, the hardware pointer and the
 // timestamp of the pointer's last update, without asking the driver for a
 // fresh pointer: the point is when the kernel last moved it (the period
-// interrupt), not where it is now.
+// interrupt), not where it is now. The audio timestamp taken with it goes
+// to p.audioTs: no call more than the status already takes.
 func (p *pcm) readStatus() (state int32, hw uint64, tstamp int64, err unix.Errno) {
 	if s := p.status; s != nil {
 		// The kernel updates the page under its stream lock, which we
@@ -196,8 +205,12 @@ func (p *pcm) readStatus() (state int32, hw uint64, tstamp int64, err unix.Errno
 			hw = uint64(loadUframes(&s.HWPtr))
 			sec := atomic.LoadInt64(&s.Tstamp.Sec)
 			nsec := atomic.LoadInt64(&s.Tstamp.Nsec)
+			asec := atomic.LoadInt64(&s.AudioTstamp.Sec)
+			ansec := atomic.LoadInt64(&s.AudioTstamp.Nsec)
 			state = atomic.LoadInt32(&s.State)
-			if uint64(loadUframes(&s.HWPtr)) == hw && atomic.LoadInt64(&s.Tstamp.Sec) == sec && atomic.LoadInt64(&s.Tstamp.Nsec) == nsec {
+			if uint64(loadUframes(&s.HWPtr)) == hw && atomic.LoadInt64(&s.Tstamp.Sec) == sec && atomic.LoadInt64(&s.Tstamp.Nsec) == nsec &&
+				atomic.LoadInt64(&s.AudioTstamp.Sec) == asec && atomic.LoadInt64(&s.AudioTstamp.Nsec) == ansec {
+				p.audioTs = asec*1e9 + ansec
 				return state, hw, sec*1e9 + nsec, 0
 			}
 		}
@@ -208,6 +221,7 @@ func (p *pcm) readStatus() (state int32, hw uint64, tstamp int64, err unix.Errno
 	if e := p.syncPtr(); e != 0 {
 		return 0, 0, 0, e
 	}
+	p.audioTs = p.sync.Status.AudioTstamp.ns()
 	return p.sync.Status.State, uint64(p.sync.Status.HWPtr), p.sync.Status.Tstamp.ns(), 0
 }
 
@@ -222,11 +236,56 @@ func (p *pcm) applPtr() (uint64, error) {
 
 // statusNow reads the STATUS ioctl into p.st, whose trigger timestamp is
 // when the stream last changed state (started, or stopped by an xrun).
+// Where the card offers a link timestamp (p.atime) it is STATUS_EXT
+// asking for it, which a plain STATUS would undo: the kernel keeps the
+// type of the last request, and a plain STATUS asks for COMPAT (the link
+// time only where HAS_WALL_CLOCK is set). A kernel that refuses
+// STATUS_EXT (before 4.x, or a request it does not know) gets plain
+// STATUS from then on, and no link time is read.
 func (p *pcm) statusNow() unix.Errno {
-	if p.time32 {
-		return p.status32()
+	for {
+		var e unix.Errno
+		if p.time32 {
+			e = p.status32()
+		} else {
+			p.st.AudioTstampData = p.atime
+			e = ioctl(p.fd, p.statusReq(), unsafe.Pointer(&p.st))
+		}
+		if p.atime == 0 || (e != unix.ENOTTY && e != unix.EINVAL) {
+			return e
+		}
+		p.atime = 0
 	}
-	return ioctl(p.fd, ioctlStatus, unsafe.Pointer(&p.st))
+}
+
+// statusReq is the ioctl statusNow makes in the time64 record: a test
+// hook, so that a card without a link timestamp is seen to get plain
+// STATUS.
+func (p *pcm) statusReq() uintptr {
+	if p.atime != 0 {
+		return ioctlStatusExt
+	}
+	return ioctlStatus
+}
+
+// linkRequest is the audio_tstamp_data a stream whose driver set the info
+// flags info asks for: the link time where the card offers it (HD-Audio's
+// wall clock, HAS_LINK_ATIME, reset at the start), else the link's
+// absolute or estimated time; 0 (nothing asked, no STATUS_EXT ever) for
+// a card with none of them. HAS_LINK_SYNCHRONIZED_ATIME alone is not
+// asked for: HD-Audio gives it only against a non-monotonic system
+// clock (azx_get_time_info refuses CLOCK_MONOTONIC), and every instant
+// here is CLOCK_MONOTONIC.
+func linkRequest(info uint32) uint32 {
+	switch {
+	case info&infoHasLinkAtime != 0:
+		return atstampLink
+	case info&infoHasLinkAbsAtime != 0:
+		return atstampLinkAbsolute
+	case info&infoHasLinkEstAtime != 0:
+		return atstampLinkEstimated
+	}
+	return 0
 }
 
 // syncPtr exchanges p.sync with the kernel (SYNC_PTR) in the record it

@@ -223,8 +223,8 @@ func readSamples(path string, pd *phaseData) (*rundata.Accumulator, *envelope, e
 		}
 	}
 	if pd.Incomplete || pd.Periods == 0 {
+		pd.Lost = sr.Lost // before Fill: the verdict heeds it
 		rec.Fill(&pd.Phase)
-		pd.Lost = sr.Lost
 	}
 	pd.act = float64(rec.LastLatency()) / 1000
 	return rec, e, nil

@@ -25,6 +25,7 @@ type Accumulator struct {
 	bufFrames int64 // frames in the whole buffer
 	rate      int64
 	nominal   int64 // nominal CPU loop, ns (0: unknown)
+	card      int64 // frames the card holds beyond the buffer (CardAhead)
 
 	periods  int64
 	xruns    int
@@ -150,7 +151,8 @@ func (a *Accumulator) Add(s *Sample) {
 // Fill writes the figures of the periods added into p. A start p already
 // has (the stream's opening) is kept; without one the first period's due
 // instant is the start. The periods lost (Phase.Lost) are the caller's to
-// set: the run has them from the engine, a reader from the samples file.
+// set, before Fill for the verdict to heed them (Phase.Settled): the run
+// has them from the engine, a reader from the samples file.
 func (a *Accumulator) Fill(p *Phase) {
 	p.Periods = a.periods
 	FillPhase(p, a.Hist)
@@ -170,7 +172,16 @@ func (a *Accumulator) Fill(p *Phase) {
 	p.CaughtUp = a.caughtUp
 	p.ClockHz = math.Round(a.clock.hz(a.frames)*10) / 10
 	if a.periodNS > 0 {
-		p.Safe, p.SafeAtDefaultLoad = a.late.Verdicts(a.periodNS, DefaultCPULoad)
+		// The card's delay counts where nothing says it did not stand in
+		// for the buffer: an xrun at this size drops it from the rule.
+		var card int64
+		if a.xruns == 0 && a.rate > 0 {
+			card = a.card * 1e9 / a.rate
+		}
+		p.Safe, p.SafeAtDefaultLoad = a.late.Verdicts(a.periodNS, card, DefaultCPULoad)
+		if a.frames > 0 {
+			p.Safe = p.Settled(p.Safe, int(a.bufFrames/a.frames), a.periodNS)
+		}
 	}
 	p.CPULoop = CPULoop{NominalUS: float64(a.nominal) / 1000}
 	if a.periods == 0 {
@@ -189,6 +200,11 @@ func (a *Accumulator) Fill(p *Phase) {
 		p.CPULoop.Within100USPct = 100 * float64(a.dspNear) / float64(a.periods)
 	}
 }
+
+// CardDelay gives the verdicts the frames the card holds beyond the
+// buffer (CardAhead: the delay its driver reported at the phase's end),
+// before Fill; none until it is given.
+func (a *Accumulator) CardDelay(frames int64) { a.card = frames }
 
 // Periods is the number of periods added.
 func (a *Accumulator) Periods() int64 { return a.periods }

@@ -10,7 +10,7 @@ import (
 // every repetition did; a phase that never held has none.
 func TestFloorOf(t *testing.T) {
 	held := Phase{Name: "idle", Safe: &Safe{Periods: 2}}
-	late := Phase{Name: "idle", Repeat: 2, Safe: &Safe{Periods: 3}}
+	late := Phase{Name: "idle", Repeat: 2, Safe: &Safe{Periods: 3}, Xruns: 1}
 	xrun := Phase{Name: "hackbench", Safe: &Safe{Periods: 2}, Xruns: 1}
 	run := func(frames int, phases ...Phase) *Run {
 		return &Run{Rate: 48000, PeriodFrames: frames, Periods: 2, PeriodUS: float64(frames) * 1e6 / 48000, Phases: phases}
@@ -55,7 +55,7 @@ func TestFloorNeedsEveryLargerSize(t *testing.T) {
 		why   string
 	}{
 		{"every size held", []*Run{run(32, ok), run(64, ok), run(128, ok)}, 32, ""},
-		{"32 held, 64 did not", []*Run{run(32, ok), run(64, with(func(p *Phase) { p.Safe = &Safe{Periods: 3} })), run(128, ok)}, 128, "idle needs × 3 (4.0 ms)"},
+		{"32 held, 64 did not", []*Run{run(32, ok), run(64, with(func(p *Phase) { p.Safe, p.Xruns = &Safe{Periods: 3}, 1 })), run(128, ok)}, 128, "idle needs × 3 (4.0 ms)"},
 		{"64 cut short", []*Run{run(128, ok), run(64, with(func(p *Phase) { p.CutShort = true }))}, 128, "idle cut short (the run was stopped)"},
 		{"64 lost samples", []*Run{run(64, with(func(p *Phase) { p.Lost = 3 })), run(128, ok)}, 128, "idle lost 3 periods' samples (one of them may have been late)"},
 		{"64 pointer jumps", []*Run{run(64, with(func(p *Phase) { p.PointerJumps = 1 })), run(128, ok)}, 128, "idle had 1 pointer jumps (periods whose interrupt came a buffer or more late)"},

@@ -150,7 +150,7 @@ func TestMaxCPUPhasesRead(t *testing.T) {
 	figures := Phase{Name: "hackbench", Repeat: 9, Stressor: "hackbench", Break: &Break{Period: 1, LatencyNS: 2},
 		StartMonoNS: 1, EndMonoNS: 2, StartWall: time.Now(), EndWall: time.Now(), Periods: 1e9, Latency: lat,
 		WithinUS100: 99.5, WithinMS1: 99.9, HeadroomMinUS: 1, Xruns: 3, XrunMSTotal: 4, CaughtUp: 5, Lost: 6,
-		CPULoop: CPULoop{1, 2, 3, 4}, Safe: &Safe{2, 3}, SafeAtDefaultLoad: &Safe{4, 5}, Overflow: 1, Underflow: 1,
+		CPULoop: CPULoop{1, 2, 3, 4}, Safe: &Safe{2, -3, 4, true}, SafeAtDefaultLoad: &Safe{4, 5, 6, false}, Overflow: 1, Underflow: 1,
 		SamplesFile: "samples/128-hackbench-cpu255.bin", LoadAvg: 1.5, StealPct: 0.5}
 	rt := RTParams{Policy: "SCHED_FIFO", Priority: 80, Affinity: []int{255}}
 	r := &Run{Schema: SchemaVersion, CPUs: make([]int, MaxCPUPhases/MaxPhases)}
@@ -159,6 +159,9 @@ func TestMaxCPUPhasesRead(t *testing.T) {
 		for k := range r.CPUs {
 			c := CPUPhase{CPU: k, TID: 1 << 22, ActUS: 12.5, Phase: figures,
 				RT: RTSetup{Asked: rt, Obtained: rt, Refused: []string{"SCHED_FIFO priority 80: operation not permitted"}}}
+			if k > 0 { // a timer thread's virtual card holds nothing beyond its buffer, and its xruns are the rule's
+				c.Safe, c.SafeAtDefaultLoad = &Safe{Periods: 2, MarginNS: 3}, &Safe{Periods: 4, MarginNS: 5}
+			}
 			ph.CPUs = append(ph.CPUs, c)
 		}
 		ph.Name = fmt.Sprint("p", i)
@@ -177,15 +180,15 @@ func TestMaxCPUPhasesRead(t *testing.T) {
 // average the card's clock over those that measured it.
 func TestPool(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	a := Phase{Periods: 3000, OnCardClock: 2990, ClockHz: 48001, Safe: &Safe{2, 100}, SafeAtDefaultLoad: &Safe{2, 50}, StartWall: t0.Add(time.Minute), EndWall: t0.Add(2 * time.Minute)}
-	b := Phase{Periods: 1000, OnCardClock: 1000, ClockHz: 47997, Safe: &Safe{3, 900}, SafeAtDefaultLoad: &Safe{2, 60}, CutShort: true, StartWall: t0, EndWall: t0.Add(time.Minute)}
+	a := Phase{Periods: 3000, OnCardClock: 2990, ClockHz: 48001, Safe: &Safe{Periods: 2, MarginNS: 100}, SafeAtDefaultLoad: &Safe{Periods: 2, MarginNS: 50}, StartWall: t0.Add(time.Minute), EndWall: t0.Add(2 * time.Minute)}
+	b := Phase{Periods: 1000, OnCardClock: 1000, ClockHz: 47997, Safe: &Safe{Periods: 3, MarginNS: 900}, SafeAtDefaultLoad: &Safe{Periods: 2, MarginNS: 60}, CutShort: true, StartWall: t0, EndWall: t0.Add(time.Minute)}
 	none := Phase{Lost: 4} // handed over nothing, lost some
 	var p Phase
 	p.Pool([]*Phase{&a, &b, &none}, nil)
 	if p.OnCardClock != 3990 {
 		t.Errorf("pooled %d periods on the card's clock, want 3990", p.OnCardClock)
 	}
-	if p.ClockHz != 48000 || *p.Safe != (Safe{3, 900}) || *p.SafeAtDefaultLoad != (Safe{2, 50}) || !p.CutShort || p.Lost != 4 || p.Periods != 4000 ||
+	if p.ClockHz != 48000 || *p.Safe != (Safe{Periods: 3, MarginNS: 900}) || *p.SafeAtDefaultLoad != (Safe{Periods: 2, MarginNS: 50}) || !p.CutShort || p.Lost != 4 || p.Periods != 4000 ||
 		!p.StartWall.Equal(t0) || !p.EndWall.Equal(t0.Add(2*time.Minute)) {
 		t.Errorf("pooled %+v; want the clock 48000 Hz, the worse verdicts, cut short, 4 lost, 4000 periods, the span of both", p)
 	}

@@ -25,22 +25,67 @@ type Safe struct {
 	// MarginNS is how long before running dry that buffer was at its
 	// tightest moment.
 	MarginNS int64 `json:"margin_ns"`
+	// CardDelayNS is the card's own delay the rule counted: what its
+	// driver reports queued beyond the buffer (CardAhead), which still
+	// plays once the buffer's last frame has left it; 0 when none was.
+	CardDelayNS int64 `json:"card_delay_ns,omitempty"`
+	// HeldAsRun says that Periods is the buffer the phase ran with, in
+	// which it had no xrun though the rule asks for more (Phase.Settled):
+	// the card held more than it reports, and MarginNS, then negative,
+	// is how far past the rule's end of that buffer the latest write came.
+	HeldAsRun bool `json:"held_as_run,omitempty"`
 }
 
 // Verdict is the buffer that holds a phase whose latest write came late
-// ns after its period was due (the wakeup latency plus the DSP work). The
-// period due at d keeps the card busy until d + (n−1) periods, the rule of
-// the timer driver's virtual buffer (docs/method.md), so n periods hold a
-// write late by at most (n−1) periods; a buffer has at least two.
-func Verdict(late, periodNS int64) Safe {
+// ns after its period was due (the wakeup latency plus the DSP work), on
+// a card that holds cardNS of sound beyond the buffer (CardAhead; 0 for
+// none). The period due at d keeps the card busy until d + (n−1) periods
+// + cardNS, the rule of the timer driver's virtual buffer (docs/method.md)
+// with the card's own delay added, so n periods hold a write late by at
+// most (n−1) periods + cardNS; a buffer has at least two.
+func Verdict(late, periodNS, cardNS int64) Safe {
 	n := int64(2)
-	if late > periodNS {
-		n = 1 + (late+periodNS-1)/periodNS
+	if need := late - cardNS; need > periodNS {
+		n = 1 + (need+periodNS-1)/periodNS
 	}
 	if n > MaxSafePeriods {
-		return Safe{Periods: MaxSafePeriods + 1}
+		return Safe{Periods: MaxSafePeriods + 1, CardDelayNS: cardNS}
 	}
-	return Safe{Periods: int(n), MarginNS: (n-1)*periodNS - late}
+	return Safe{Periods: int(n), MarginNS: (n-1)*periodNS + cardNS - late, CardDelayNS: cardNS}
+}
+
+// CardAhead is the frames of a card's reported delay (rd, nil when none
+// was read) that a late write may still use before the card runs dry: the
+// playback side's, on a playback-only stream ("" is one: the default).
+// snd-usb-audio moves its pointer as it queues a transfer and stops it at
+// the application's, so its stream runs dry only when the transfers
+// queued have played. A capture side overruns when its buffer is full,
+// whatever the playback holds, so a stream with one gets none.
+func CardAhead(rd *ReportedDelay, stream string) int64 {
+	if rd == nil || (stream != "" && stream != "playback") || rd.PlaybackFrames <= 0 {
+		return 0
+	}
+	return rd.PlaybackFrames
+}
+
+// Settled is s, a verdict of p's, checked against what p did in a buffer
+// of periods, the run's: a phase that had no xrun in it held there,
+// whatever the rule says, so s asking for more becomes that buffer,
+// HeldAsRun, with the rule's margin at it (from s's own, periodNS being
+// the period; 0 when s's is unknown). The absence of an xrun proves it
+// only when nothing could hide one: no pointer jump (the pointer lost
+// whole buffers without the kernel stopping the stream) and no period
+// lost. s is returned as it is otherwise, nil for nil.
+func (p *Phase) Settled(s *Safe, periods int, periodNS int64) *Safe {
+	if s == nil || periods < 2 || s.Periods <= periods || p.Xruns > 0 || p.PointerJumps > 0 || p.Lost > 0 {
+		return s
+	}
+	c := *s
+	c.Periods, c.HeldAsRun, c.MarginNS = periods, true, 0
+	if s.Periods <= MaxSafePeriods {
+		c.MarginNS = s.MarginNS - int64(s.Periods-periods)*periodNS
+	}
+	return &c
 }
 
 // LateMeter follows a phase's latest write: its worst lateness with the
@@ -65,12 +110,13 @@ func (m *LateMeter) Add(s *Sample) {
 }
 
 // Verdicts is the buffer verdict with the DSP time measured and with a
-// nominal DSP load of pct percent; nil without samples.
-func (m *LateMeter) Verdicts(periodNS int64, pct int) (measured, nominal *Safe) {
+// nominal DSP load of pct percent, on a card holding cardNS beyond the
+// buffer (Verdict); nil without samples.
+func (m *LateMeter) Verdicts(periodNS, cardNS int64, pct int) (measured, nominal *Safe) {
 	if m.n == 0 {
 		return nil, nil
 	}
-	a, b := Verdict(m.Write, periodNS), Verdict(m.Wakeup+periodNS*int64(pct)/100, periodNS)
+	a, b := Verdict(m.Write, periodNS, cardNS), Verdict(m.Wakeup+periodNS*int64(pct)/100, periodNS, cardNS)
 	return &a, &b
 }
 
@@ -92,8 +138,10 @@ func (ph *Phase) Held(periods int) bool { return ph.NotHeld(periods, 0) == "" }
 // sound (run --loopback) never broke where nothing else said so, no
 // period's lateness is unknown (a pointer jump: the pointer lost whole
 // buffers, so its interrupt was a buffer or more late), it had no xrun,
-// and its verdict fits that buffer.
+// and its verdict, checked against the xruns it did not have (Settled),
+// fits that buffer.
 func (ph *Phase) NotHeld(periods int, periodUS float64) string {
+	safe := ph.Settled(ph.Safe, periods, int64(math.Round(periodUS*1000)))
 	switch {
 	case ph.Skipped != "":
 		return "skipped: " + ph.Skipped
@@ -107,12 +155,12 @@ func (ph *Phase) NotHeld(periods int, periodUS float64) string {
 			return "its sound broke once with no xrun or pointer jump (heard in the capture)"
 		}
 		return fmt.Sprintf("its sound broke %d times with no xrun or pointer jump (heard in the capture)", ph.Sound.GlitchesAlone)
-	case ph.Safe == nil:
+	case safe == nil:
 		return "no verdict"
-	case ph.Safe.Periods > MaxSafePeriods:
+	case safe.Periods > MaxSafePeriods:
 		return fmt.Sprintf("needs more than × %d", MaxSafePeriods)
-	case ph.Safe.Periods > periods:
-		return fmt.Sprintf("needs × %d (%.1f ms)", ph.Safe.Periods, float64(ph.Safe.Periods)*periodUS/1000)
+	case safe.Periods > periods:
+		return fmt.Sprintf("needs × %d (%.1f ms)", safe.Periods, float64(safe.Periods)*periodUS/1000)
 	case ph.Xruns > 0:
 		return fmt.Sprintf("had %d xruns its wakeups do not explain", ph.Xruns)
 	case ph.Lost > 0:
@@ -125,10 +173,15 @@ func (ph *Phase) NotHeld(periods int, periodUS float64) string {
 
 // VerdictText says which loads the run's buffer held and what kept the
 // others from holding, e.g. "64 frames × 2 (2.7 ms) held under idle,
-// proc; hackbench needs × 3 (4.0 ms)". Skipped phases are left out; it is
-// "" for a run without verdicts.
+// proc; hackbench needs × 3 (4.0 ms)". A phase that held with no xrun
+// though the rule asks for more (Settled) says so where it is named, and
+// the card's own delay, where the rule counted it, is said last. Skipped
+// phases are left out; it is "" for a run without verdicts.
 func VerdictText(r *Run) string {
 	var held, other []string
+	past := map[string]int64{} // how far past the buffer's end by the rule a phase held with no xrun
+	var cardMin, cardMax int64
+	periodNS := int64(math.Round(r.PeriodUS * 1000))
 	for _, ph := range r.Phases {
 		if ph.Skipped != "" || (ph.Safe == nil && !ph.Incomplete) {
 			continue
@@ -140,11 +193,29 @@ func VerdictText(r *Run) string {
 		case !slices.Contains(held, ph.Name):
 			held = append(held, ph.Name)
 		}
+		s := ph.Settled(ph.Safe, r.Periods, periodNS)
+		if s == nil {
+			continue
+		}
+		if d := s.CardDelayNS; d > 0 {
+			if cardMax == 0 || d < cardMin {
+				cardMin = d
+			}
+			cardMax = max(cardMax, d)
+		}
+		if s.HeldAsRun && why == "" {
+			past[ph.Name] = max(past[ph.Name], -s.MarginNS)
+		}
 	}
 	if len(held) == 0 && len(other) == 0 {
 		return ""
 	}
 	s := fmt.Sprintf("%d frames × %d (%.1f ms)", r.PeriodFrames, r.Periods, float64(r.Periods)*r.PeriodUS/1000)
+	for i, name := range held {
+		if ns, ok := past[name]; ok {
+			held[i] += fmt.Sprintf(" (with no xrun though its latest write came %.1f ms past the buffer's end by the rule: the card holds more than it reports)", float64(ns)/1e6)
+		}
+	}
 	if len(held) > 0 {
 		s += " held under " + strings.Join(held, ", ")
 	} else {
@@ -152,6 +223,13 @@ func VerdictText(r *Run) string {
 	}
 	if len(other) > 0 {
 		s += "; " + strings.Join(other, "; ")
+	}
+	switch {
+	case cardMax == 0:
+	case cardMin == cardMax:
+		s += fmt.Sprintf("; counted with the card's own delay, %.1f ms (its driver's, queued beyond the buffer)", float64(cardMax)/1e6)
+	default:
+		s += fmt.Sprintf("; counted with the card's own delay, %.1f–%.1f ms (its driver's, queued beyond the buffer)", float64(cardMin)/1e6, float64(cardMax)/1e6)
 	}
 	if n := rtNote(r.RT); n != "" {
 		s += "; " + n

@@ -140,6 +140,9 @@ func (r *phaseRun) finishCPUs(bye *engineBye, err error) error {
 		if ferr := r.closeCPU(c); ferr != nil && err == nil {
 			err = fmt.Errorf("CPU %d samples file: %w", c.ph.CPU, ferr)
 		}
+		if k == 0 { // the card's stream runs on the first CPU, timer threads on the others
+			c.acc.cardDelay(rundata.CardAhead(r.ph.CardReported, r.s.run.Stream))
+		}
 		c.acc.fill(&c.ph.Phase)
 		c.ph.ActUS = float64(c.acc.LastLatency()) / 1000
 		r.acc.perCPU = append(r.acc.perCPU, c.acc.Hist)

@@ -207,6 +207,14 @@ func (a *accumulator) snapshot() snapshot {
 	return s
 }
 
+// cardDelay gives the verdict the frames the card holds beyond the buffer
+// (rundata.Accumulator.CardDelay).
+func (a *accumulator) cardDelay(frames int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.CardDelay(frames)
+}
+
 // fill writes the accumulated statistics into ph.
 func (a *accumulator) fill(ph *rundata.Phase) {
 	a.mu.Lock()

@@ -599,6 +599,7 @@ func runPhase(ctx context.Context, cfg Config, i int, ph *rundata.Phase, s *sess
 	}
 	if res != nil {
 		ph.CardReported = res.bye.Reported
+		r.acc.cardDelay(rundata.CardAhead(ph.CardReported, s.run.Stream))
 		err = errors.Join(err, r.keepCapture(res.capture.Bytes()))
 	}
 	err = r.finish(err, syncErr)

@@ -295,3 +295,43 @@ func TestGridFitRestartsAfterAJump(t *testing.T) {
 		t.Errorf("fit has %v points after restarting at the jump", g.n)
 	}
 }
+
+// An update late by less than three quarters of the buffer is a late
+// interrupt, not a jump: the grid keeps its line, so the periods after it
+// are dated on the card's clock, not from the late update. AC97 under
+// qemu at 2×256 (rw) had an update 3.9 ms late, more than half a period:
+// the grid restarted from it, and the next period read as woken 3.7 ms
+// before it ended. A buffer late is still a jump (the pointer lost it).
+func TestGridLateUpdateIsNoJump(t *testing.T) {
+	nominal := 1e9 / 48000.0
+	period := 256 * nominal
+	for _, tc := range []struct {
+		late    float64
+		restart bool
+	}{{3.9e6, false}, {2 * period, true}} {
+		var g gridFit
+		g.reset(nominal, period/2)
+		g.lateJump = 2 * period * 3 / 4
+		clock := func(k int) int64 { return int64(float64(k*256) * nominal) }
+		jitter := []int64{0, 200e3, 100e3, 300e3}
+		k := 0
+		for ; k < 200; k++ {
+			g.add(uint64(k*256), clock(k)+jitter[k%len(jitter)])
+		}
+		g.add(uint64(k*256), clock(k)+int64(tc.late))
+		k++
+		restarted := g.n < 10
+		if restarted != tc.restart {
+			t.Errorf("an update %.1f ms late: restarted %v, want %v", tc.late/1e6, restarted, tc.restart)
+		}
+		if tc.restart {
+			continue
+		}
+		for end := k + 3; k < end; k++ {
+			g.add(uint64(k*256), clock(k)+jitter[k%len(jitter)])
+			if off := g.at(uint64(k*256)) - clock(k); off < -1000 || off > 1000 {
+				t.Errorf("period %d after the late update: grid %d ns off the card's clock, want within 1 µs", k, off)
+			}
+		}
+	}
+}

@@ -526,6 +526,7 @@ func (d *Driver) restart() error {
 		}
 	}
 	d.grid.reset(float64(d.periodNS)/float64(d.periodFrames), float64(d.periodNS)/2)
+	d.grid.lateJump = float64(d.sides[0].pcm.bufferFrames) * float64(d.periodNS) / float64(d.periodFrames) * 3 / 4
 	d.jumped = false
 	return nil
 }

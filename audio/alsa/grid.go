@@ -36,6 +36,14 @@ type gridFit struct {
 	low      float64               // the earliest of them relative to the least-squares line, ns (≤ 0)
 	resid    float64               // running mean distance of the points above the grid, ns
 	minJump  float64               // a point this far (or 8 mean distances) off the line is a jump, ns
+	// lateJump, where set, is how much later than the line a point must
+	// be to be a jump: three quarters of the buffer, as lostBuffers
+	// judges. A pointer that lost a buffer reads a buffer late; one later
+	// by less is an interrupt that came late, and starting the grid
+	// afresh from it dated the periods after it from a late instant
+	// (AC97 under qemu, rw: an update 3.9 ms late at 2×256, and the next
+	// period read as woken 3.7 ms before it ended).
+	lateJump float64
 }
 
 // envelopeN is how many recent updates place the grid: enough to hold
@@ -59,8 +67,11 @@ const (
 )
 
 // reset starts a fit with the nominal ns per frame; a point minJump ns
-// off the line starts it afresh.
-func (g *gridFit) reset(nominal, minJump float64) { *g = gridFit{nominal: nominal, minJump: minJump} }
+// off the line starts it afresh (a late one, lateJump: the stream's, so
+// kept).
+func (g *gridFit) reset(nominal, minJump float64) {
+	*g = gridFit{nominal: nominal, minJump: minJump, lateJump: g.lateJump}
+}
 
 // add records that the hardware pointer was at x frames at y ns.
 //
@@ -73,8 +84,12 @@ func (g *gridFit) reset(nominal, minJump float64) { *g = gridFit{nominal: nomina
 func (g *gridFit) add(x uint64, y int64) {
 	if g.n >= 8 {
 		r := float64(y - g.at(x))
+		jump := g.minJump
+		if r > 0 {
+			jump = max(jump, g.lateJump)
+		}
 		switch {
-		case max(r, -r) > max(8*g.resid, g.minJump):
+		case max(r, -r) > max(8*g.resid, jump):
 			g.reset(g.nominal, g.minJump)
 		case g.fitted() && r > max(4*g.resid, g.minJump/8):
 			return // an interrupt that came late: not the card's clock

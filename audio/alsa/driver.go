@@ -875,7 +875,12 @@ func (d *Driver) woke(p *rundata.Sample) error {
 		if first.written {
 			need -= uint64(d.periodFrames)
 		}
-		p.Grid = d.grid.at(need)
+		// Never after the update that showed the period complete: an
+		// update comes late, never before the card reached what it
+		// reports. A grid later than that is anchored on a late update
+		// (the first after a restart, under a machine's stops: HD-Audio
+		// rw under qemu read a period as woken 3.0 ms before it ended).
+		p.Grid = min(d.grid.at(need), first.due)
 	}
 	if !first.xrun && !d.jumped {
 		need := d.need(first)

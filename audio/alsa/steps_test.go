@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"latencytest/rundata"
 )
 
 // simCard is a simulated playback card at 48 kHz whose pointer moves in
@@ -50,7 +52,7 @@ func stepsRun(t *testing.T, c *simCard, period int64, periods, lateEvery, lateBy
 		p.boundary *= 2
 	}
 	s := &side{pcm: p, name: "sim", counted: c.counted}
-	d := &Driver{periodFrames: int(period), periodNS: int64(float64(period) * cardNSPerFrame)}
+	d := &Driver{periodFrames: int(period), periodNS: int64(period) * 1e9 / 48000}
 	d.sides = []*side{s}
 	d.play = s
 	d.grid.reset(cardNSPerFrame, float64(d.periodNS)/2)
@@ -162,5 +164,49 @@ func TestLateCountedPointerIsNoJump(t *testing.T) {
 		if jumps != want {
 			t.Errorf("counted %v: %d pointer jumps, want %d", counted, jumps, want)
 		}
+	}
+}
+
+// The grid never dates a period after the update that showed it complete:
+// after a (re)start the grid has only its first updates, and when the
+// first came late (HD-Audio rw under qemu, after an xrun, amid the
+// machine's stops) a grid anchored there put the next period's end 3 ms
+// after the driver's own sync that found it complete (a hwsync reads the
+// DMA position between interrupts, and its stamp is not fitted), a period
+// woken before it ended.
+func TestGridNeverAfterItsUpdate(t *testing.T) {
+	const period = 256
+	st := &mmapStatus{State: stateRunning}
+	p := &pcm{bufferFrames: 2 * period, status: st, boundary: 1 << 40}
+	s := &side{pcm: p, name: "sim", appl: 2 * period}
+	d := &Driver{periodFrames: period, periodNS: int64(period) * 1e9 / 48000}
+	d.sides, d.play = []*side{s}, s
+	d.grid.reset(cardNSPerFrame, float64(d.periodNS)/2)
+	at := func(f int64) int64 { return int64(float64(f) * cardNSPerFrame) }
+	set := func(pos, ts int64) {
+		st.HWPtr = uframes(uint64(pos))
+		st.Tstamp = timespec{Sec: ts / 1e9, Nsec: ts % 1e9}
+	}
+	// Period 1: the first update after the start, 3 ms late.
+	set(period, at(period)+3e6)
+	if err := d.check(s); err != nil || !s.ready {
+		t.Fatalf("period 1: ready %v, %v", s.ready, err)
+	}
+	s.ready, s.appl = false, s.appl+period
+	// Period 2: found complete by the driver's own sync, 10 frames past
+	// its end, before the card's interrupt for it.
+	s.prePos, s.preTs = period, at(period)+3e6
+	sync := at(2*period + 10)
+	s.ownTs = sync
+	set(2*period+10, sync)
+	if err := d.check(s); err != nil || !s.ready {
+		t.Fatalf("period 2: ready %v, %v", s.ready, err)
+	}
+	var smp rundata.Sample
+	if err := d.woke(&smp); err != nil {
+		t.Fatal(err)
+	}
+	if smp.Grid > s.due || smp.Grid > sync {
+		t.Errorf("period 2: grid %d ns after the sync that found it complete (due %d ns after it)", smp.Grid-sync, s.due-sync)
 	}
 }

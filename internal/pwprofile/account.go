@@ -37,10 +37,11 @@ type Charge struct {
 	Quantum               time.Duration // the cycle's duration: the deadline after its start
 	// Overrun is how long after the deadline the node finished: for a
 	// cycle that completed late, its finish less the quantum; for a cycle
-	// left incomplete, when the node next woke for the following cycle
-	// (it had finished the late one by then, so this is at most its
-	// overrun), plus a quantum for each cycle it kept late in between.
-	// -1 where the profile does not say.
+	// left incomplete, when the node finished its run of the next cycle
+	// that completed (which it began once free of the late one, so this
+	// is at most its overrun, by that short run's length), plus a quantum
+	// for each cycle it kept late in between. -1 where the profile does
+	// not say.
 	Overrun time.Duration
 	// Others are the other followers also unfinished at the deadline.
 	Others []Node
@@ -67,16 +68,17 @@ const (
 // classify says what each record is. A missed deadline makes two
 // records: the incomplete one at the driver's next wakeup (Period 0:
 // the server has not moved its signal time on, so the followers' times
-// are after the previous cycle's signal, Busy earlier), then the graph's
-// forced completion (the same followers unfinished, now after the late
-// cycle's own signal), which is not a cycle of its own.
+// are after the previous cycle's signal, Busy earlier), then at once the
+// graph's forced completion (the followers' times now after the late
+// cycle's own signal, its busy time a quantum and more), which is not a
+// cycle of its own, even where the late node finished between the two.
 func classify(recs []Record) []kind {
 	k := make([]kind, len(recs))
 	prevIncomplete := false
 	for i, r := range recs {
 		un := len(r.unfinished()) > 0
 		switch {
-		case prevIncomplete && un && r.Period != 0:
+		case prevIncomplete && r.Period != 0:
 			k[i] = forced
 		case r.Clamped():
 			k[i] = driverLate
@@ -144,8 +146,10 @@ func chargeIncomplete(recs []Record, k []kind, i int, names Names) Charge {
 		c.Others = append(c.Others, names.node(o))
 	}
 	// When did it finish? The next cycle that completed shows when it
-	// woke again, which it did once free; each cycle left incomplete in
-	// between adds its quantum.
+	// finished again, having begun once free; each cycle left incomplete
+	// in between adds its quantum. (Its finish, not its wakeup: the
+	// wakeup it stamps there is now and then its signal, stamped while it
+	// was still in the late cycle.)
 	var over time.Duration
 	for j := i + 1; j < len(recs); j++ {
 		switch k[j] {
@@ -156,7 +160,7 @@ func chargeIncomplete(recs []Record, k []kind, i int, names Names) Charge {
 			continue
 		case clean, lateDone:
 			if g, ok := recs[j].follower(f.Slot); ok && g.ID == f.ID && g.Status == Finished {
-				c.Overrun = over + g.Awake
+				c.Overrun = over + g.Finish
 			}
 		}
 		break

@@ -31,6 +31,17 @@ func need(t *testing.T, prog, pkg string) string {
 	return ""
 }
 
+// around shows the records about a line of profiler.log.
+func around(recs []Record, line int) string {
+	var b strings.Builder
+	for _, r := range recs {
+		if r.Line >= line-2 && r.Line <= line+4 {
+			fmt.Fprintf(&b, "  %+v\n", r)
+		}
+	}
+	return b.String()
+}
+
 // lateLines counts a client's own "late" lines (testdata/stall.c).
 func lateLines(out string) int {
 	n := 0
@@ -139,7 +150,9 @@ func (p *proc) waitLine(t *testing.T, prefix string, timeout time.Duration) {
 // apart, each about 2.7 ms over, none to steady and none in the clean
 // seconds before and after. A busy machine makes cycles late of itself
 // (a kernel that lets other work hold a real-time thread up): a client
-// may be charged no more of those than it saw by its own clock.
+// may be charged no more of those than it saw by its own clock, and then
+// at least half the stalls must have their times; the driver's own late
+// cycles (the server held up) excuse the times of the stalls beside them.
 func TestProfilerChargesStallsToTheClient(t *testing.T) {
 	pipewire := need(t, "pipewire", "pipewire")
 	need(t, "pw-profiler", "pipewire-bin")
@@ -246,20 +259,26 @@ func TestProfilerChargesStallsToTheClient(t *testing.T) {
 	// a real-time thread up, a hypervisor) come besides the stalls on a
 	// busy machine; each client says how many it saw by its own clock.
 	own := map[string]int{"steady": lateLines(steady.output()), "slow": lateLines(slow.output())}
-	noisy := own["steady"]+own["slow"] > 0
 	var stalls []Charge
 	charged := map[string]int{}
+	noisy := false // a client's late cycle that is not slow running past its deadline
+	var driverLate []int
 	for _, c := range rep.Late {
-		if c.Driver {
-			noisy = true
+		switch {
+		case c.Driver:
+			driverLate = append(driverLate, c.Line)
 			continue
+		case c.Node.Name == "slow" && c.Why == RanPast:
+			stalls = append(stalls, c)
+		default:
+			noisy = true
 		}
 		charged[c.Node.Name]++
-		if c.Node.Name == "slow" && c.Why == RanPast {
-			stalls = append(stalls, c)
-		}
 	}
-	t.Logf("late cycles charged %v, seen by the clients themselves %v, the machine late: %v", charged, own, noisy)
+	if len(stalls) > count && own["slow"] >= len(stalls)-count {
+		noisy = true // slow held up besides its stalls, as it saw
+	}
+	t.Logf("late cycles charged %v, seen late by the clients themselves (most within the deadline) %v, clients' other late cycles: %v, the driver's at lines %v", charged, own, noisy, driverLate)
 	if len(stalls) < count {
 		t.Fatalf("%d late cycles charged to slow running past its deadline, want %d (the stalls):\n%s", len(stalls), count, dump())
 	}
@@ -275,24 +294,50 @@ func TestProfilerChargesStallsToTheClient(t *testing.T) {
 			t.Errorf("late cycles charged to %q, neither client:\n%s", name, dump())
 		}
 	}
+	over := stallUS*time.Microsecond - quantum
+	// The stall's own times: woken in time, over by 8 ms less the
+	// quantum (the deadline is the driver's next wakeup as it came: a
+	// millisecond either way).
+	inTime := func(c Charge) bool {
+		return c.Awake >= 0 && c.Awake <= time.Millisecond && c.Overrun >= over-time.Millisecond && c.Overrun <= over+2*time.Millisecond
+	}
 	if noisy {
 		// Which of slow's charges are the stalls the noise leaves
-		// unsure; their times are checked on a quiet run.
-		t.Logf("a busy machine: the stalls' times not checked:\n%s", dump())
+		// unsure, and it stretches some: most must have the stall's
+		// times, all of them on a quiet run.
+		n := 0
+		for _, c := range stalls {
+			if inTime(c) {
+				n++
+			}
+		}
+		if n < count/2 {
+			t.Errorf("on a busy machine %d of slow's %d late cycles have a stall's times (woken within 1 ms, %v over), want at least %d:\n%s", n, len(stalls), over, count/2, dump())
+		}
+		t.Logf("a busy machine: %d of slow's late cycles with a stall's times:\n%s", n, dump())
 		return
 	}
-	if len(stalls) != count || len(rep.Late) != count {
-		t.Fatalf("on a quiet machine %d late cycles, %d of them slow running past its deadline, want %d, all stalls:\n%s", len(rep.Late), len(stalls), count, dump())
+	if len(stalls) != count {
+		t.Fatalf("no late cycle but slow running past its deadline, and %d of those, want %d (the stalls):\n%s", len(stalls), count, dump())
 	}
-	over := stallUS*time.Microsecond - quantum
-	for i, c := range stalls {
-		if c.Awake < 0 || c.Awake > time.Millisecond {
-			t.Errorf("stall %d: slow woke %v into the cycle, want within 1 ms", i+1, c.Awake)
+	// A stall beside a late cycle of the driver's (the machine held the
+	// server up) has that cycle's lateness in its times.
+	nearDriver := func(line int) bool {
+		for _, l := range driverLate {
+			if l >= line-3 && l <= line+3 {
+				return true
+			}
 		}
-		// The deadline is the driver's next wakeup as it came: a
-		// millisecond either way.
-		if c.Overrun < over-time.Millisecond || c.Overrun > over+2*time.Millisecond {
-			t.Errorf("stall %d: overrun %v, want %v (8 ms less the quantum), 1 ms less to 2 ms more", i+1, c.Overrun, over)
+		return false
+	}
+	for i, c := range stalls {
+		if nearDriver(c.Line) || i > 0 && nearDriver(stalls[i-1].Line) {
+			t.Logf("stall %d (line %d) beside the driver's late cycle: its times not checked", i+1, c.Line)
+			continue
+		}
+		if !inTime(c) {
+			t.Errorf("stall %d: slow woke %v into the cycle and overran by %v, want within 1 ms and %v (8 ms less the quantum), 1 ms less to 2 ms more; its records:\n%s",
+				i+1, c.Awake, c.Overrun, over, around(prof.Records, c.Line))
 		}
 		// A stall adds a record: the forced completion.
 		if gap := c.Line - stalls[max(i-1, 0)].Line; i > 0 && (gap < every || gap > every+2) {

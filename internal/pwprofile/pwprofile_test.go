@@ -114,7 +114,7 @@ func TestParseNamesPlotAlone(t *testing.T) {
 
 // An 8 ms stall in a 5.333 ms cycle misses one deadline: the incomplete
 // record, then the forced completion (not a cycle of its own), then the
-// next cycle, in which the client woke 2.728 ms after the deadline.
+// next cycle, which the client finished 2.729 ms after the deadline.
 func TestAccountOneMissedDeadline(t *testing.T) {
 	p := load(t, "stall8ms")
 	rep := p.Account()
@@ -126,7 +126,7 @@ func TestAccountOneMissedDeadline(t *testing.T) {
 	}
 	c := rep.Late[0]
 	want := Charge{Line: 7, Node: Node{31, "slow"}, Why: RanPast, Signal: 1 * us, Awake: 32 * us, Finish: -1,
-		Quantum: 5333 * us, Overrun: 2728 * us}
+		Quantum: 5333 * us, Overrun: 2729 * us}
 	if c.Line != want.Line || c.Node != want.Node || c.Why != want.Why || c.Signal != want.Signal || c.Awake != want.Awake ||
 		c.Finish != want.Finish || c.Quantum != want.Quantum || c.Overrun != want.Overrun || c.Driver || len(c.Others) != 0 {
 		t.Errorf("\n got %+v\nwant %+v", c, want)
@@ -145,10 +145,10 @@ func TestAccountTwoMissedDeadlines(t *testing.T) {
 		t.Fatalf("%d late cycles, want 2: %+v", len(rep.Late), rep.Late)
 	}
 	a, b := rep.Late[0], rep.Late[1]
-	if a.Node.Name != "slow" || a.Why != RanPast || a.Awake != 40*us || a.Overrun != 5333*us+1574*us {
+	if a.Node.Name != "slow" || a.Why != RanPast || a.Awake != 40*us || a.Overrun != 5333*us+1575*us {
 		t.Errorf("first: %+v", a)
 	}
-	if b.Node.Name != "slow" || b.Why != WokeLate || b.Signal != 7*us || b.Awake != -1 || b.Overrun != 1574*us {
+	if b.Node.Name != "slow" || b.Why != WokeLate || b.Signal != 7*us || b.Awake != -1 || b.Overrun != 1575*us {
 		t.Errorf("second: %+v", b)
 	}
 	want := "2 late cycles of 13: 1 'slow' (ran past its deadline, finished up to 6.9 ms after it), 1 'slow' (woke late, finished up to 1.6 ms after it)"
@@ -200,13 +200,13 @@ func TestAccountRule(t *testing.T) {
 		// Two unfinished: the awake one is charged, the one not woken is
 		// named beside it; times rebased from the previous cycle's
 		// signal; the forced completion after it is not a cycle; the next
-		// cycle shows b woke 2 ms after the deadline.
+		// cycle shows b finished 2.01 ms after the deadline.
 		{"incomplete", []Record{clean,
 			{Period: 0, Busy: q, Quantum: q, Followers: []Follower{{0, 31, q + 1*us, q + 1*us, 0, Triggered}, {1, 35, q + 2*us, q + 30*us, 9 * us, Awake}, fin(2, 40, q+1*us, q+5*us, q+9*us)}},
 			{Period: q, Busy: q, Quantum: q, Followers: []Follower{{0, 31, 1 * us, 1 * us, 0, Triggered}, {1, 35, 2 * us, 30 * us, 0, Awake}}},
 			{Period: q, Busy: 2100 * us, Quantum: q, Followers: []Follower{fin(0, 31, 1*us, 10*us, 20*us), fin(1, 35, 3*us, 2000*us, 2010*us)}},
 			clean},
-			[]Charge{{Line: 2, Node: Node{35, "b"}, Why: RanPast, Signal: 2 * us, Awake: 30 * us, Finish: -1, Overrun: 2000 * us, Others: []Node{{31, "a"}}}}},
+			[]Charge{{Line: 2, Node: Node{35, "b"}, Why: RanPast, Signal: 2 * us, Awake: 30 * us, Finish: -1, Overrun: 2010 * us, Others: []Node{{31, "a"}}}}},
 		// Not woken at the deadline, and still not at the next one: two
 		// late cycles, the first's overrun a quantum longer.
 		{"incomplete twice", []Record{clean,
@@ -216,8 +216,16 @@ func TestAccountRule(t *testing.T) {
 			{Period: q, Busy: q, Quantum: q, Followers: []Follower{{0, 31, 1 * us, 0, 0, Triggered}}},
 			{Period: q, Busy: 500 * us, Quantum: q, Followers: []Follower{fin(0, 31, 1*us, 400*us, 410*us)}}},
 			[]Charge{
-				{Line: 2, Node: Node{31, "a"}, Why: WokeLate, Signal: 1 * us, Awake: -1, Finish: -1, Overrun: q + 400*us},
-				{Line: 4, Node: Node{31, "a"}, Why: WokeLate, Signal: 1 * us, Awake: -1, Finish: -1, Overrun: 400 * us}}},
+				{Line: 2, Node: Node{31, "a"}, Why: WokeLate, Signal: 1 * us, Awake: -1, Finish: -1, Overrun: q + 410*us},
+				{Line: 4, Node: Node{31, "a"}, Why: WokeLate, Signal: 1 * us, Awake: -1, Finish: -1, Overrun: 410 * us}}},
+		// The late node finished between the incomplete record and the
+		// forced completion: the completion, a quantum and more after
+		// the late cycle's signal, is still not a late cycle of its own.
+		{"finished before the forced completion", []Record{clean,
+			{Period: 0, Busy: q, Quantum: q, Followers: []Follower{{0, 31, q + 1*us, q + 20*us, 0, Awake}}},
+			{Period: q, Busy: q + 30*us, Quantum: q, Followers: []Follower{fin(0, 31, 1*us, 20*us, q+25*us)}},
+			{Period: q, Busy: 100 * us, Quantum: q, Followers: []Follower{fin(0, 31, 1*us, 50*us, 60*us)}}},
+			[]Charge{{Line: 2, Node: Node{31, "a"}, Why: RanPast, Signal: 1 * us, Awake: 20 * us, Finish: -1, Overrun: 60 * us}}},
 		// A node unknown to the names is named by its id; one in a slot
 		// under another id (a node gone and another come) too.
 		{"unnamed", []Record{{Period: 0, Busy: q, Quantum: q, Followers: []Follower{{5, 77, q + 1*us, q + 2*us, 0, Awake}}}, clean},

@@ -355,3 +355,29 @@ func TestProfilerChargesStallsToTheClient(t *testing.T) {
 		t.Logf("charges:\n%s", dump())
 	}
 }
+
+// TestProfilerWithoutServer: pw-profiler that finds no server says so
+// through WaitAttached at once, with what it printed, rather than waiting.
+func TestProfilerWithoutServer(t *testing.T) {
+	need(t, "pw-profiler", "pipewire-bin")
+	rt := filepath.Join(t.TempDir(), "rt")
+	if err := os.Mkdir(rt, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := Start(filepath.Join(t.TempDir(), "profile"), testEnv([]string{"XDG_RUNTIME_DIR=" + rt})...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	begin := time.Now()
+	err = rec.WaitAttached(10 * time.Second)
+	if err == nil || !strings.Contains(err.Error(), "exited") {
+		t.Fatalf("WaitAttached: %v, want pw-profiler exited", err)
+	}
+	if d := time.Since(begin); d > 5*time.Second {
+		t.Errorf("it took %v to say so", d)
+	}
+	t.Logf("%v", err)
+	if _, err := rec.Stop(); err == nil {
+		t.Errorf("Stop after no profile: no error")
+	}
+}

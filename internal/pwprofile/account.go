@@ -159,7 +159,9 @@ func chargeIncomplete(recs []Record, k []kind, i int, names Names) Charge {
 			over += recs[j].Quantum
 			continue
 		case clean, lateDone:
-			if g, ok := recs[j].follower(f.Slot); ok && g.ID == f.ID && g.Status == Finished {
+			// A finish at or before the cycle's start (written as 0) is
+			// a stale stamp: no overrun to tell.
+			if g, ok := recs[j].follower(f.Slot); ok && g.ID == f.ID && g.Status == Finished && g.Finish > 0 {
 				c.Overrun = over + g.Finish
 			}
 		}

@@ -226,6 +226,13 @@ func TestAccountRule(t *testing.T) {
 			{Period: q, Busy: q + 30*us, Quantum: q, Followers: []Follower{fin(0, 31, 1*us, 20*us, q+25*us)}},
 			{Period: q, Busy: 100 * us, Quantum: q, Followers: []Follower{fin(0, 31, 1*us, 50*us, 60*us)}}},
 			[]Charge{{Line: 2, Node: Node{31, "a"}, Why: RanPast, Signal: 1 * us, Awake: 20 * us, Finish: -1, Overrun: 60 * us}}},
+		// The next cycle's finish stamped at or before its start
+		// (written 0): stale, no overrun.
+		{"stale finish", []Record{clean,
+			{Period: 0, Busy: q, Quantum: q, Followers: []Follower{{0, 31, q + 1*us, 0, 0, Triggered}}},
+			{Period: q, Busy: q, Quantum: q, Followers: []Follower{{0, 31, 1 * us, 0, 0, Triggered}}},
+			{Period: q, Busy: 50 * us, Quantum: q, Followers: []Follower{fin(0, 31, 0, 0, 0)}}},
+			[]Charge{{Line: 2, Node: Node{31, "a"}, Why: WokeLate, Signal: 1 * us, Awake: -1, Finish: -1, Overrun: -1}}},
 		// A node unknown to the names is named by its id; one in a slot
 		// under another id (a node gone and another come) too.
 		{"unnamed", []Record{{Period: 0, Busy: q, Quantum: q, Followers: []Follower{{5, 77, q + 1*us, q + 2*us, 0, Awake}}}, clean},

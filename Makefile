@@ -17,7 +17,7 @@ LDFLAGS := -X main.version=$(VERSION)
 # Arguments for `make run`, e.g. make run ARGS="--tests idle,hackbench --duration 10s"
 ARGS ?=
 
-.PHONY: race-full run test rehearse rehearse-wait vmtest-long build build-static build-portaudio dist debtest setup setup-test vet unit race fuzz fuzz-short fuzz-targets portaudio-test vmtest vmtest-cards vmtest-arm64 vmtest-arm vmtest-arm-time32 bench clean
+.PHONY: race-full run test rehearse rehearse-wait vmtest-long build build-static build-portaudio dist debtest setup setup-test vet unit race fuzz fuzz-short fuzz-targets portaudio-test pipewire-test vmtest vmtest-cards vmtest-arm64 vmtest-arm vmtest-arm-time32 bench clean
 
 run: setup build
 	$(BIN) run $(ARGS)
@@ -62,7 +62,7 @@ setup-test:
 # comparisons with a reference whose false alarms are not bounded at 1 in
 # 1000 runs, the tests not steady here, every card at every size and the
 # ARM suites are the long tier's: make vmtest-long (docs/vmtest.md).
-GATE_STAGES = setup-test vet unit race fuzz-short portaudio-test debtest vmtest vmtest-arm-time32
+GATE_STAGES = setup-test vet unit race fuzz-short portaudio-test pipewire-test debtest vmtest vmtest-arm-time32
 
 test:
 	@scripts/gate $(GATE_STAGES)
@@ -81,6 +81,7 @@ vet:
 	@out=$$(gofmt -l .) && { test -z "$$out" || { echo "$$out"; echo "gofmt: files above need formatting"; exit 1; }; }
 	$(GO) vet ./...
 	$(GO) vet -tags portaudio ./...
+	$(GO) vet -tags pipewire ./internal/pwprofile/
 	@# The 32-bit architectures the tool builds for (docs/arm.md), whose
 	@# records and alignment differ: vet compiles every package and its
 	@# tests for each (arm64's are compiled by make dist and the long
@@ -156,6 +157,12 @@ race-full:
 # four minutes of the gate's 25.
 portaudio-test:
 	$(GO) test -count=1 -p 1 -timeout 10m -tags portaudio ./audio/portaudio/...
+
+# PipeWire's profiler read and its late cycles charged, against the
+# system's pipewire run headless on its Dummy-Driver with a JACK client
+# (pw-jack) that stalls (internal/pwprofile, docs/pipewire.md): 15 s.
+pipewire-test:
+	$(GO) test -count=1 -timeout 2m -tags pipewire -run TestProfiler ./internal/pwprofile/
 
 # The gate's VM stages: the base suite (snd-dummy, snd-aloop), each
 # emulated card played, named, stopped and restarted at 2×256,

@@ -16,8 +16,7 @@ import (
 // the dummy backend at rate and period, under a name no other test uses.
 func startJack(t *testing.T, rate, period int) (stop func()) {
 	t.Helper()
-	stop, _ = jacktest.Start(t, rate, period)
-	return stop
+	return jacktest.Start(t, rate, period).Stop
 }
 
 // serverThreads describes the threads of the jackd serving name: each

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -33,8 +34,8 @@ func CanRealtime() bool {
 // JACK_NO_START_SERVER keeps libjack from starting a default one. The
 // server is stopped when the test ends (or by the returned function), and
 // dies with the test process. Without jackd the test skips, and fails
-// under CI=true. It returns the server's name too.
-func Start(t *testing.T, rate, period int) (stop func(), name string) {
+// under CI=true.
+func Start(t *testing.T, rate, period int) *Server {
 	t.Helper()
 	jackd, err := exec.LookPath("jackd")
 	if err != nil {
@@ -43,7 +44,7 @@ func Start(t *testing.T, rate, period int) (stop func(), name string) {
 		}
 		t.Skip("jackd not found: apt-get install jackd2 (scripts/setup test installs it)")
 	}
-	name = fmt.Sprintf("latencytest-%d-%d", os.Getpid(), servers.Add(1))
+	name := fmt.Sprintf("latencytest-%d-%d", os.Getpid(), servers.Add(1))
 	log := filepath.Join(t.TempDir(), "jackd.log")
 	f, err := os.Create(log)
 	if err != nil {
@@ -74,7 +75,7 @@ func Start(t *testing.T, rate, period int) (stop func(), name string) {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	var once sync.Once
-	stop = func() {
+	stop := func() {
 		once.Do(func() {
 			cmd.Process.Signal(syscall.SIGTERM)
 			select {
@@ -114,5 +115,34 @@ func Start(t *testing.T, rate, period int) (stop func(), name string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return stop, name
+	return &Server{Stop: stop, Name: name, Log: log}
+}
+
+// Server is a JACK server Start started.
+type Server struct {
+	Stop func() // stops it (also done when the test ends)
+	Name string // its name (-n)
+	Log  string // the file its output goes to
+}
+
+// Restarts are the late cycles the server's log reports (the dummy
+// backend's "JackTimedDriver::Process XRun = N usec", N the time from the
+// late cycle's start to its end): after each, the dummy backend restarts
+// its schedule without counting the time it lost.
+func (s *Server) Restarts(t *testing.T) (n int, usecs int64) {
+	t.Helper()
+	b, err := os.ReadFile(s.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		var u int64
+		if i := strings.Index(line, "Process XRun = "); i >= 0 {
+			if _, err := fmt.Sscanf(line[i:], "Process XRun = %d usec", &u); err == nil {
+				n++
+				usecs += u
+			}
+		}
+	}
+	return n, usecs
 }

@@ -191,8 +191,8 @@ func (d *Driver) open() (audio.Granted, error) {
 	}
 	g.Notes = append(g.Notes,
 		fmt.Sprintf("the period is the JACK server's cycle (%d frames at %d Hz); --periods does not apply: a client must be done when the next cycle begins, the deadline of a 2-period buffer", period, rate),
-		"each period is due at the cycle's start as the server's clock has it (jack_get_cycle_times, CLOCK_MONOTONIC) and woke when the client's callback ran: the lateness of the server's graph in waking this client, not the kernel's wakeup after the card's interrupt, and nothing of the server's own buffering",
-		"xruns are the server cycles this client missed or was still running into, and every xrun the server reports (its own late cycles, other clients'); jackd's log has each",
+		"each period is due at the cycle's start as the server reports it (jack_get_cycle_times' estimate, held within the frame jack_frames_since_cycle_start places the start in, carried from jack's clock to CLOCK_MONOTONIC) and woke when the client's callback ran: the lateness of the server's graph in waking this client, not the kernel's wakeup after the card's interrupt, and nothing of the server's own buffering",
+		"xruns are the server cycles this client missed, and every other xrun the server reports (its own late cycles, other clients', this client running past the next cycle's start), each of one period; jackd's log has each",
 		fmt.Sprintf("the period's work runs on JACK's client thread, %s; --prio does not apply to it", schedOf(c.rtPriority())))
 	if connected == 0 {
 		g.Notes = append(g.Notes, "the client's ports are connected to no physical port (the server has none free)")

@@ -49,17 +49,20 @@ static int lt_process(jack_nframes_t nframes, void *arg) {
 	int64_t woke = lt_callback_begin();
 	// The same instant on CLOCK_MONOTONIC_RAW, jack_get_time's clock
 	// (see jack.go's open): the clocks' offset from a reading of it
-	// between two of CLOCK_MONOTONIC no more than 2 µs apart (a
-	// preemption between them would move it), added to woke.
-	int64_t raw = woke;
-	for (int try = 0; try < 4; try++) {
+	// between two of CLOCK_MONOTONIC, the closest pair of up to four (a
+	// preemption between them would move it; 2 µs apart is close
+	// enough), added to woke.
+	int64_t raw = woke, best = INT64_MAX;
+	for (int try = 0; try < 4 && best > 2000; try++) {
 		struct timespec m1, r, m2;
 		clock_gettime(CLOCK_MONOTONIC, &m1);
 		clock_gettime(CLOCK_MONOTONIC_RAW, &r);
 		clock_gettime(CLOCK_MONOTONIC, &m2);
 		int64_t a = (int64_t)m1.tv_sec * 1000000000 + m1.tv_nsec, b = (int64_t)m2.tv_sec * 1000000000 + m2.tv_nsec;
-		raw = woke + ((int64_t)r.tv_sec * 1000000000 + r.tv_nsec) - (a + (b - a) / 2);
-		if (b - a <= 2000) break;
+		if (b - a < best) {
+			best = b - a;
+			raw = woke + ((int64_t)r.tv_sec * 1000000000 + r.tv_nsec) - (a + (b - a) / 2);
+		}
 	}
 	lt_jack *j = arg;
 	jack_nframes_t frames = 0;

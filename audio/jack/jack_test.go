@@ -101,7 +101,10 @@ func TestCountsPeriods(t *testing.T) {
 					// moves the cycle's start, not its frames.
 					reset.Add(1)
 				default:
-					if d := offBy(p.Due, dueOf(drv.cycle), drv.rawClock); d < -3000 || d > 3000 {
+					// Both ends read the clocks' offset, each to
+					// within half the time between two readings
+					// (µs on a loaded VM): well under a frame.
+					if d := offBy(p.Due, dueOf(drv.cycle), drv.rawClock); d < -10000 || d > 10000 {
 						if wrong.Add(1) == 1 {
 							first.Store(d)
 						}
@@ -112,8 +115,11 @@ func TestCountsPeriods(t *testing.T) {
 				t.Errorf("%d periods whose Due is not the start of their cycle as jack_get_cycle_times says (the first off by %d ns)", wrong.Load(), first.Load())
 			}
 			periodNS := float64(period) * 1e9 / 48000
-			if len(s) < int(3e9/periodNS)/2 {
-				t.Fatalf("%d periods in 3 s, want at least half of %.0f", len(s), 3e9/periodNS)
+			// How many of the cycles the client got is the machine's
+			// load (a busy one makes it miss many, each reported);
+			// that every cycle is one or the other is checked below.
+			if len(s) < 100 {
+				t.Fatalf("%d periods in 3 s, want at least 100 to judge by", len(s))
 			}
 			var lat []int64
 			for i, p := range s {

@@ -37,6 +37,13 @@ typedef struct {
 	uint32_t bufsize;  // buffer size it last announced (0: none yet)
 	uint32_t rate;     // sample rate it last announced (0: none yet)
 	int32_t shutdown;  // the server shut the client down
+	// idle: the process callback plays silence in C and never enters
+	// Go; ingo: it is in Go. libjack stops the process thread with an
+	// asynchronous pthread_cancel (jack_deactivate, jack_client_close:
+	// jack2's JackClient::Deactivate, fThread.Kill), which must never
+	// find it in Go, so the client is idle whenever it is not running a
+	// measurement, and is made idle, and out of Go, before either call.
+	int32_t idle, ingo;
 } lt_jack;
 
 extern void ltJackProcess(uintptr_t handle, int64_t woke, int64_t raw, uint32_t nframes, int ok,
@@ -45,8 +52,25 @@ extern void ltJackProcess(uintptr_t handle, int64_t woke, int64_t raw, uint32_t 
 
 // lt_process is the client's process callback, on the real-time thread
 // libjack made for it.
+static void lt_silence(lt_jack *j, jack_nframes_t nframes) {
+	for (int i = 0; i < j->nout; i++) {
+		memset(jack_port_get_buffer(j->out[i], nframes), 0, nframes * sizeof(jack_default_audio_sample_t));
+	}
+}
+
 static int lt_process(jack_nframes_t nframes, void *arg) {
 	int64_t woke = lt_callback_begin();
+	lt_jack *j = arg;
+	if (__atomic_load_n(&j->idle, __ATOMIC_SEQ_CST)) {
+		lt_silence(j, nframes);
+		return 0;
+	}
+	__atomic_store_n(&j->ingo, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&j->idle, __ATOMIC_SEQ_CST)) { // made idle meanwhile: see lt_idle
+		__atomic_store_n(&j->ingo, 0, __ATOMIC_SEQ_CST);
+		lt_silence(j, nframes);
+		return 0;
+	}
 	// The same instant on CLOCK_MONOTONIC_RAW, jack_get_time's clock
 	// (see jack.go's open): the clocks' offset from a reading of it
 	// between two of CLOCK_MONOTONIC, the closest pair of up to four (a
@@ -64,7 +88,6 @@ static int lt_process(jack_nframes_t nframes, void *arg) {
 			raw = woke + ((int64_t)r.tv_sec * 1000000000 + r.tv_nsec) - (a + (b - a) / 2);
 		}
 	}
-	lt_jack *j = arg;
 	jack_nframes_t frames = 0;
 	jack_time_t usecs = 0, next = 0;
 	float period = 0;
@@ -86,7 +109,16 @@ static int lt_process(jack_nframes_t nframes, void *arg) {
 		__atomic_load_n(&j->xruns, __ATOMIC_ACQUIRE),
 		__atomic_load_n(&j->bufsize, __ATOMIC_ACQUIRE),
 		__atomic_load_n(&j->rate, __ATOMIC_ACQUIRE));
+	__atomic_store_n(&j->ingo, 0, __ATOMIC_SEQ_CST);
 	return 0;
+}
+
+// lt_idle makes the process callback idle (or not); it returns whether
+// the callback is still in Go (called with idle 1, the caller waits for
+// it to return 0).
+static int lt_idle(lt_jack *j, int idle) {
+	__atomic_store_n(&j->idle, idle, __ATOMIC_SEQ_CST);
+	return __atomic_load_n(&j->ingo, __ATOMIC_SEQ_CST);
 }
 
 static int lt_xrun(void *arg) {
@@ -125,6 +157,7 @@ static lt_jack *lt_open(const char *name, const char *server, jack_status_t *sta
 		*status = JackFailure;
 		return NULL;
 	}
+	j->idle = 1;
 	if (server[0]) {
 		j->client = jack_client_open(name, JackNoStartServer | JackServerName, status, server);
 	} else {
@@ -235,6 +268,7 @@ import (
 	"fmt"
 	"runtime/cgo"
 	"strings"
+	"time"
 	"unsafe"
 )
 
@@ -303,6 +337,22 @@ func (c *client) deactivate() error {
 		return fmt.Errorf("jack_deactivate: %d", int(r))
 	}
 	return nil
+}
+
+// setIdle makes the process callback idle (silence in C, never in Go) or
+// not; made idle, it waits (up to wait) until no callback is in Go, and
+// reports whether none is.
+func (c *client) setIdle(idle bool, wait time.Duration) bool {
+	if !idle {
+		C.lt_idle(c.j, 0)
+		return true
+	}
+	for deadline := time.Now().Add(wait); C.lt_idle(c.j, 1) != 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
 }
 
 // connect connects the ports to the physical ones; it returns how many it

@@ -169,6 +169,8 @@ func (d *Driver) open() (audio.Granted, error) {
 	}
 	d.stopped.Store(true)
 	d.done = make(chan struct{}, 1)
+	// Activated, the client is called back every cycle; idle (the C
+	// callback plays silence) until Run.
 	d.dphase = 2 * math.Pi * cfg.ToneHz / float64(rate)
 	if err := c.activate(); err != nil {
 		return audio.Granted{}, fmt.Errorf("jack: %w", err)
@@ -261,6 +263,7 @@ func (d *Driver) Run(step func(p *rundata.Sample) bool, stop <-chan struct{}) er
 	d.started, d.ownPending = false, 0
 	d.lastCall.Store(audio.Now())
 	d.stopped.Store(false)
+	d.c.setIdle(false, 0)
 	limit := max(int64(stallLimit), 20*int64(d.periodNS))
 	tick := time.NewTicker(stallLimit / 8)
 	defer tick.Stop()
@@ -289,11 +292,15 @@ wait:
 		}
 	}
 	d.stopped.Store(true)
+	// No callback enters Go from here: libjack may cancel its thread.
+	if !d.c.setIdle(true, closeWait) {
+		d.dead = true
+		return errors.Join(runErr, fmt.Errorf("jack: a process callback still running after %v: the client is abandoned", closeWait))
+	}
 	if runErr != nil {
 		return runErr
 	}
-	// Deactivated, the client is called back no more: no step runs
-	// once Run has returned.
+	// Deactivated, the client is called back no more.
 	if err := d.answered(d.c.deactivate); err != nil {
 		return fmt.Errorf("jack: %w", err)
 	}
@@ -321,6 +328,10 @@ func (d *Driver) Close() error {
 		return nil
 	}
 	c := d.c
+	if !c.setIdle(true, closeWait) {
+		d.dead = true
+		return fmt.Errorf("jack: closing the client: a process callback still running after %v: the client is abandoned", closeWait)
+	}
 	err := d.answered(func() error { c.close(); return nil })
 	d.c = nil
 	if err != nil {

@@ -220,6 +220,18 @@ static int lt_connect(lt_jack *j) {
 	return n;
 }
 
+// lt_physical counts the server's physical audio ports with flags
+// (JackPortIsInput: playback, JackPortIsOutput: capture).
+static int lt_physical(lt_jack *j, unsigned long flags) {
+	const char **ports = jack_get_ports(j->client, NULL, JACK_DEFAULT_AUDIO_TYPE, JackPortIsPhysical | flags);
+	int n = 0;
+	while (ports && ports[n]) {
+		n++;
+	}
+	jack_free(ports);
+	return n;
+}
+
 static void lt_close(lt_jack *j) {
 	jack_client_close(j->client);
 	free(j);
@@ -358,6 +370,11 @@ func (c *client) setIdle(idle bool, wait time.Duration) bool {
 // connect connects the ports to the physical ones; it returns how many it
 // connected.
 func (c *client) connect() int { return int(C.lt_connect(c.j)) }
+
+// physical counts the server's physical playback and capture ports.
+func (c *client) physical() (playback, capture int) {
+	return int(C.lt_physical(c.j, C.JackPortIsInput)), int(C.lt_physical(c.j, C.JackPortIsOutput))
+}
 
 // close closes the client and frees what setup made.
 func (c *client) close() {

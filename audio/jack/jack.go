@@ -82,6 +82,39 @@ func New() *Driver { return &Driver{} }
 // up, for --driver auto.
 func Present() bool { return jackserver.Running() }
 
+// Devices lists the JACK server a client would connect to by default, for
+// `latencytest devices`: its rate, its period (the buffer size) and its
+// physical ports; nothing when none is running.
+func (d *Driver) Devices() ([]audio.DeviceInfo, error) {
+	if !jackserver.Running() {
+		return nil, nil
+	}
+	quiet()
+	c, _, err := openClient("latencytest-devices", "")
+	if err != nil {
+		return nil, fmt.Errorf("jack: asking server %q: %w", jackserver.Name(), err)
+	}
+	defer c.close()
+	out, in := c.physical()
+	info := audio.DeviceInfo{
+		Name:        jackserver.Name(),
+		Description: "JACK server (--device names it)",
+		Rates:       fmt.Sprint(c.rate()),
+		Formats:     []string{"float32"},
+		Channels:    fmt.Sprintf("%d physical playback, %d capture ports", out, in),
+		PeriodSize:  fmt.Sprintf("%d (the server's; jack_bufsize changes it)", c.bufferSize()),
+		BufferSize:  "2 periods: a client's deadline is the next cycle",
+		Driver:      schedOf(c.rtPriority()),
+	}
+	if out > 0 {
+		info.Streams = append(info.Streams, "playback")
+	}
+	if in > 0 {
+		info.Streams = append(info.Streams, "capture")
+	}
+	return []audio.DeviceInfo{info}, nil
+}
+
 // Open opens a client of the JACK server --device names (""
 // JACK_DEFAULT_SERVER, else "default"), with a port per channel, connected
 // to the server's physical ports, and activates it: from here the server

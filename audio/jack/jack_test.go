@@ -22,6 +22,7 @@ import (
 )
 
 var _ audio.CallbackDriver = (*Driver)(nil)
+var _ audio.Devices = (*Driver)(nil)
 
 // config is verbose: nothing libjack prints is hidden.
 func config(period int) audio.Config {
@@ -337,5 +338,22 @@ func TestBadInputAndShape(t *testing.T) {
 	_, g := open(t, cfg)
 	if g.PeriodFrames != 64 || !slices.ContainsFunc(g.Notes, func(n string) bool { return strings.Contains(n, "--period 128") }) {
 		t.Errorf("--period 128 on a 64-frame server: granted %d frames, notes %q", g.PeriodFrames, g.Notes)
+	}
+}
+
+// latencytest devices lists the server with its rate and period, and
+// nothing when none runs.
+func TestDevices(t *testing.T) {
+	t.Setenv("JACK_DEFAULT_SERVER", "latencytest-none")
+	if l, err := New().Devices(); err != nil || len(l) != 0 {
+		t.Fatalf("Devices with no server: %v, %v", l, err)
+	}
+	srv := jacktest.Start(t, 48000, 256)
+	l, err := New().Devices()
+	if err != nil || len(l) != 1 {
+		t.Fatalf("Devices: %v, %v", l, err)
+	}
+	if d := l[0]; d.Name != srv.Name || d.Rates != "48000" || !strings.HasPrefix(d.PeriodSize, "256 ") || !slices.Contains(d.Streams, "playback") {
+		t.Errorf("Devices: %+v", d)
 	}
 }

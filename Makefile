@@ -156,7 +156,7 @@ race-full:
 # The PortAudio driver against JACK, its binary (the CLI with PortAudio
 # linked) run end to end through it (TestRunThroughJack); then the native
 # JACK driver (audio/jack, tag jack) the same way, against servers of its
-# own at 64 and 256 frames (about 40 s). The CLI's own
+# own at 64 and 256 frames (25-95 s here, quiet to busy). The CLI's own
 # end-to-end suite runs in unit (the static build), part of it in race (a
 # cgo build, as the PortAudio one is); a pass with PortAudio linked took
 # four minutes of the gate's 25.

@@ -22,12 +22,16 @@ ARGS ?=
 run: setup build
 	$(BIN) run $(ARGS)
 
-# The default build is pure Go and static; the PortAudio driver is added
-# when its headers are there (scripts/setup installs portaudio19-dev).
+# The default build is pure Go and static; the PortAudio driver and the
+# JACK driver are added when their headers are there (scripts/setup
+# installs portaudio19-dev, which brings libjack-jackd2-dev).
 build:
-	@if [ -e /usr/include/portaudio.h ]; then \
-		echo "building with the PortAudio driver"; \
-		$(GO) build -tags portaudio -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/latencytest; \
+	@tags=; \
+	if [ -e /usr/include/portaudio.h ]; then tags=portaudio; fi; \
+	if [ -e /usr/include/jack/jack.h ]; then tags=$${tags:+$$tags,}jack; fi; \
+	if [ -n "$$tags" ]; then \
+		echo "building with the drivers of tags $$tags"; \
+		$(GO) build -tags $$tags -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/latencytest; \
 	else \
 		CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/latencytest; \
 	fi
@@ -80,7 +84,7 @@ rehearse-wait:
 vet:
 	@out=$$(gofmt -l .) && { test -z "$$out" || { echo "$$out"; echo "gofmt: files above need formatting"; exit 1; }; }
 	$(GO) vet ./...
-	$(GO) vet -tags portaudio ./...
+	$(GO) vet -tags portaudio,jack ./...
 	$(GO) vet -tags pipewire ./internal/pwprofile/
 	@# The 32-bit architectures the tool builds for (docs/arm.md), whose
 	@# records and alignment differ: vet compiles every package and its
@@ -151,12 +155,15 @@ race-full:
 	$(GO) test -race -count=1 -p 1 -timeout 10m -tags portaudio ./audio/portaudio/...
 
 # The PortAudio driver against JACK, its binary (the CLI with PortAudio
-# linked) run end to end through it (TestRunThroughJack). The CLI's own
+# linked) run end to end through it (TestRunThroughJack); then the native
+# JACK driver (audio/jack, tag jack) the same way, against servers of its
+# own at 64 and 256 frames (25-95 s here, quiet to busy). The CLI's own
 # end-to-end suite runs in unit (the static build), part of it in race (a
 # cgo build, as the PortAudio one is); a pass with PortAudio linked took
 # four minutes of the gate's 25.
 portaudio-test:
 	$(GO) test -count=1 -p 1 -timeout 10m -tags portaudio ./audio/portaudio/...
+	$(GO) test -count=1 -p 1 -timeout 5m -tags jack ./audio/jack/...
 
 # PipeWire's profiler read and its late cycles charged, against the
 # system's pipewire run headless on its Dummy-Driver with a JACK client

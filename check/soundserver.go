@@ -19,7 +19,7 @@ import (
 const (
 	nameSoundServer = "sound server"
 	whySoundServer  = "a sound server holding the card makes latencytest's hw: open fail (EBUSY), and its own thread must be real-time and below the card's interrupt thread, or the interrupt that wakes it waits behind it"
-	fixServerHeld   = "to measure the kernel: stop the server for the run (systemctl --user stop pipewire.socket pipewire pipewire-pulse wireplumber; or stop jackd), or measure through it: --driver portaudio under JACK"
+	fixServerHeld   = "to measure the kernel: stop the server for the run (systemctl --user stop pipewire.socket pipewire pipewire-pulse wireplumber; or stop jackd), or measure through it: --driver jack (or portaudio) under JACK"
 	fixServerNotRT  = "give it real-time priority: PipeWire's module-rt with rtkit or an rtprio limit for the user (/etc/security/limits.d: @audio - rtprio 95), jackd -R"
 	fixServerAbove  = "raise the card's interrupt thread above the server's: chrt -f -p PRIO PID of the irq/ thread, or rtirq (Debian: rtirq-init)"
 )

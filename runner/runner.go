@@ -234,7 +234,7 @@ func (c *Config) validateDriver() error {
 		if c.AutoDriver {
 			why = " (--driver auto found no sound card)"
 		}
-		return badinput.Errorf("%s: the %s driver%s plays no sound; allowed with --driver alsa or portaudio", what, c.Driver, why)
+		return badinput.Errorf("%s: the %s driver%s plays no sound; allowed with --driver alsa, portaudio or jack", what, c.Driver, why)
 	case a.Access != "mmap" && a.Access != "rw":
 		return badinput.Errorf("--access %q: allowed mmap or rw", a.Access)
 	case a.Access == "rw" && c.Driver != "alsa":

@@ -164,7 +164,7 @@ func TestConfigValidateRunFlags(t *testing.T) {
 			c.Audio.ToneHz, c.Driver = 30000, "alsa"
 		},
 		"--duration 1ms: shorter than one period (1.333333ms)": func(c *Config) { c.Duration = time.Millisecond },
-		"--tone 440: the timer driver (--driver auto found no sound card) plays no sound; allowed with --driver alsa or portaudio": func(c *Config) {
+		"--tone 440: the timer driver (--driver auto found no sound card) plays no sound; allowed with --driver alsa, portaudio or jack": func(c *Config) {
 			c.Audio.ToneHz, c.AutoDriver = 440, true
 		},
 		"--file x.wav: the rtc driver plays no sound":                  func(c *Config) { c.Audio.File, c.Driver = "x.wav", "rtc" },

@@ -4,13 +4,12 @@ package portaudio
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
 	"latencytest/audio"
 	"latencytest/internal/badinput"
+	"latencytest/internal/jackserver"
 )
 
 // hostAPIs are the host APIs --device names, with the PortAudio type each
@@ -213,15 +212,6 @@ func describe(info audio.DeviceInfo, d *device) audio.DeviceInfo {
 }
 
 // JackRunning reports whether a JACK server this process would connect to
-// is up: the server named by JACK_DEFAULT_SERVER, or "default". It looks
-// for the server's socket rather than initialising PortAudio, which would
-// probe every ALSA device.
-func JackRunning() bool {
-	name := os.Getenv("JACK_DEFAULT_SERVER")
-	if name == "" {
-		name = "default"
-	}
-	// jackd2 makes its socket in /dev/shm on Linux.
-	_, err := os.Stat(filepath.Join("/dev/shm", fmt.Sprintf("jack_%s_%d_0", name, os.Getuid())))
-	return err == nil
-}
+// is up (internal/jackserver.Running): it looks for the server's socket
+// rather than initialising PortAudio, which would probe every ALSA device.
+func JackRunning() bool { return jackserver.Running() }

@@ -4,37 +4,26 @@ package portaudio
 
 // A small binding to the PortAudio C API: the calls this driver makes and
 // no more. Its callback is in C so that the period's wakeup is timestamped
-// before Go is entered: entering Go from a foreign thread needs a scheduler
-// P, and on a busy machine that wait (milliseconds at worst, see
-// docs/portaudio.md) would otherwise be counted as the thread's wakeup
-// latency.
+// before Go is entered (audio/cthread.h): entering Go from a foreign
+// thread needs a scheduler P, and on a busy machine that wait
+// (milliseconds at worst, see docs/portaudio.md) would otherwise be
+// counted as the thread's wakeup latency.
 
 /*
 #cgo LDFLAGS: -lportaudio
+#cgo CFLAGS: -I${SRCDIR}/../cthread
 #include <stdint.h>
-#include <time.h>
-#include <sys/prctl.h>
 #include <portaudio.h>
-
-// LT_THREAD_NAME is audio.CallbackThreadName (a test checks they agree).
-#define LT_THREAD_NAME "lt-audio"
+#include "cthread.h"
 
 extern void ltGoCallback(uintptr_t handle, int64_t woke, void *in, void *out, unsigned long frames, double now, unsigned long flags);
 
+// ltCallback timestamps the wakeup and names the thread (cthread.h's
+// lt_callback_begin) before it enters Go.
 static int ltCallback(const void *in, void *out, unsigned long frames,
 		const PaStreamCallbackTimeInfo *ti, PaStreamCallbackFlags flags, void *user) {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	// Named once, at the thread's first period (after the timestamp: the
-	// name is not the period's), for the spike tracer; PortAudio calls
-	// back from one thread for the stream's life.
-	static __thread int named;
-	if (!named) {
-		prctl(PR_SET_NAME, LT_THREAD_NAME, 0, 0, 0);
-		named = 1;
-	}
-	ltGoCallback((uintptr_t)user, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec,
-		(void *)in, out, frames, ti ? ti->currentTime : 0, flags);
+	int64_t woke = lt_callback_begin();
+	ltGoCallback((uintptr_t)user, woke, (void *)in, out, frames, ti ? ti->currentTime : 0, flags);
 	return paContinue;
 }
 

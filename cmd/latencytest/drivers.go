@@ -19,6 +19,7 @@ type driverEntry struct {
 func drivers() []driverEntry {
 	var d []driverEntry
 	d = append(d, alsaDrivers()...)
+	d = append(d, jackDrivers()...)
 	d = append(d, portaudioDrivers()...)
 	d = append(d, rtcDrivers()...)
 	d = append(d, driverEntry{name: "timer", new: func() audio.Driver { return timer.New() }, present: func() bool { return true }})
@@ -35,7 +36,7 @@ func driverNames() []string {
 
 // allDriverNames is what --driver accepts, built in or not, so that asking
 // for a driver this build lacks can say how to get it.
-func allDriverNames() []string { return []string{"auto", "timer", "alsa", "portaudio", "rtc"} }
+func allDriverNames() []string { return []string{"auto", "timer", "alsa", "portaudio", "jack", "rtc"} }
 
 func lookupDriver(name string) (driverEntry, bool) {
 	for _, d := range drivers() {

@@ -229,8 +229,8 @@ func attach(cfg *runner.Config, cmd string, args []string) error {
 // command's own. --driver offers auto and the drivers built in, the ones
 // that can run (--driver names the others only to say how to get them).
 func streamFlags(fs *flag.FlagSet, f *runFlags, driver string, cpuLoad int) *aplayFlags {
-	choiceVar(fs, &f.driver, "driver", driver, append([]string{"auto"}, driverNames()...), "audio driver: auto, timer, alsa or portaudio (auto: a soundcard if there is one, else timer)")
-	fs.StringVar(&f.device, "device", "", "device to open (ALSA: hw:CARD,DEV; PortAudio: HOSTAPI, HOSTAPI:NAME or an index)")
+	choiceVar(fs, &f.driver, "driver", driver, append([]string{"auto"}, driverNames()...), "audio driver: auto, timer, alsa, portaudio or jack (auto: a soundcard if there is one, else timer)")
+	fs.StringVar(&f.device, "device", "", "device to open (ALSA: hw:CARD,DEV; PortAudio: HOSTAPI, HOSTAPI:NAME or an index; JACK: the server's name)")
 	fs.StringVar(&f.captureDevice, "capture-device", "", "capture device for --stream duplex (default: --device)")
 	choiceVar(fs, &f.stream, "stream", "playback", []string{"playback", "capture", "duplex"}, "playback, capture or duplex")
 	choiceVar(fs, &f.access, "access", "mmap", []string{"mmap", "rw"}, "ALSA access: mmap (the mapped buffer, waiting in poll, as aplay -M) or rw (a blocking write, as plain aplay)")
@@ -419,6 +419,8 @@ func (f *runFlags) resolveDriver() (string, error) {
 	switch f.driver {
 	case "portaudio":
 		return "", badFlag("--driver portaudio: not built into this binary; build with -tags portaudio after apt-get install portaudio19-dev (make build-portaudio)")
+	case "jack":
+		return "", badFlag("--driver jack: not built into this binary; build with -tags jack after apt-get install libjack-jackd2-dev (make build builds it in where the headers are)")
 	case "alsa":
 		return "", badFlag("--driver alsa: not built into this binary")
 	}
@@ -528,8 +530,9 @@ func (f *runFlags) perCPU(drv string) ([]int, error) {
 	switch {
 	case f.affinity != "":
 		return nil, badFlag("--cpus with --affinity: --cpus pins a thread to each CPU it lists; give one of them")
-	case drv == "portaudio":
-		return nil, badFlag("--cpus with --driver portaudio: PortAudio calls back on a thread of its own, which cannot be pinned; give --driver alsa (the card's stream on the first CPU listed, timer threads on the others) or timer")
+	case drv == "portaudio" || drv == "jack":
+		who := map[string]string{"portaudio": "PortAudio", "jack": "libjack"}[drv]
+		return nil, badFlag("--cpus with --driver %s: %s calls back on a thread of its own, which cannot be pinned; give --driver alsa (the card's stream on the first CPU listed, timer threads on the others) or timer", drv, who)
 	}
 	allowed, err := threads.Allowed()
 	if err != nil {

@@ -93,7 +93,7 @@ func TestRunFirstLine(t *testing.T) {
 		args = append([]string{"run", "--tests", "idle", "--duration", "1s", "--out", fresh}, args...)
 		r := latencytest(t, args...)
 		oneLine(t, r, strings.Join(args, " "))
-		if !strings.Contains(r.stderr, "plays no sound; allowed with --driver alsa or portaudio") {
+		if !strings.Contains(r.stderr, "plays no sound; allowed with --driver alsa, portaudio or jack") {
 			t.Errorf("%v: %q", args, r.stderr)
 		}
 	}

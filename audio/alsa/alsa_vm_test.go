@@ -166,6 +166,17 @@ func checkPeriods(t *testing.T, periods int64, durationNS float64, lost int64, r
 
 // engineProcess finds the `latencytest __engine` child.
 func engineProcess() int {
+	if pids := latencytestProcesses("__engine"); len(pids) > 0 {
+		return pids[0]
+	}
+	return 0
+}
+
+// latencytestProcesses are the running latencytest processes whose first
+// argument is sub (any, when sub is ""): what /proc's command lines say
+// now (a zombie has none).
+func latencytestProcesses(sub string) []int {
+	var pids []int
 	dirs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, f := range dirs {
 		b, err := os.ReadFile(f)
@@ -173,12 +184,12 @@ func engineProcess() int {
 			continue
 		}
 		args := strings.Split(string(b), "\x00")
-		if len(args) > 1 && filepath.Base(args[0]) == "latencytest" && args[1] == "__engine" {
+		if len(args) > 1 && filepath.Base(args[0]) == "latencytest" && (sub == "" || args[1] == sub) {
 			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
-			return pid
+			pids = append(pids, pid)
 		}
 	}
-	return 0
+	return pids
 }
 
 // clickWAV writes a 1 s 16-bit stereo loop at 48 kHz: silence with a

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"latencytest/internal/badinput"
+	"latencytest/internal/testhook"
 	"latencytest/runner"
 	"latencytest/sysinfo"
 )
@@ -61,6 +62,9 @@ func monitorFlagSet() (*flag.FlagSet, *monitorSettings) {
 	fs.IntVar(&s.m.keep, "keep", 168, "results directories to keep, the newest (0: keep all)")
 	fs.StringVar(&s.f.out, "out", "", "directory of the results directories (default results/monitor-HOST)")
 	s.mf = newMetricsFlags(fs)
+	// The loopback's VM test breaks the sound on purpose, as run's does
+	// (audio/alsa's TestVMMonitorLoopback).
+	testGlitchFlag(fs, &s.f)
 	return fs, s
 }
 
@@ -83,6 +87,7 @@ func monitorMain(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := interruptible(cfg.Children, stderr)
 	defer stop()
+	ctx = testhook.WithGlitches(ctx, f.glitches)
 	err = runner.RunRotating(ctx, cfg, m.keep, func() {
 		if set != nil {
 			set.Rotated()

@@ -38,6 +38,7 @@ func TestMonitorBadFlags(t *testing.T) {
 		{[]string{"--driver", "nosuch"}, "--driver"},
 		{[]string{"--cpu-load", "101"}, "--cpu-load"},
 		{[]string{"--loopback", "--stream", "duplex"}, "--loopback"},
+		{[]string{"--test-glitch", "5:loud"}, "--test-glitch"}, // the test hook, parsed as run parses it
 		{[]string{"stray"}, "stray"},
 		// The engine refuses the device: no metrics file, no address line.
 		{[]string{"--device", "hw:0,0", "--metrics-file", filepath.Join(dir, "lt.prom"), "--listen", "0"}, "--device"},

@@ -115,7 +115,7 @@ func runFlagSet() (*flag.FlagSet, *runSettings) {
 	fs.BoolVar(&f.noReport, "no-report", false, "do not render index.html at the end")
 	fs.StringVar(&f.cpus, "cpus", "", "measure on every CPU listed at once, one thread pinned to each at the same priority and period, as cyclictest --smp: all, or a list such as 0,2-3 (with a card or the RTC, its stream on the first CPU listed, timer threads on the others)")
 	fs.StringVar(&f.testStall, "test-stall", "", "testing hook: PERIOD:DURATION stalls the loop at that period of each phase; PERIOD:DURATION@CPU only that CPU's under --cpus")
-	fs.StringVar(&f.testGlitch, "test-glitch", "", "testing hook: PERIOD:KIND[:FRAMES],... breaks the sound the ALSA driver writes after that period of each phase: silence (a period of it), skip:N or repeat:N frames of the content")
+	testGlitchFlag(fs, f)
 	fs.DurationVar(&f.failAbove, "fail-above", 0, "exit 1 when a phase's worst wakeup was later than this (e.g. 1ms), for scripts and CI (default: off)")
 	fs.IntVar(&f.maxXruns, "max-xruns", -1, "exit 1 when a phase had more xruns than this (0 or more), for scripts and CI (default: off)")
 	s.loads = newLoads(fs)
@@ -467,6 +467,13 @@ func givenFlags(fs *flag.FlagSet) map[string]bool {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	return set
+}
+
+// testGlitchFlag defines --test-glitch, the test hook run and monitor
+// share (hidden: isHidden): parsed by config into f.glitches, carried to
+// the engine on the measurement's context (testhook.WithGlitches).
+func testGlitchFlag(fs *flag.FlagSet, f *runFlags) {
+	fs.StringVar(&f.testGlitch, "test-glitch", "", "testing hook: PERIOD:KIND[:FRAMES],... breaks the sound the ALSA driver writes after that period of each phase (of a monitor's one stream): silence (a period of it), skip:N or repeat:N frames of the content")
 }
 
 // parseStall is --test-stall's PERIOD:DURATION; "" is no stall.

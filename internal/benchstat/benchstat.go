@@ -123,7 +123,8 @@ func Pair(a, b []Round, seed uint64) (Paired, error) {
 // against the reference (issue 28): the per-round ratio of p99 and of
 // p99.9 at most P99 and P999, judged on its interval as compare judges
 // (decide.Against: met when the whole interval is within the goal, not
-// met when the whole is beyond it, cannot tell otherwise), the max's interval overlapping the A/A's
+// met when the whole is beyond it, not decided otherwise, with how
+// many rounds would likely decide), the max's interval overlapping the A/A's
 // (the max of one round is one wakeup: only the noise can judge it), and
 // CPU per period at most CPU times the reference's.
 type Goals struct {
@@ -177,12 +178,26 @@ func atMost(name string, i Interval, goal float64, aa *Interval) string {
 		case decide.Above:
 			word = "not met"
 		default:
-			word = string(decide.CannotTell)
+			word = notDecided(i, goal)
 		}
 	}
 	s := fmt.Sprintf("%s %s (goal: ≤ %.2f: %s)", name, i, goal, word)
 	if aa != nil {
 		s += fmt.Sprintf("; A/A %s", aa)
+	}
+	return s
+}
+
+// notDecided says that an interval holding its goal decides nothing at
+// this host's noise after its rounds, and how many would likely decide:
+// an honest result to record, not a goal to chase with more hours.
+func notDecided(i Interval, goal float64) string {
+	s := fmt.Sprintf("not decided at this host's noise after %d rounds", i.N)
+	switch n := decide.RoundsFor(i.Median, i.Lo, i.Hi, i.N, goal); {
+	case n >= decide.MaxRunsNeeded:
+		s += fmt.Sprintf("; more than %d would be needed", decide.MaxRunsNeeded)
+	case n > 0:
+		s += fmt.Sprintf("; ~%d would likely decide", n)
 	}
 	return s
 }

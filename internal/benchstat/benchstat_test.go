@@ -117,7 +117,10 @@ func TestPairRounds(t *testing.T) {
 }
 
 // The verdict meets a goal when the ratio's whole interval is within it,
-// misses it when the whole is beyond, cannot tell otherwise, and judges
+// misses it when the whole is beyond, does not decide otherwise (saying
+// how many rounds would likely decide: 16 × (h / d)², h the interval's
+// half-width and d the median's distance from the goal, in logarithms:
+// 16 × (0.0668 / 0.0180)² ≈ 220), and judges
 // the max by the A/A's interval.
 func TestVerdictLines(t *testing.T) {
 	at := func(m, lo, hi float64) Interval { return Interval{Median: m, Lo: lo, Hi: hi, N: 16} }
@@ -126,7 +129,7 @@ func TestVerdictLines(t *testing.T) {
 	got := strings.Join(v.Lines(), "\n")
 	for _, want := range []string{
 		"p99 1.01 [0.98, 1.04] (goal: ≤ 1.05: met); A/A 1.00 [0.97, 1.03]",
-		"p99.9 1.12 [1.05, 1.20] (goal: ≤ 1.10: cannot tell)",
+		"p99.9 1.12 [1.05, 1.20] (goal: ≤ 1.10: not decided at this host's noise after 16 rounds; ~220 would likely decide)",
 		"CPU per period (start-up counted) 1.30 [1.20, 1.40] (goal: ≤ 1.00: not met)",
 		"max 1.30 [0.90, 1.90]; A/A 1.00 [0.60, 1.50] (goal: the intervals overlap: met)",
 	} {

@@ -234,6 +234,14 @@ func (d Decision) RunsFor(bound float64) int {
 	return runsToNarrow(d.Lo, d.Hi, d.RunsA, d.RunsB, math.Abs(math.Log(d.Ratio)-math.Log(bound)))
 }
 
+// RoundsFor is RunsFor for a ratio taken round by round (the benchmark's:
+// each round pairs one run of each tool): how many rounds would likely put
+// an interval like [lo, hi] about ratio, from n rounds, wholly on one side
+// of bound.
+func RoundsFor(ratio, lo, hi float64, n int, bound float64) int {
+	return runsToNarrow(lo, hi, n, n, math.Abs(math.Log(ratio)-math.Log(bound)))
+}
+
 // runsToNarrow is how many runs each source would need for the half-width
 // of [lo, hi] (in logarithms) to shrink below t: it shrinks as the square
 // root of the runs, and both sources are taken to get the same number,

@@ -123,3 +123,11 @@ func (n ServerNode) What() string {
 	}
 	return fmt.Sprintf("%s, finished up to %.1f ms after it", n.Why, n.MaxOverrunUS/1000)
 }
+
+// OverrunText is MaxOverrunUS in ms, or "not known".
+func (n ServerNode) OverrunText() string {
+	if n.MaxOverrunUS < 0 {
+		return "not known"
+	}
+	return fmt.Sprintf("%.1f ms", n.MaxOverrunUS/1000)
+}

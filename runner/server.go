@@ -30,29 +30,30 @@ type serverKind struct {
 }
 
 // detectServer says which server a --driver jack run goes through, from
-// the libjack this process loaded: the engine is this binary with this
-// environment, so it loads the same one. PipeWire's (pipewire-jack, found
-// through pw-jack's LD_LIBRARY_PATH or the system's alternative) lives
-// under a pipewire directory (Debian:
-// /usr/lib/x86_64-linux-gnu/pipewire-0.3/jack/libjack.so.0); jackd2's
-// does not. A libjack whose path names neither is taken as jackd's only
-// if it does not export PipeWire's own symbols; maps is /proc/self/maps.
+// the libraries this process loaded (maps is /proc/self/maps): the engine
+// is this binary with this environment, so it loads the same libjack.
+// PipeWire's libjack (pipewire-jack, through pw-jack's LD_LIBRARY_PATH, the
+// system's alternative, or in libjack's own place as some distributions
+// install it) is a client of libpipewire-0.3, which it brings in with it;
+// jackd2's libjack is not. So libpipewire mapped beside libjack is
+// PipeWire, and libjack without it is jackd.
 func detectServer(driver, maps string) serverKind {
 	if driver != "jack" {
 		return serverKind{}
 	}
-	lib := libjackPath(maps)
+	lib := mapped(maps, "libjack.so")
 	switch {
 	case lib == "":
 		return serverKind{}
-	case strings.Contains(lib, "pipewire"):
-		return serverKind{rundata.ServerPipeWire, "this process's libjack is PipeWire's: " + lib}
+	case mapped(maps, "libpipewire-0.3.so") != "":
+		return serverKind{rundata.ServerPipeWire, "this process's libjack is PipeWire's (libpipewire-0.3 loaded with it): " + lib}
 	}
-	return serverKind{rundata.ServerJackd, "this process's libjack is not PipeWire's: " + lib}
+	return serverKind{rundata.ServerJackd, "this process's libjack is jackd's (no libpipewire loaded with it): " + lib}
 }
 
-// libjackPath is the path of the libjack mapped in maps, "" if none.
-func libjackPath(maps string) string {
+// mapped is the path of the library mapped in maps whose name begins with
+// prefix, "" if none.
+func mapped(maps, prefix string) string {
 	sc := bufio.NewScanner(strings.NewReader(maps))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
@@ -60,7 +61,7 @@ func libjackPath(maps string) string {
 			continue
 		}
 		p := strings.Join(f[5:], " ")
-		if strings.HasPrefix(filepath.Base(p), "libjack.so") {
+		if strings.HasPrefix(filepath.Base(p), prefix) {
 			return p
 		}
 	}

@@ -35,7 +35,8 @@ func loadProfile(t *testing.T, name string) pwprofile.Profile {
 // profiler child's account (ServerRecord, sent as JSON), the phase's block
 // (phaseServer), run.json written and read back, and the closing block.
 func TestServerBlockFromProfile(t *testing.T) {
-	kind := detectServer("jack", "7f00-7f01 r-xp 00000000 08:01 123 /usr/lib/x86_64-linux-gnu/pipewire-0.3/jack/libjack.so.0.3.6500\n")
+	kind := detectServer("jack", "7f00-7f01 r-xp 00000000 08:01 123 /usr/lib/x86_64-linux-gnu/pipewire-0.3/jack/libjack.so.0.3.6500\n"+
+		"7f02-7f03 r-xp 00000000 08:01 124 /usr/lib/x86_64-linux-gnu/libpipewire-0.3.so.0.365.0\n")
 	if kind.name != rundata.ServerPipeWire {
 		t.Fatalf("detected %+v, want pipewire", kind)
 	}
@@ -102,6 +103,11 @@ func TestServerBlockJackd(t *testing.T) {
 	}
 	if k := detectServer("alsa", "x /usr/lib/pipewire-0.3/jack/libjack.so.0\n"); k.name != "" {
 		t.Errorf("alsa detected %+v", k)
+	}
+	// Some distributions put PipeWire's libjack in jackd's place: libpipewire
+	// beside it tells.
+	if k := detectServer("jack", "7f00-7f01 r-xp 00000000 08:01 1 /usr/lib/libjack.so.0\n7f02-7f03 r-xp 00000000 08:01 2 /usr/lib/libpipewire-0.3.so.0\n"); k.name != rundata.ServerPipeWire {
+		t.Errorf("libjack in jackd's place with libpipewire detected %+v", k)
 	}
 	if k := detectServer("jack", "x /usr/lib/libc.so.6\n"); k.name != "" {
 		t.Errorf("no libjack detected %+v", k)

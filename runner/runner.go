@@ -303,7 +303,9 @@ func Run(ctx context.Context, cfg Config) (*rundata.Run, error) {
 	nice.SetAll(parentNice) // best effort: needs CAP_SYS_NICE
 	s := &session{cfg: cfg, pr: newPrinter(cfg.Stderr, cfg.Progress), run: run, res: res, acts: map[int]float64{},
 		names: repeated(cfg.Tests, cfg.Repeat)}
-	if maps, err := os.ReadFile("/proc/self/maps"); err == nil {
+	// monitor (Rotate) keeps no server block: one profile over its whole
+	// life would grow without end and be charged to its last directory.
+	if maps, err := os.ReadFile("/proc/self/maps"); err == nil && cfg.Rotate == 0 {
 		s.server = detectServer(cfg.Driver, string(maps))
 	}
 	defer func() { s.res.close() }() // a rotation replaces s.res

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"latencytest/internal/pwprofile"
@@ -41,7 +42,10 @@ func pwProfileMain(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	if err := rec.WaitAttached(10 * time.Second); err != nil {
+	// The engine's node may be the graph's first: then nothing runs, and
+	// nothing is logged, until it joins. Ready once pw-profiler logs or
+	// has run a second.
+	if err := rec.WaitStarted(ctx, time.Second); err != nil {
 		rec.Stop()
 		return fail(err)
 	}
@@ -53,6 +57,9 @@ func pwProfileMain(args []string, stdout, stderr io.Writer) int {
 	prof, err := rec.Stop()
 	if err != nil {
 		return fail(fmt.Errorf("reading pw-profiler's log: %w", err))
+	}
+	if len(prof.Records) == 0 {
+		return fail(fmt.Errorf("pw-profiler logged no cycle (is libpipewire-module-profiler loaded?): %s", strings.Join(strings.Fields(rec.Output()), " ")))
 	}
 	if err := runner.SendProfile(conn, prof, how); err != nil {
 		return 1

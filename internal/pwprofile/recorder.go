@@ -2,6 +2,7 @@ package pwprofile
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -104,6 +105,31 @@ func (r *Recorder) WaitAttached(timeout time.Duration) error {
 			return fmt.Errorf("pw-profiler logged no cycle in %v (is module-profiler loaded, does a driver run?)", timeout)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// WaitStarted waits until pw-profiler has logged cycles, or has run for
+// settle without exiting: a graph with no active node runs no driver, and
+// logs nothing until a client (the run's own) joins it. It says why not
+// if pw-profiler exited, and returns ctx's error if ctx ends first.
+func (r *Recorder) WaitStarted(ctx context.Context, settle time.Duration) error {
+	t := time.NewTimer(settle)
+	defer t.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if st, err := os.Stat(filepath.Join(r.dir, "profiler.log")); err == nil && st.Size() > 0 {
+			return nil
+		}
+		select {
+		case <-r.exited:
+			return fmt.Errorf("pw-profiler exited (%v) as it started: %s", r.err, strings.TrimSpace(r.out.String()))
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			return nil
+		case <-tick.C:
+		}
 	}
 }
 

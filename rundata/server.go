@@ -16,8 +16,9 @@ const (
 const JackdWhich = "not known (jackd gives no account)"
 
 // MaxServerLate bounds Server.Late: the first cycles are kept with their
-// times, ByNode counts them all.
-const MaxServerLate = 1000
+// times, ByNode counts them all. MaxPhases phases with that many must stay
+// within the values a reader decodes (runShape; TestMaxServerRead).
+const MaxServerLate = 32
 
 // Server is the sound server's own account of a phase's late cycles, beside
 // the kernel's figures, when the phase ran through a server (--driver jack

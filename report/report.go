@@ -150,6 +150,9 @@ type phaseView struct {
 	SpikesHeard int
 	Culprits    []culpritRow
 	Strips      template.HTML
+	// Server is the sound server's account of the late cycles (--driver
+	// jack through PipeWire or jackd); nil otherwise.
+	Server *rundata.Server
 }
 
 // cpuView is one CPU's figures in a phase of run --cpus.
@@ -206,7 +209,7 @@ func runBanners(rd *runData) []string {
 // link).
 func newPhaseView(id string, pd *phaseData, sr statsRow) phaseView {
 	pv := phaseView{ID: id, Name: pd.Label(), Stressor: pd.Stressor, Skipped: pd.Skipped, Note: pd.note, Series: stressorSeries(pd.StressorStats),
-		Xruns: pd.Xruns, PointerJumps: pd.PointerJumps, RTThrottled: pd.RTThrottled, RTThrottledMS: fmtNum(float64(pd.RTThrottledNS) / 1e6), Overflow: pd.Overflow, Lost: pd.Lost, Nominal: fmtNum(pd.CPULoop.NominalUS / 1000)}
+		Xruns: pd.Xruns, PointerJumps: pd.PointerJumps, RTThrottled: pd.RTThrottled, RTThrottledMS: fmtNum(float64(pd.RTThrottledNS) / 1e6), Overflow: pd.Overflow, Lost: pd.Lost, Server: pd.Server, Nominal: fmtNum(pd.CPULoop.NominalUS / 1000)}
 	if u, w := pd.UpdateDelay, pd.AfterUpdate; u != nil && w != nil {
 		pv.Update, pv.AfterUpdate = statsLine(u), statsLine(w)
 	}

@@ -538,3 +538,42 @@ func TestCaptureSideText(t *testing.T) {
 		t.Errorf("an older duplex run: %q", got)
 	}
 }
+
+// TestRenderServer: a phase through PipeWire has a table of the server's
+// late cycles by node, every name (a client's own choice) escaped.
+func TestRenderServer(t *testing.T) {
+	c := synth.Default()
+	c.PhaseLength = time.Second
+	dir, _ := writeRun(t, c)
+	r, err := rundata.ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evil := `<script>alert("node")</script>`
+	r.Phases[0].Server = &rundata.Server{Server: "pipewire", DetectedBy: `libjack <img src=x>`, Rate: 48000, QuantumFrames: 256, QuantumUS: 5333,
+		Cycles: 1875, LateCycles: 12, ByNode: []rundata.ServerNode{
+			{Node: evil, ID: 31, Why: "ran past its deadline", N: 11, MaxOverrunUS: 3100},
+			{Node: "latencytest", ID: 40, Why: "woke late", N: 1, MaxOverrunUS: -1}}}
+	r.Phases[1].Server = &rundata.Server{Server: "jackd", LateCycles: 2, Which: rundata.JackdWhich}
+	if err := rundata.WriteRun(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	out, doc := renderDoc(t, dir)
+	if n := findAll(doc, func(n *html.Node) bool { return n.Data == "script" || n.Data == "img" }); len(n) != 0 {
+		t.Fatalf("a node's name became markup: %d script/img elements", len(n))
+	}
+	if strings.Contains(out, "<script>alert") {
+		t.Error("output holds the name unescaped")
+	}
+	rows := findAll(doc, func(n *html.Node) bool { return n.Data == "table" && strings.Contains(attr(n, "class"), "server") })
+	if len(rows) != 1 {
+		t.Fatalf("%d server tables, want 1", len(rows))
+	}
+	page := text(doc)
+	for _, want := range []string{"'" + evil + "'", "libjack <img src=x>", "quantum 256 frames at 48000 Hz", "12 late cycles of 1875", "3.1 ms", "not known",
+		"which client: not known (jackd gives no account)"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page text lacks %q", want)
+		}
+	}
+}

@@ -348,6 +348,9 @@ type Phase struct {
 	// Lost counts periods the engine measured but could not hand over
 	// (its ring was full); they are in the figures of no statistic.
 	Lost int64 `json:"lost,omitempty"`
+	// Server is the sound server's account of the phase's late cycles,
+	// when it ran through one (--driver jack; Server).
+	Server *Server `json:"server,omitempty"`
 	// Overflow counts latencies beyond the histogram's range (≥ 100 ms);
 	// they are in Max, and a percentile whose rank falls among them reads
 	// the range's edge (see LatencyStats). Underflow counts those below

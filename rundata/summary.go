@@ -252,6 +252,9 @@ func writeNotes(w io.Writer, r *Run, ph Phase, name string) {
 	if ratio, off := ph.CPULoop.Miscalibrated(); off {
 		note("cpu load: the DSP loop ran %.0f µs at its shortest against the %.0f µs asked (×%.2f): calibrated as the run began at another CPU speed (an emulator, a busy host, frequency scaling), the load was not the one asked", ph.CPULoop.MinUS, ph.CPULoop.NominalUS, ratio)
 	}
+	if ph.Server != nil {
+		note("server: %s", ph.Server)
+	}
 	if ph.RTThrottled > 0 {
 		note("RT throttled: %d spikes, %.1f ms (the real-time budget, sched_rt_runtime_us, ran out and the kernel stopped the audio thread: not the kernel's latency; see latencytest check)", ph.RTThrottled, float64(ph.RTThrottledNS)/1e6)
 	}

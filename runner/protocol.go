@@ -105,3 +105,8 @@ type threadBye struct {
 	Lost    uint64         `json:"lost"`
 	Broke   *rundata.Break `json:"broke,omitempty"`
 }
+
+// PWProfileCommand is the hidden subcommand that records PipeWire's
+// profiler (pw-profiler) during a phase run through PipeWire and sends its
+// account of the late cycles (ServerRecord) when stopped.
+const PWProfileCommand = "__pw-profile"

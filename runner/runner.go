@@ -303,6 +303,11 @@ func Run(ctx context.Context, cfg Config) (*rundata.Run, error) {
 	nice.SetAll(parentNice) // best effort: needs CAP_SYS_NICE
 	s := &session{cfg: cfg, pr: newPrinter(cfg.Stderr, cfg.Progress), run: run, res: res, acts: map[int]float64{},
 		names: repeated(cfg.Tests, cfg.Repeat)}
+	// monitor (Rotate) keeps no server block: one profile over its whole
+	// life would grow without end and be charged to its last directory.
+	if maps, err := os.ReadFile("/proc/self/maps"); err == nil && cfg.Rotate == 0 {
+		s.server = detectServer(cfg.Driver, string(maps))
+	}
 	defer func() { s.res.close() }() // a rotation replaces s.res
 	defer s.separate()()
 	defer s.liftBudget(ctx)()
@@ -357,6 +362,9 @@ type session struct {
 	loadCPUs []int
 	// names is every phase to run, in order: the tests, repeated.
 	names []string
+	// server is the sound server the run goes through (--driver jack),
+	// whose account of each phase's late cycles run.json keeps.
+	server serverKind
 }
 
 // repeated is tests n times over (at least once).
@@ -431,9 +439,18 @@ func (s *session) phase(ctx context.Context, i int, name string) error {
 	if l, ok := load.(Liner); ok {
 		stopLines = s.pr.follow(name, l.NewLines)
 	}
+	var prof *profiler
+	var server *rundata.Server
+	if s.server.name == rundata.ServerPipeWire {
+		prof, server = s.startProfiler(ctx, name)
+	}
 	t0 := sysinfo.ReadCPUTimes(os.DirFS("/"))
 	ph.LoadAvg = t0.Load1 // before the phase: a killed run's record has it
 	acc, err := runPhase(ctx, s.cfg, i, &ph, s, len(s.run.Phases))
+	if prof != nil {
+		server = prof.stop()
+		server.DetectedBy = s.server.how
+	}
 	ph.StealPct = math.Round(100*sysinfo.StealPct(t0, sysinfo.ReadCPUTimes(os.DirFS("/")))) / 100
 	stopLines()
 	if load != nil {
@@ -449,6 +466,7 @@ func (s *session) phase(ctx context.Context, i int, name string) error {
 		return err
 	}
 	ph.CutShort = ctx.Err() != nil
+	phaseServer(s.run, &ph, s.server, server)
 	s.phaseEnded(&ph, acc)
 	return err
 }

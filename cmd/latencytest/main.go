@@ -71,6 +71,8 @@ func commands() map[string]command {
 		rtBudgetCommand: {main: rtBudgetMain, hidden: true},
 		// traceGuardCommand leaves the tracer as a killed run found it.
 		traceGuardCommand: {main: traceGuardMain, hidden: true},
+		// pwProfileCommand records PipeWire's profiler during a phase.
+		pwProfileCommand: {main: pwProfileMain, hidden: true},
 		// manCommand and completionCommand write the package's man pages
 		// and shell completions from the commands' docs and flag sets, as
 		// -h prints them (make dist).

@@ -4,6 +4,7 @@ package pwprofile
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"latencytest/internal/bintest"
 )
 
 // need finds a program the test needs, or skips (fails under CI).
@@ -140,47 +143,11 @@ func (p *proc) waitLine(t *testing.T, prefix string, timeout time.Duration) {
 	}
 }
 
-// TestProfilerChargesStallsToTheClient runs the system's PipeWire headless
-// (its Dummy-Driver, a runtime directory of its own) at 256 frames of
-// 48 kHz, 5.333 ms, with two JACK clients under pipewire-jack: "steady",
-// and "slow", which once armed spins 8 ms in every 150th cycle, 8 times.
-// Each stall runs past one deadline (the client finishes 8 ms after it
-// woke, about 2.7 ms after the deadline, and its next cycle in time), so
-// the profile must charge exactly 8 late cycles, all to slow, 150 cycles
-// apart, each about 2.7 ms over, none to steady and none in the clean
-// seconds before and after. A busy machine makes cycles late of itself
-// (a kernel that lets other work hold a real-time thread up): a client
-// may be charged no more of those than it saw by its own clock, and then
-// at least half the stalls must have their times; the driver's own late
-// cycles (the server held up) excuse the times of the stalls beside them.
-func TestProfilerChargesStallsToTheClient(t *testing.T) {
+// headless starts the system's pipewire in a runtime directory of its own
+// under dir, at 256/48000, and returns the clients' environment for it.
+func headless(t *testing.T, dir string) ([]string, *proc) {
+	t.Helper()
 	pipewire := need(t, "pipewire", "pipewire")
-	need(t, "pw-profiler", "pipewire-bin")
-	pwjack := need(t, "pw-jack", "pipewire-jack")
-	cc := need(t, "cc", "gcc")
-	if _, err := os.Stat("/usr/include/jack/jack.h"); err != nil {
-		msg := "jack/jack.h not found: apt-get install libjack-jackd2-dev (scripts/setup test installs it)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	const (
-		every   = 150
-		stallUS = 8000
-		count   = 8
-		quantum = 5333 * time.Microsecond
-		clean   = 3 * time.Second
-	)
-	dir := t.TempDir()
-	src, err := filepath.Abs("testdata/stall.c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	stall := filepath.Join(dir, "stall")
-	if out, err := exec.Command(cc, "-O2", "-Wall", "-o", stall, src, "-ljack").CombinedOutput(); err != nil {
-		t.Fatalf("cc stall.c: %v\n%s", err, out)
-	}
 	rt := filepath.Join(dir, "rt")
 	if err := os.Mkdir(rt, 0o700); err != nil {
 		t.Fatal(err)
@@ -203,6 +170,57 @@ func TestProfilerChargesStallsToTheClient(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	return env, server
+}
+
+// stallClient compiles testdata/stall.c into dir.
+func stallClient(t *testing.T, dir string) string {
+	t.Helper()
+	cc := need(t, "cc", "gcc")
+	if _, err := os.Stat("/usr/include/jack/jack.h"); err != nil {
+		msg := "jack/jack.h not found: apt-get install libjack-jackd2-dev (scripts/setup test installs it)"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	src, err := filepath.Abs("testdata/stall.c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stall := filepath.Join(dir, "stall")
+	if out, err := exec.Command(cc, "-O2", "-Wall", "-o", stall, src, "-ljack").CombinedOutput(); err != nil {
+		t.Fatalf("cc stall.c: %v\n%s", err, out)
+	}
+	return stall
+}
+
+// TestProfilerChargesStallsToTheClient runs the system's PipeWire headless
+// (its Dummy-Driver, a runtime directory of its own) at 256 frames of
+// 48 kHz, 5.333 ms, with two JACK clients under pipewire-jack: "steady",
+// and "slow", which once armed spins 8 ms in every 150th cycle, 8 times.
+// Each stall runs past one deadline (the client finishes 8 ms after it
+// woke, about 2.7 ms after the deadline, and its next cycle in time), so
+// the profile must charge exactly 8 late cycles, all to slow, 150 cycles
+// apart, each about 2.7 ms over, none to steady and none in the clean
+// seconds before and after. A busy machine makes cycles late of itself
+// (a kernel that lets other work hold a real-time thread up): a client
+// may be charged no more of those than it saw by its own clock, and then
+// at least half the stalls must have their times; the driver's own late
+// cycles (the server held up) excuse the times of the stalls beside them.
+func TestProfilerChargesStallsToTheClient(t *testing.T) {
+	need(t, "pw-profiler", "pipewire-bin")
+	pwjack := need(t, "pw-jack", "pipewire-jack")
+	const (
+		every   = 150
+		stallUS = 8000
+		count   = 8
+		quantum = 5333 * time.Microsecond
+		clean   = 3 * time.Second
+	)
+	dir := t.TempDir()
+	stall := stallClient(t, dir)
+	env, server := headless(t, dir)
 	steady := start(t, "steady", env, dir, pwjack, stall, "steady", "0", "0", "0")
 	slow := start(t, "slow", env, dir, pwjack, stall, "slow", fmt.Sprint(every), fmt.Sprint(stallUS), fmt.Sprint(count))
 	steady.waitLine(t, "ready", 10*time.Second)
@@ -379,5 +397,79 @@ func TestProfilerWithoutServer(t *testing.T) {
 	t.Logf("%v", err)
 	if _, err := rec.Stop(); err == nil {
 		t.Errorf("Stop after no profile: no error")
+	}
+}
+
+// TestProfilerInRun runs `latencytest run --driver jack` (built with -tags
+// jack) under pw-jack against the headless server, with the client "slow"
+// spinning 8 ms in every 150th cycle, 4 times, while the run measures: the
+// run records the profiler during its phase (its __pw-profile child), and
+// run.json's server block and the closing block charge the stalls to
+// slow. Other late cycles (latencytest's own DSP load on a busy host, the
+// driver) may be charged besides. No pw-profiler is left after the run.
+func TestProfilerInRun(t *testing.T) {
+	need(t, "pw-profiler", "pipewire-bin")
+	pwjack := need(t, "pw-jack", "pipewire-jack")
+	need(t, "go", "golang")
+	dir := t.TempDir()
+	stall := stallClient(t, dir)
+	bin, err := bintest.New("jack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bin.Close() })
+	exe := bin.Path(t)
+	env, _ := headless(t, dir)
+	const stalls = 4
+	slow := start(t, "slow", env, dir, pwjack, stall, "slow", "150", "8000", fmt.Sprint(stalls))
+	slow.waitLine(t, "ready", 10*time.Second)
+	out := filepath.Join(dir, "res")
+	run := start(t, "latencytest", env, dir, pwjack, exe, "run", "--driver", "jack", "--tests", "idle", "--duration", "10s",
+		"--cpu-load", "20", "--out", out)
+	if err := bintest.WaitMeasuring(filepath.Join(out, "samples", "01-idle.bin"), 30*time.Second); err != nil {
+		t.Fatalf("%v\n%s", err, run.output())
+	}
+	time.Sleep(time.Second)
+	slow.cmd.Process.Signal(syscall.SIGUSR1)
+	select {
+	case <-run.done:
+	case <-time.After(40 * time.Second):
+		t.Fatalf("the run did not end:\n%s", run.output())
+	}
+	if !run.cmd.ProcessState.Success() {
+		t.Fatalf("run: %v\n%s", run.cmd.ProcessState, run.output())
+	}
+	r := bintest.ReadRun(t, out)
+	sv := r.Phases[0].Server
+	if sv == nil {
+		t.Fatalf("run.json has no server block:\n%s", run.output())
+	}
+	t.Logf("server: %s", sv)
+	if sv.Server != "pipewire" || sv.Rate != 48000 || sv.QuantumFrames != 256 || !strings.Contains(sv.DetectedBy, "pipewire") {
+		t.Errorf("server block %+v", *sv)
+	}
+	n := 0
+	for _, c := range sv.ByNode {
+		if c.Node == "slow" && c.Why == RanPast {
+			n = c.N
+		}
+	}
+	if n < stalls {
+		t.Errorf("%d late cycles charged to slow running past its deadline, want at least %d (the stalls): %s", n, stalls, sv)
+	}
+	if !strings.Contains(run.output(), "server: pipewire: ") || !strings.Contains(run.output(), "'slow' (ran past its deadline") {
+		t.Errorf("the closing block does not charge slow:\n%s", run.output())
+	}
+	// No pw-profiler of this server is left.
+	procs, _ := filepath.Glob("/proc/[0-9]*/environ")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil || !bytes.Contains(b, []byte("XDG_RUNTIME_DIR="+filepath.Join(dir, "rt")+"\x00")) {
+			continue
+		}
+		comm, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "comm"))
+		if c := strings.TrimSpace(string(comm)); c == "pw-profiler" || c == "latencytest" {
+			t.Errorf("%s (%s) left after the run", c, p)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package pwprofile
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"latencytest/internal/child"
 )
 
 // Profile is a recorded profile: its records and its nodes' names.
@@ -28,6 +31,7 @@ func (p Profile) Account() Report { return Account(p.Records, p.Names) }
 type Recorder struct {
 	dir    string
 	cmd    *exec.Cmd
+	held   *child.Held
 	out    *bytes.Buffer
 	exited chan struct{}
 	err    error
@@ -48,7 +52,10 @@ func (l *lockedBuffer) Write(p []byte) (int, error) {
 
 // Start runs pw-profiler in dir (made if missing) with env added to this
 // process's environment (XDG_RUNTIME_DIR or PIPEWIRE_REMOTE say which
-// server). It dies with this process.
+// server). It runs in a process group of its own (a terminal's Ctrl-C
+// is this process's to pass on) and dies with this process: it is forked
+// from a thread that lives until it is reaped (internal/child.Held), so
+// PR_SET_PDEATHSIG follows this process.
 func Start(dir string, env ...string) (*Recorder, error) {
 	bin, err := exec.LookPath("pw-profiler")
 	if err != nil {
@@ -63,12 +70,16 @@ func Start(dir string, env ...string) (*Recorder, error) {
 	r.cmd.Dir = dir
 	r.cmd.Env = append(os.Environ(), env...)
 	r.cmd.Stdout, r.cmd.Stderr = lb, lb
-	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := r.cmd.Start(); err != nil {
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if r.held, err = child.StartHeld(r.cmd); err != nil {
 		return nil, fmt.Errorf("starting pw-profiler: %w", err)
 	}
 	go func() {
-		r.err = r.cmd.Wait()
+		<-r.held.Exited()
+		_ = r.held.SignalGroup(syscall.SIGKILL) // anything it left in its group
+		if st := r.held.Reap(); st != nil && !st.Success() {
+			r.err = &exec.ExitError{ProcessState: st}
+		}
 		lb.mu.Lock()
 		r.out.Write(lb.b.Bytes())
 		lb.mu.Unlock()
@@ -97,15 +108,40 @@ func (r *Recorder) WaitAttached(timeout time.Duration) error {
 	}
 }
 
+// WaitStarted waits until pw-profiler has logged cycles, or has run for
+// settle without exiting: a graph with no active node runs no driver, and
+// logs nothing until a client (the run's own) joins it. It says why not
+// if pw-profiler exited, and returns ctx's error if ctx ends first.
+func (r *Recorder) WaitStarted(ctx context.Context, settle time.Duration) error {
+	t := time.NewTimer(settle)
+	defer t.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if st, err := os.Stat(filepath.Join(r.dir, "profiler.log")); err == nil && st.Size() > 0 {
+			return nil
+		}
+		select {
+		case <-r.exited:
+			return fmt.Errorf("pw-profiler exited (%v) as it started: %s", r.err, strings.TrimSpace(r.out.String()))
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
 // Stop interrupts pw-profiler, as its user would, waits for it to write
 // its scripts and exit (killing it after 5 s), and reads what it wrote.
 func (r *Recorder) Stop() (Profile, error) {
 	r.once.Do(func() {
-		r.cmd.Process.Signal(syscall.SIGINT)
+		_ = r.held.SignalGroup(syscall.SIGINT)
 		select {
 		case <-r.exited:
 		case <-time.After(5 * time.Second):
-			r.cmd.Process.Kill()
+			_ = r.held.SignalGroup(syscall.SIGKILL)
 			<-r.exited
 		}
 	})

@@ -61,7 +61,9 @@ func RTSetup(asked rundata.RTParams) (setup rundata.RTSetup, release func()) {
 		}
 	}
 	if asked.Priority > 0 {
-		attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: uint32(asked.Priority)}
+		// Reset on fork: a thread or process started from this one does
+		// not inherit real-time priority (cthread.h says how one did).
+		attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: uint32(asked.Priority), Flags: unix.SCHED_FLAG_RESET_ON_FORK}
 		if err := unix.SchedSetAttr(0, &attr, 0); err != nil {
 			refuse("SCHED_FIFO priority %d: %v (run as root, or raise the rtprio limit in /etc/security/limits.conf)", asked.Priority, err)
 		} else {

@@ -21,7 +21,7 @@ package jack
 #include <jack/jack.h>
 #include <jack/thread.h>
 #include <stdio.h>
-#include "cthread.h"
+#include "cthread.h" // (with lt_keep_rt_to_itself: the build cache does not hash the header)
 
 #define LT_MAX_PORTS 64
 

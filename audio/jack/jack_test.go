@@ -357,3 +357,41 @@ func TestDevices(t *testing.T) {
 		t.Errorf("Devices: %+v", d)
 	}
 }
+
+// The process thread keeps its real-time policy to itself: a process (or a
+// Go thread) started from it runs SCHED_OTHER, the thread itself stays
+// real-time (audio/cthread.h, lt_keep_rt_to_itself). Before, Go threads
+// cloned from it ran goroutines at SCHED_FIFO 85, and the linker of a
+// `go build` started from one of them ran for minutes at that priority.
+func TestRealtimeStaysWithItsThread(t *testing.T) {
+	jacktest.Start(t, 48000, 64)
+	drv, _ := open(t, config(64))
+	var self, child string
+	var once atomic.Bool
+	record(t, drv, 200*time.Millisecond, func(*rundata.Sample) {
+		if once.Swap(true) {
+			return
+		}
+		self = policyOf(os.ReadFile("/proc/thread-self/stat"))
+		child = policyOf(exec.Command("cat", "/proc/self/stat").Output())
+	})
+	if self == "0" || self == "" {
+		t.Skipf("the process thread runs policy %q: the server gives no real-time scheduling here", self)
+	}
+	if child != "0" {
+		t.Errorf("a process started from the process thread (policy %s) runs policy %q, want 0 (SCHED_OTHER)", self, child)
+	}
+}
+
+// policyOf is the scheduling policy in a /proc stat line (field 41).
+func policyOf(stat []byte, err error) string {
+	s := string(stat)
+	i := strings.LastIndexByte(s, ')')
+	if err != nil || i < 0 {
+		return ""
+	}
+	if f := strings.Fields(s[i+1:]); len(f) > 38 {
+		return f[38]
+	}
+	return ""
+}

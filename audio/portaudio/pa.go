@@ -14,7 +14,7 @@ package portaudio
 #cgo CFLAGS: -I${SRCDIR}/../cthread
 #include <stdint.h>
 #include <portaudio.h>
-#include "cthread.h"
+#include "cthread.h" // (with lt_keep_rt_to_itself: the build cache does not hash the header)
 
 extern void ltGoCallback(uintptr_t handle, int64_t woke, void *in, void *out, unsigned long frames, double now, unsigned long flags);
 

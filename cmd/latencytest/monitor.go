@@ -36,7 +36,6 @@ the round trip and the glitches are metrics too.`,
 			"latencytest monitor --listen 0.0.0.0:9611",
 			"latencytest monitor --rotate 10m --keep 144 --out /var/lib/latencytest",
 			"latencytest monitor --metrics-file /var/lib/prometheus/node-exporter/latencytest.prom",
-			"latencytest monitor --driver alsa --stream duplex --device hw:Loopback,0 --capture-device hw:Loopback,1 --loopback --listen :9611",
 		},
 	}
 }

@@ -158,12 +158,20 @@ func traceKnownCulprit(t *testing.T, stalled int, where ...string) {
 	if caused < culpritBursts*2/3 {
 		t.Errorf("%d spikes inside the culprit's %d bursts, want at least %d", caused, culpritBursts, culpritBursts*2/3)
 	}
-	if cs, _ := rundata.Culprits(ss); len(cs) == 0 || cs[0].Name != culpritName {
+	// The culprit is the phase's first thread. The machine's own stops
+	// (the CPU idle while the wakeup came late: a VM's host, 92 ms of
+	// them in one rehearsal's 5 s against the culprit's 56) are no
+	// thread's and may outweigh it.
+	cs, _ := rundata.Culprits(ss)
+	threads := slices.DeleteFunc(slices.Clone(cs), func(c rundata.Cause) bool {
+		return c.Kind != rundata.CauseThread && c.Kind != rundata.CauseHeld
+	})
+	if len(threads) == 0 || threads[0].Name != culpritName {
 		var table []string
 		for _, c := range cs {
 			table = append(table, fmt.Sprintf("%s %.2f ms", c, float64(c.NS)/1e6))
 		}
-		t.Errorf("the phase's culprits: %s; want %s first", strings.Join(table, ", "), culpritName)
+		t.Errorf("the phase's culprits: %s; want %s the first thread", strings.Join(table, ", "), culpritName)
 	}
 	xrun := "] xrun at period"
 	if cpus {

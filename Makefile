@@ -145,10 +145,18 @@ RACE_PKGS = $(shell for d in $$($(GO) list -f '{{.Dir}}' ./...); do \
 	grep -qsE '^[[:space:]]*go [[:alnum:]_]' $$d/*.go && echo $$d; done | grep -v '/cmd/latencytest$$')
 RACE_CLI = ^(TestRunTimerIdleCountsPeriods|TestRunStallReadsBack|TestRunInterruptKeepsMeasurement|TestEngineDiesWithParent|TestRunSIGSTOPOfEngineIsOneXrun|TestRunPhasesWithLoads|TestMonitorRotation|TestRunMetricsFile|TestRunCPUsPinnedStallOnItsCPUAndCounted|TestRunCPUsKilledIsRecovered|TestSupervisorSignalIsOneStop|TestHangupAndPipeStopInOrder|TestSecondInterruptExitsAtOnce|TestStuckEngineKilled|TestRunLiftRTBudget|TestRunTraceKnownCulprit|TestCompareCommand|TestReportCommand)$$
 
+# The PortAudio driver's tests that count the server's cycles against the
+# time (RACE_COUNTS) are left to portaudio-test: under the race detector
+# the callback's Go code runs several times slower, the client misses
+# cycles and the dummy server restarts its schedule after them (one
+# rehearsal: 24 xruns, the fitted period at its clamp, 3751 counted in
+# 3743 periods' time), which judges the server's schedule, not a race.
+RACE_COUNTS = TestJackCountsPeriods|TestJackCaptureAndDuplex|TestRunThroughJack
+
 race:
 	$(GO) test -race -count=1 -p 1 -timeout 30m $(RACE_PKGS)
 	$(GO) test -race -count=1 -p 1 -timeout 30m -run '$(RACE_CLI)' ./cmd/latencytest/
-	$(GO) test -race -count=1 -p 1 -timeout 10m -tags portaudio ./audio/portaudio/...
+	$(GO) test -race -count=1 -p 1 -timeout 10m -tags portaudio -skip '$(RACE_COUNTS)' ./audio/portaudio/...
 
 race-full:
 	$(GO) test -race -count=1 -p 1 -timeout 30m $(RACE_PKGS) ./cmd/latencytest/

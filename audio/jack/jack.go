@@ -344,15 +344,12 @@ wait:
 // after closeWait: a server that stopped answering would otherwise hold
 // the engine. The client is then left alone (Close does nothing).
 func (d *Driver) answered(op func() error) error {
-	done := make(chan error, 1)
-	go func() { done <- op() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(closeWait):
+	ok, err := audio.Answered(closeWait, op)
+	if !ok {
 		d.dead = true
 		return fmt.Errorf("no answer from the JACK server in %v: the client is abandoned", closeWait)
 	}
+	return err
 }
 
 // Close closes the client.

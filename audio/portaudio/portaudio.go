@@ -395,15 +395,12 @@ wait:
 // stream is abandoned as a dead one is (see Run); the call stays blocked
 // on its own thread until the engine process exits.
 func (d *Driver) answered(op func() error) error {
-	done := make(chan error, 1)
-	go func() { done <- op() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(d.hostWait):
+	ok, err := audio.Answered(d.hostWait, op)
+	if !ok {
 		d.dead = true
 		return fmt.Errorf("no answer from the host API's process thread in %v: the stream is abandoned", d.hostWait)
 	}
+	return err
 }
 
 // hostWait is how long a stop or a close may wait for the host API's

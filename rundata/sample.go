@@ -128,6 +128,13 @@ const (
 	// its position modulo the buffer lost whole buffers). It is not an
 	// xrun: the kernel reported none and the stream ran on; Xrun stays 0.
 	FlagPointerJump
+	// FlagRestart marks a wakeup at which the host restarted its period
+	// schedule (a JACK server's xrun, its own or a client's; a buffered
+	// host API's underflow): the driver's period grid starts again here,
+	// and the part of a period between the xrun and this wakeup is in no
+	// period. It is what a count of periods against the time they took
+	// must allow for, within one period each.
+	FlagRestart
 )
 
 // WireSize is the size of one Sample on the pipe from the engine process to

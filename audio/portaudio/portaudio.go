@@ -480,6 +480,7 @@ func (d *Driver) callback(woke int64, in, out []float32, fl uint) {
 		// schedule: either way the periods run on a new grid from here.
 		d.grid.restart(woke)
 		due = woke
+		p.Flags |= rundata.FlagRestart
 	}
 	if d.jack && d.index > 1 {
 		// This stream's xruns on JACK: the cycles it missed (the server

@@ -68,21 +68,19 @@ func TestRunThroughJack(t *testing.T) {
 		t.Fatalf("samples file has %d periods, run.json %d", len(s), ph.Periods)
 	}
 	checkOncePerCycle(t, s)
-	if ph.Periods < 3750*98/100 || ph.Periods > 3750*102/100 {
-		// On a busy machine the client misses server cycles (with 80 %
-		// DSP load only a fifth of each period is left for lateness),
-		// and those are xruns, not periods. Every one must have been
-		// reported: periods plus missed cycles are the server's 3750.
-		period := float64(64) * 1e9 / 48000
-		var missed int64
-		for _, p := range s {
-			missed += int64(float64(p.Xrun)/period + 0.01)
-		}
-		if n := ph.Periods + missed; n < 3750*98/100 || n > 3750*102/100 {
-			t.Fatalf("phase %s: %d periods in 5 s and %d missed in xruns, want 3750 ± 2 %%", ph.Name, ph.Periods, missed)
-		}
-		t.Logf("busy machine: %d periods and %d missed cycles reported as xruns", ph.Periods, missed)
+	if ph.Periods > 3750*102/100 {
+		t.Fatalf("phase %s: %d periods in 5 s, want at most 3750 + 2 %%", ph.Name, ph.Periods)
 	}
+	// On a busy machine the client misses server cycles (with 80 % DSP
+	// load only a fifth of each period is left for lateness), and those
+	// are xruns, not periods: every one must be reported. The dummy
+	// server, starved, also restarts its own schedule after a late
+	// cycle without making the time up (docs/notes/gate.md), so the
+	// count is judged against the time the callbacks spanned, with the
+	// driver's restarts (FlagRestart), as the in-process tests judge
+	// the driver's frame counter.
+	counted, restarts := countedInSamples(s)
+	checkCountedInTime(t, counted, s[len(s)-1].Woke-s[0].Woke, restarts)
 	var late int
 	for _, p := range s {
 		if p.Woke < p.Due {
@@ -110,6 +108,24 @@ func TestRunThroughJack(t *testing.T) {
 		t.Fatalf("headroom_min_us %.1f, want a period (%.1f µs) less the latest wakeup without xrun (%.1f µs): %.1f", ph.HeadroomMinUS, periodUS, float64(maxLate)/1e3, want)
 	}
 	t.Logf("%d periods, latency µs: min %.0f p50 %.0f p99 %.0f max %.0f; headroom min %.0f µs; %d xruns", ph.Periods, ph.Latency.Min, ph.Latency.P50, ph.Latency.P99, ph.Latency.Max, ph.HeadroomMinUS, ph.Xruns)
+}
+
+// countedInSamples returns the periods from the first sample to the last,
+// with those the xruns between them report missed, and how many times the
+// driver restarted its grid. An xrun of m missed periods is m periods of
+// the fitted period, within maxDrift of nominal.
+func countedInSamples(s []rundata.Sample) (counted, restarts int64) {
+	period := float64(64) * 1e9 / 48000 * (1 - maxDrift)
+	counted = int64(len(s)) - 1
+	for _, p := range s[1:] {
+		counted += int64(float64(p.Xrun) / period)
+	}
+	for _, p := range s {
+		if p.Flags&rundata.FlagRestart != 0 {
+			restarts++
+		}
+	}
+	return counted, restarts
 }
 
 // A 50 ms stall injected into the callback (run's test hook, applied by

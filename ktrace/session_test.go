@@ -31,8 +31,12 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv("KTRACE_HOLD_OSNOISE"); spec != "" {
 		holdOsnoise(spec)
 	}
-	if os.Getenv("KTRACE_CULPRIT") == "1" {
-		runCulprit()
+	switch os.Getenv("KTRACE_CULPRIT") {
+	case "1":
+		runCulprit(known)
+		return
+	case "glitch":
+		runCulprit(glitching)
 		return
 	}
 	os.Exit(m.Run())
@@ -43,8 +47,8 @@ func TestMain(m *testing.M) {
 var known = culprit.Config{Name: culpritName, CPU: 0, Prio: 90, Busy: culpritBusy, Gap: culpritGap, Bursts: nBursts,
 	Settle: 50 * time.Millisecond}
 
-func runCulprit() {
-	if err := culprit.Run(known, os.Stdout); err != nil {
+func runCulprit(c culprit.Config) {
+	if err := culprit.Run(c, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

@@ -32,7 +32,7 @@ import (
 // that no CPU runs kernel code while it is patched (setting them up with
 // every CPU online froze the guest in the same way, 1 boot in 3).
 func init() {
-	if os.Getenv("KTRACE_CULPRIT") == "1" {
+	if os.Getenv("KTRACE_CULPRIT") != "" {
 		return
 	}
 	if err := keepTracepoints(); err != nil {

@@ -1,0 +1,139 @@
+//go:build vm
+
+package ktrace
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"latencytest/internal/bintest"
+	"latencytest/internal/culprit"
+	"latencytest/rundata"
+)
+
+// glitching is the known culprit made loud: each burst holds the audio
+// thread's CPU for 40 ms, longer than a 4 × 256-frame buffer (21.3 ms),
+// so that every burst underruns the stream and breaks the sine the
+// loopback hears; the gap lets the sound settle between them.
+var glitching = culprit.Config{Name: culpritName, CPU: 0, Prio: 90, Busy: 40 * time.Millisecond, Gap: 800 * time.Millisecond,
+	Bursts: 4, Settle: 50 * time.Millisecond}
+
+// A heard glitch traced to its cause, end to end on a real kernel: `run
+// --loopback --trace` through snd-aloop while the known culprit, above
+// the audio thread on its CPU, holds it for longer than the buffer. Each
+// burst is an xrun whose seam is heard; run.json lines the glitch up with
+// the spike window it fell in and names the culprit there, spikes.json
+// marks that spike heard with the culprit, and the report lists the
+// glitch with it. A glitch outside the bursts (the VM's own freezes under
+// TCG) is logged, not judged. The long tier's: it boots the tracer and
+// snd-aloop together, a minute of TCG.
+//
+//vmtest:long
+func TestVMTraceHeardCulprit(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	run := exec.Command(vmBinary, "run", "--driver", "alsa", "--stream", "duplex", "--device", "hw:Loopback,0",
+		"--capture-device", "hw:Loopback,1", "--loopback", "--period", "256", "--periods", "4", "--rate", "48000",
+		"--channels", "2", "--tests", "idle", "--duration", "8s", "--affinity", "0", "--cpu-load", "0",
+		"--trace", "--trace-above", "3ms", "--out", out, "--no-report", "--quiet")
+	var stderr strings.Builder
+	run.Stderr = &stderr
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := bintest.WaitMeasuring(filepath.Join(out, "samples", "01-idle.bin"), 30*time.Second); err != nil {
+		run.Process.Kill()
+		run.Wait()
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	// The capture's first second is the round trip's silence and the
+	// sound settling: the bursts come after it.
+	time.Sleep(time.Second)
+	culp := exec.Command(os.Args[0], "-test.run=^$")
+	culp.Env = append(os.Environ(), "KTRACE_CULPRIT=glitch")
+	var culpErr strings.Builder
+	culp.Stderr = &culpErr
+	said, err := culp.Output()
+	if err != nil {
+		run.Process.Kill()
+		run.Wait()
+		t.Fatalf("culprit: %v\n%s", err, culpErr.String())
+	}
+	if err := run.Wait(); err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	bursts := culpritBursts(t, string(said))
+	r, err := rundata.ReadRun(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snd := r.Phases[0].Sound
+	if snd == nil || !snd.Judged {
+		t.Fatalf("run.json: sound %+v, want it judged", snd)
+	}
+	bufNS := int64(4*256) * 1e9 / 48000
+	named := 0
+	for _, b := range bursts {
+		var in []rundata.Glitch
+		for _, g := range snd.Glitches {
+			// The seam is where the capture resumed after the xrun:
+			// within the burst, or a buffer after its end at most.
+			if g.AtNS >= b.Start && g.AtNS <= b.End+2*bufNS {
+				in = append(in, g)
+			}
+		}
+		t.Logf("burst %v: glitches %+v", b, in)
+		if len(in) == 0 {
+			t.Errorf("burst at %d ns (%.1f ms): no glitch heard in it or the buffer after", b.Start, float64(b.End-b.Start)/1e6)
+			continue
+		}
+		for _, g := range in {
+			if g.Trace == nil || g.Trace.Culprit == nil || g.Trace.Culprit.Name != culpritName {
+				t.Errorf("glitch at %.2f ms in a burst: trace %+v, want %s named", g.AtMS, g.Trace, culpritName)
+				continue
+			}
+			named++
+		}
+	}
+	for _, g := range snd.Glitches {
+		t.Logf("glitch at %.2f ms (%d ns) for %.2f ms with %q: trace %+v", g.AtMS, g.AtNS, g.LengthMS, g.With, traceText(g.Trace))
+	}
+	ss, err := rundata.ReadSpikes(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	heard := 0
+	for _, sp := range ss {
+		if sp.Heard != nil && sp.Heard.Culprit.Name == culpritName {
+			heard++
+		}
+	}
+	if heard == 0 || named == 0 {
+		t.Fatalf("%d glitches named %s in run.json, %d spikes heard with it in spikes.json: want both", named, culpritName, heard)
+	}
+	report := exec.Command(vmBinary, "report", out)
+	if msg, err := report.CombinedOutput(); err != nil {
+		t.Fatalf("report: %v\n%s", err, msg)
+	}
+	page, err := os.ReadFile(filepath.Join(out, "index.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(page), "in the trace: "+culpritName+" (SCHED_FIFO 90)") {
+		t.Errorf("the report does not list a glitch with %s (SCHED_FIFO 90)", culpritName)
+	}
+	t.Logf("%d bursts, %d glitches named %s, %d spikes heard with it", len(bursts), named, culpritName, heard)
+}
+
+func traceText(tr *rundata.GlitchTrace) string {
+	switch {
+	case tr == nil:
+		return "none"
+	case tr.Culprit != nil:
+		return tr.Culprit.String()
+	}
+	return tr.None
+}

@@ -427,7 +427,7 @@ func compare(t *testing.T, device string, rw bool, period, periods int, d time.D
 	}
 	stable := len(ref) == 0 && len(ref2) == 0
 	lt.stable = stable
-	if arch := os.Getenv("VMTEST_ARCH"); arch != "amd64" && !stable {
+	if arch := os.Getenv("VMTEST_ARCH"); onARM() && !stable && !armCompared(period) {
 		// Under TCG on ARM the emulated wakeup path alone takes most of
 		// a small buffer's slack (docs/vmtest.md, "arm64 and arm"): the
 		// spread of aplay's counts decides nothing there, as before the

@@ -62,6 +62,18 @@ func loopbackRoundTrip(t *testing.T) *rundata.Sound {
 // snd-aloop's own delay 0, the card's delay still while the sound held.
 func loopbackRoundTripAt(t *testing.T, sh buffer) *rundata.Sound {
 	t.Helper()
+	snd, ok := tryLoopbackRoundTrip(t, sh)
+	if !ok {
+		t.Fatalf("sound %+v: want a round trip behind %d frames in one of three runs", snd, sh.period*sh.periods)
+	}
+	return snd
+}
+
+// tryLoopbackRoundTrip is loopbackRoundTripAt that says whether it read a
+// round trip, where not having one is not yet a failure (the caller
+// decides with a reference), with the last run's sound.
+func tryLoopbackRoundTrip(t *testing.T, sh buffer) (*rundata.Sound, bool) {
+	t.Helper()
 	args := append(slices.Clone(loopbackArgs), "--duration", "5s", "--period", strconv.Itoa(sh.period), "--periods", strconv.Itoa(sh.periods))
 	var snd *rundata.Sound
 	var reported *rundata.ReportedDelay
@@ -70,7 +82,7 @@ func loopbackRoundTripAt(t *testing.T, sh buffer) *rundata.Sound {
 		snd, reported = r.Phases[0].Sound, r.Phases[0].CardReported
 	}
 	if snd == nil || snd.CardDelay == nil || snd.BufferFrames != sh.period*sh.periods {
-		t.Fatalf("sound %+v: want a round trip behind %d frames in one of three runs", snd, sh.period*sh.periods)
+		return snd, false
 	}
 	// snd-aloop reports no delay of its own (it never sets
 	// runtime->delay), though the sound takes one: a reported delay
@@ -82,7 +94,7 @@ func loopbackRoundTripAt(t *testing.T, sh buffer) *rundata.Sound {
 	if snd.RoundTripsBeforeBreak > 0 && snd.CardDelay.Min != snd.CardDelay.Max {
 		t.Errorf("the card delay moved while the sound held: %+v over %d repetitions", *snd.CardDelay, snd.RoundTripsBeforeBreak)
 	}
-	return snd
+	return snd, true
 }
 
 // TestVMLoopbackAlsabat: run --loopback's round trip against alsabat
@@ -105,7 +117,20 @@ func TestVMLoopbackAlsabat(t *testing.T) {
 
 // alsabatRoundTrip is TestVMLoopbackAlsabat at one buffer.
 func alsabatRoundTrip(t *testing.T, sh buffer) {
-	snd := loopbackRoundTripAt(t, sh)
+	snd, ok := tryLoopbackRoundTrip(t, sh)
+	if !ok {
+		// latencytest's sound broke before its MLS came back whole, in
+		// three runs: the reference for whether this buffer can hold on
+		// snd-aloop at all is aplay -M alone at the same size on the
+		// same device (latencytest's access is mmap).
+		a := startAplayOn(t, "hw:Loopback,0", sh.period, sh.periods, 5*time.Second, true, -1)
+		under := a.wait(t)
+		if len(under) == 0 {
+			t.Fatalf("sound %+v: no round trip in three runs at %d × %d frames, where aplay -M on hw:Loopback,0 played 5 s without an underrun", snd, sh.periods, sh.period)
+		}
+		t.Skipf("not measurable at %d × %d frames on snd-aloop here: latencytest's sound broke in each of three runs (last: %d xruns heard, %d not), and aplay -M alone on hw:Loopback,0 underran %d times in 5 s (%s ms)",
+			sh.periods, sh.period, snd.XrunsHeard, snd.XrunsNotHeard, len(under), fmtMS(under))
+	}
 	period, buf := strconv.Itoa(sh.period), strconv.Itoa(sh.period*sh.periods)
 	// alsabat retries an attempt that had an xrun at a larger period and
 	// buffer, which is no longer the same buffer: such runs, and those that

@@ -25,7 +25,7 @@ var glitching = culprit.Config{Name: culpritName, CPU: 0, Prio: 90, Busy: 40 * t
 // A heard glitch traced to its cause, end to end on a real kernel: `run
 // --loopback --trace` through snd-aloop while the known culprit, above
 // the audio thread on its CPU, holds it for longer than the buffer. Each
-// burst is an xrun whose seam is heard; run.json lines the glitch up with
+// burst is an xrun, and most break the sine; run.json lines each glitch up with
 // the spike window it fell in and names the culprit there, spikes.json
 // marks that spike heard with the culprit, and the report lists the
 // glitch with it. A glitch outside the bursts (the VM's own freezes under
@@ -75,8 +75,19 @@ func TestVMTraceHeardCulprit(t *testing.T) {
 		t.Fatalf("run.json: sound %+v, want it judged", snd)
 	}
 	bufNS := int64(4*256) * 1e9 / 48000
-	named := 0
+	samples := bintest.ReadSamples(t, out, r.Phases[0])
+	named, heardBursts := 0, 0
 	for _, b := range bursts {
+		xruns := 0
+		for _, s := range samples {
+			if s.Xrun > 0 && s.Woke >= b.Start && s.Woke <= b.End+2*bufNS {
+				xruns++
+				t.Logf("burst at %d ns: xrun of %.2f ms at period %d, woke %.2f ms after the burst began", b.Start, float64(s.Xrun)/1e6, s.Index, float64(s.Woke-b.Start)/1e6)
+			}
+		}
+		if xruns == 0 {
+			t.Errorf("burst at %d ns held the audio thread's CPU %.1f ms, longer than the %.1f ms buffer, and no xrun came of it", b.Start, float64(b.End-b.Start)/1e6, float64(bufNS)/1e6)
+		}
 		var in []rundata.Glitch
 		for _, g := range snd.Glitches {
 			// The seam is where the capture resumed after the xrun:
@@ -87,9 +98,13 @@ func TestVMTraceHeardCulprit(t *testing.T) {
 		}
 		t.Logf("burst %v: glitches %+v", b, in)
 		if len(in) == 0 {
-			t.Errorf("burst at %d ns (%.1f ms): no glitch heard in it or the buffer after", b.Start, float64(b.End-b.Start)/1e6)
+			// Not every xrun breaks the sine: the restart plays the
+			// loop on from where it stopped (run.json's
+			// xruns_not_heard). What is judged is each glitch heard.
+			t.Logf("burst at %d ns (%.1f ms): no glitch heard in it or the buffer after", b.Start, float64(b.End-b.Start)/1e6)
 			continue
 		}
+		heardBursts++
 		for _, g := range in {
 			if g.Trace == nil || g.Trace.Culprit == nil || g.Trace.Culprit.Name != culpritName {
 				t.Errorf("glitch at %.2f ms in a burst: trace %+v, want %s named", g.AtMS, g.Trace, culpritName)
@@ -111,8 +126,9 @@ func TestVMTraceHeardCulprit(t *testing.T) {
 			heard++
 		}
 	}
-	if heard == 0 || named == 0 {
-		t.Fatalf("%d glitches named %s in run.json, %d spikes heard with it in spikes.json: want both", named, culpritName, heard)
+	t.Logf("xruns heard %d, not heard %d, glitches alone %d", snd.XrunsHeard, snd.XrunsNotHeard, snd.GlitchesAlone)
+	if heardBursts < len(bursts)/2 || heard == 0 {
+		t.Fatalf("%d of %d bursts heard (%d glitches named %s in run.json), %d spikes heard with it in spikes.json: want half the bursts heard, and the spikes marked", heardBursts, len(bursts), named, culpritName, heard)
 	}
 	report := exec.Command(vmBinary, "report", out)
 	if msg, err := report.CombinedOutput(); err != nil {

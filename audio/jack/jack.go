@@ -78,6 +78,14 @@ type Driver struct {
 // New returns a JACK driver.
 func New() *Driver { return &Driver{} }
 
+// The engine and `latencytest devices` find these methods by type
+// assertion, and a driver without them runs the blocking loop or lists
+// nothing: a method lost or renamed should fail the build instead.
+var (
+	_ audio.CallbackDriver = (*Driver)(nil)
+	_ audio.Devices        = (*Driver)(nil)
+)
+
 // Present reports whether the JACK server a client would connect to is
 // up, for --driver auto.
 func Present() bool { return jackserver.Running() }

@@ -21,9 +21,6 @@ import (
 	"latencytest/rundata"
 )
 
-var _ audio.CallbackDriver = (*Driver)(nil)
-var _ audio.Devices = (*Driver)(nil)
-
 // config is verbose: nothing libjack prints is hidden.
 func config(period int) audio.Config {
 	return audio.Config{Stream: "playback", Rate: 48000, Channels: 2, PeriodFrames: period, Periods: 2, Verbose: true}

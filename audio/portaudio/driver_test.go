@@ -20,9 +20,6 @@ import (
 	"latencytest/rundata"
 )
 
-var _ audio.CallbackDriver = (*Driver)(nil)
-var _ audio.Devices = (*Driver)(nil)
-
 // jackConfig is verbose: nothing PortAudio or libjack print is hidden, and
 // neither is the test binary's traceback should a test time out inside
 // PortAudio (quietStderr points file descriptor 2 away meanwhile).

@@ -62,6 +62,14 @@ type Driver struct {
 // New returns a PortAudio driver.
 func New() *Driver { return &Driver{hostWait: hostWait} }
 
+// The engine and `latencytest devices` find these methods by type
+// assertion, and a driver without them runs the blocking loop or lists
+// nothing: a method lost or renamed should fail the build instead.
+var (
+	_ audio.CallbackDriver = (*Driver)(nil)
+	_ audio.Devices        = (*Driver)(nil)
+)
+
 // init initialises PortAudio with its probing noise hidden. PortAudio's
 // JACK host API activates a client at initialisation; on a busy machine
 // that has been seen to fail as an "unanticipated host error" (a server

@@ -5,7 +5,6 @@ package jack
 import (
 	"os"
 	"os/exec"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,41 +28,12 @@ func config(period int) audio.Config {
 func open(t *testing.T, cfg audio.Config) (*Driver, audio.Granted) {
 	t.Helper()
 	drv := New()
-	g, err := drv.Open(cfg)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := drv.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	return drv, g
+	return drv, jacktest.Open(t, drv, cfg)
 }
 
-// record runs the driver for d, calling hook (if any) inside each step,
-// and returns the samples.
-func record(t *testing.T, drv *Driver, d time.Duration, hook func(p *rundata.Sample)) []rundata.Sample {
-	t.Helper()
-	samples := make([]rundata.Sample, 0, int(d.Seconds()*48000/16)+1000)
-	stop := make(chan struct{})
-	timer := time.AfterFunc(d, func() { close(stop) })
-	defer timer.Stop()
-	err := drv.Run(func(p *rundata.Sample) bool {
-		if hook != nil {
-			hook(p)
-		}
-		if len(samples) == cap(samples) {
-			return false
-		}
-		samples = append(samples, *p)
-		return true
-	}, stop)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return samples
-}
+// perSecond is the most periods a second Record makes room for: a
+// 16-frame period, the shortest a JACK server runs, at 48 kHz.
+const perSecond = 48000 / 16
 
 // The periods are the server's cycles, at its buffer size: between the
 // first and the last callback, the cycles jack_get_cycle_times counted
@@ -86,7 +56,7 @@ func TestCountsPeriods(t *testing.T) {
 			}
 			var stale atomic.Int64 // hooks run after their cycle ended
 			var wrong, first, reset atomic.Int64
-			s := record(t, drv, 3*time.Second, func(p *rundata.Sample) {
+			s := jacktest.Record(t, drv, 3*time.Second, perSecond, func(p *rundata.Sample) {
 				frames, usecs, ok := drv.c.cycleTimes()
 				switch {
 				case !ok:
@@ -119,16 +89,7 @@ func TestCountsPeriods(t *testing.T) {
 			if len(s) < 100 {
 				t.Fatalf("%d periods in 3 s, want at least 100 to judge by", len(s))
 			}
-			var lat []int64
-			for i, p := range s {
-				if p.Index != int64(i) {
-					t.Fatalf("sample %d has index %d", i, p.Index)
-				}
-				if p.Woke < p.Due {
-					t.Fatalf("period %d woke %d ns before its cycle began", i, p.Due-p.Woke)
-				}
-				lat = append(lat, p.Latency())
-			}
+			lat := jacktest.Latencies(t, s)
 			// Every cycle between the first period and the last is a
 			// period or was reported missed.
 			cycles := int64((drv.frames-drv.stats.first)/uint32(period)) + 1
@@ -156,7 +117,6 @@ func TestCountsPeriods(t *testing.T) {
 				t.Errorf("%d cycles in %.1f periods' time: the server lost more than a tenth of the time in %d restarts", cycles-1, want, restarts)
 			}
 			t.Logf("%d cycles in %.1f periods' time; the server restarted its schedule %d times", cycles-1, want, restarts)
-			slices.Sort(lat)
 			t.Logf("%d periods (%d with current_usecs outside the frame of the start); server notices %d (own %d, other %d), %d second activations, %d hooks after the cycle; latency µs min %.0f p50 %.0f p99 %.0f max %.0f",
 				len(s), drv.stats.clamped, drv.stats.notices, drv.stats.own, drv.stats.other, drv.stats.sameCycle, stale.Load(),
 				float64(lat[0])/1e3, float64(lat[len(lat)/2])/1e3, float64(lat[len(lat)*99/100])/1e3, float64(lat[len(lat)-1])/1e3)
@@ -240,27 +200,7 @@ func TestStallReadsBack(t *testing.T) {
 func TestCallbackPathDoesNotAllocate(t *testing.T) {
 	jacktest.Start(t, 48000, 64)
 	drv, _ := open(t, config(64))
-	var calls atomic.Int64
-	var n int64
-	var before, after runtime.MemStats
-	stop := make(chan struct{})
-	go func() {
-		time.Sleep(300 * time.Millisecond)
-		runtime.ReadMemStats(&before)
-		n0 := calls.Load()
-		time.Sleep(2 * time.Second)
-		runtime.ReadMemStats(&after)
-		n = calls.Load() - n0
-		close(stop)
-	}()
-	if err := drv.Run(func(p *rundata.Sample) bool { calls.Add(1); return true }, stop); err != nil {
-		t.Fatal(err)
-	}
-	if m := after.Mallocs - before.Mallocs; n < 500 || m > uint64(n)/20 {
-		t.Fatalf("%d mallocs over %d callbacks", m, n)
-	} else {
-		t.Logf("%d mallocs over %d callbacks", m, n)
-	}
+	jacktest.CheckNoAllocs(t, drv)
 }
 
 // A buffer size changed mid-run (jack_bufsize) stops the run with an
@@ -300,18 +240,8 @@ func TestBufferSizeChangeSaid(t *testing.T) {
 func TestCallbackThreadNamed(t *testing.T) {
 	jacktest.Start(t, 48000, 64)
 	drv, _ := open(t, config(64))
-	var comm atomic.Value
-	record(t, drv, 200*time.Millisecond, func(*rundata.Sample) {
-		if comm.Load() == nil {
-			b, err := os.ReadFile("/proc/thread-self/comm")
-			if err != nil {
-				b = []byte(err.Error())
-			}
-			comm.Store(strings.TrimSpace(string(b)))
-		}
-	})
-	if got := comm.Load(); got != audio.CallbackThreadName {
-		t.Errorf("the process thread is named %v, want %s", got, audio.CallbackThreadName)
+	if got := jacktest.CallbackThread(t, drv); got != audio.CallbackThreadName {
+		t.Errorf("the process thread is named %q, want %s", got, audio.CallbackThreadName)
 	}
 }
 
@@ -365,7 +295,7 @@ func TestRealtimeStaysWithItsThread(t *testing.T) {
 	drv, _ := open(t, config(64))
 	var self, child string
 	var once atomic.Bool
-	record(t, drv, 200*time.Millisecond, func(*rundata.Sample) {
+	jacktest.Record(t, drv, 200*time.Millisecond, perSecond, func(*rundata.Sample) {
 		if once.Swap(true) {
 			return
 		}

@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"os/exec"
-	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -17,6 +16,7 @@ import (
 
 	"latencytest/audio"
 	"latencytest/internal/badinput"
+	"latencytest/internal/jacktest"
 	"latencytest/rundata"
 )
 
@@ -49,29 +49,9 @@ func TestAnsweredGivesUp(t *testing.T) {
 	}
 }
 
-// record runs the driver for d, calling hook (if any) inside each step,
-// and returns the samples.
-func record(t *testing.T, drv *Driver, d time.Duration, hook func(p *rundata.Sample)) []rundata.Sample {
-	t.Helper()
-	samples := make([]rundata.Sample, 0, int(d.Seconds()*48000/64)*2+1000)
-	stop := make(chan struct{})
-	timer := time.AfterFunc(d, func() { close(stop) })
-	defer timer.Stop()
-	err := drv.Run(func(p *rundata.Sample) bool {
-		if hook != nil {
-			hook(p)
-		}
-		if len(samples) == cap(samples) {
-			return false
-		}
-		samples = append(samples, *p)
-		return true
-	}, stop)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return samples
-}
+// perSecond is the most periods a second Record makes room for: twice
+// the server's 64-frame cycles at 48 kHz.
+const perSecond = 48000 / 64 * 2
 
 func openJack(t *testing.T, cfg audio.Config) *Driver {
 	t.Helper()
@@ -83,16 +63,8 @@ func openJack(t *testing.T, cfg audio.Config) *Driver {
 		debug.SetTraceback("all")
 		panic("Open did not return in 30 s; the JACK server's threads:\n" + serverThreads(os.Getenv("JACK_DEFAULT_SERVER")))
 	})
-	g, err := drv.Open(cfg)
-	watch.Stop()
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := drv.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
+	defer watch.Stop()
+	g := jacktest.Open(t, drv, cfg)
 	if g.Rate != cfg.Rate || g.PeriodFrames != cfg.PeriodFrames || !strings.Contains(g.Device, "jack:") {
 		t.Fatalf("granted %+v", g)
 	}
@@ -103,20 +75,14 @@ func openJack(t *testing.T, cfg audio.Config) *Driver {
 func TestJackCountsPeriods(t *testing.T) {
 	startJack(t, 48000, 64)
 	drv := openJack(t, jackConfig())
-	s := record(t, drv, 5*time.Second, nil)
+	s := jacktest.Record(t, drv, 5*time.Second, perSecond, nil)
 	checkPeriodsCounted(t, drv, s)
 	checkOncePerCycle(t, s)
 	if n := len(s); n > 3750*102/100 {
 		t.Errorf("%d callbacks in 5 s, want at most 3750 + 2 %%", n)
 	}
-	var lat []int64
+	lat := jacktest.Latencies(t, s)
 	for i, p := range s {
-		if p.Index != int64(i) {
-			t.Fatalf("sample %d has index %d", i, p.Index)
-		}
-		if p.Woke < p.Due {
-			t.Fatalf("sample %d woke %d ns before it was due", i, p.Due-p.Woke)
-		}
 		// One period to fill, plus the frames of the cycle's deadline
 		// the lateness used up: a punctual callback has one period of
 		// headroom before the next cycle, a late one less. Whole frames
@@ -125,9 +91,7 @@ func TestJackCountsPeriods(t *testing.T) {
 		if lo, hi := 64+math.Floor(late/(1+maxDrift)), 64+math.Floor(late/(1-maxDrift)); p.Avail < 64 || p.Avail > 128 || float64(p.Avail) < lo || float64(p.Avail) > hi {
 			t.Fatalf("sample %d: avail %d at %d ns late, want 64 + the late frames (%.1f), at most 128", i, p.Avail, p.Latency(), 64+late)
 		}
-		lat = append(lat, p.Latency())
 	}
-	slices.Sort(lat)
 	// The grid is the lower envelope of the wakeups, fitted to the frame
 	// clock: if its slope were off by the dummy server's drift (it runs
 	// slow without real-time rights), latencies would run away by
@@ -208,7 +172,7 @@ func TestJackStallIsXrun(t *testing.T) {
 	drv := openJack(t, jackConfig())
 	const at = 1000
 	var sleep audio.Sleeper // clock_nanosleep: no Go timer to wait for
-	s := record(t, drv, 3*time.Second, func(p *rundata.Sample) {
+	s := jacktest.Record(t, drv, 3*time.Second, perSecond, func(p *rundata.Sample) {
 		if p.Index == at {
 			sleep.For(50e6)
 		}
@@ -242,28 +206,7 @@ func TestJackStallIsXrun(t *testing.T) {
 // would show).
 func TestJackCallbackPathDoesNotAllocate(t *testing.T) {
 	startJack(t, 48000, 64)
-	drv := openJack(t, jackConfig())
-	var calls atomic.Int64 // counted on JACK's thread, read on this one
-	var n int64
-	var before, after runtime.MemStats
-	stop := make(chan struct{})
-	go func() {
-		time.Sleep(300 * time.Millisecond)
-		runtime.ReadMemStats(&before)
-		n0 := calls.Load()
-		time.Sleep(2 * time.Second)
-		runtime.ReadMemStats(&after)
-		n = calls.Load() - n0
-		close(stop)
-	}()
-	if err := drv.Run(func(p *rundata.Sample) bool { calls.Add(1); return true }, stop); err != nil {
-		t.Fatal(err)
-	}
-	mallocs := after.Mallocs - before.Mallocs
-	if n < 500 || mallocs > uint64(n)/20 {
-		t.Fatalf("%d mallocs over %d callbacks", mallocs, n)
-	}
-	t.Logf("%d mallocs over %d callbacks", mallocs, n)
+	jacktest.CheckNoAllocs(t, openJack(t, jackConfig()))
 }
 
 func TestJackDevices(t *testing.T) {
@@ -358,7 +301,7 @@ func TestJackCaptureAndDuplex(t *testing.T) {
 			cfg := jackConfig()
 			cfg.Stream = stream
 			drv := openJack(t, cfg)
-			s := record(t, drv, time.Second, nil)
+			s := jacktest.Record(t, drv, time.Second, perSecond, nil)
 			checkPeriodsCounted(t, drv, s)
 			checkOncePerCycle(t, s)
 		})
@@ -382,18 +325,7 @@ func TestJackRunning(t *testing.T) {
 // tell the audio thread among PortAudio's and JACK's threads.
 func TestCallbackThreadNamed(t *testing.T) {
 	startJack(t, 48000, 64)
-	drv := openJack(t, jackConfig())
-	var comm atomic.Value
-	record(t, drv, 200*time.Millisecond, func(*rundata.Sample) {
-		if comm.Load() == nil {
-			b, err := os.ReadFile("/proc/thread-self/comm")
-			if err != nil {
-				b = []byte(err.Error())
-			}
-			comm.Store(strings.TrimSpace(string(b)))
-		}
-	})
-	if got := comm.Load(); got != audio.CallbackThreadName {
-		t.Errorf("the callback thread is named %v, want %s", got, audio.CallbackThreadName)
+	if got := jacktest.CallbackThread(t, openJack(t, jackConfig())); got != audio.CallbackThreadName {
+		t.Errorf("the callback thread is named %q, want %s", got, audio.CallbackThreadName)
 	}
 }

@@ -1,5 +1,6 @@
 // Package jacktest starts JACK servers of their own for the tests of the
-// drivers that reach JACK (audio/portaudio, audio/jack).
+// drivers that reach JACK (audio/portaudio, audio/jack), and runs those
+// drivers' callbacks against them the same way for both.
 package jacktest
 
 import (

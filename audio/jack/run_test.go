@@ -3,11 +3,6 @@
 package jack
 
 import (
-	"fmt"
-	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -20,33 +15,7 @@ import (
 // needs it (internal/bintest).
 var bin *bintest.Binary
 
-func TestMain(m *testing.M) {
-	var err error
-	if bin, err = bintest.New("jack"); err != nil {
-		panic(err)
-	}
-	code := m.Run()
-	if err := bin.Close(); err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL:", err)
-		code = 1
-	}
-	os.Exit(code)
-}
-
-// runLatencytest runs `latencytest run --driver jack` against the test's
-// JACK server and returns the results directory.
-func runLatencytest(t *testing.T, args ...string) string {
-	t.Helper()
-	out := filepath.Join(t.TempDir(), "results")
-	args = append([]string{"run", "--driver", "jack", "--tests", "idle", "--out", out, "--no-report", "--quiet"}, args...)
-	cmd := exec.Command(bin.Path(t), args...)
-	var stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("latencytest %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
-	}
-	return out
-}
+func TestMain(m *testing.M) { bintest.Main(m, &bin, "jack") }
 
 // Downstream the jack driver is one driver more: run.json has the
 // server's shape as granted (its 256-frame cycles though --period asked
@@ -55,7 +24,7 @@ func runLatencytest(t *testing.T, args ...string) string {
 // comes back as an xrun of its length.
 func TestRunThroughJack(t *testing.T) {
 	jacktest.Start(t, 48000, 256)
-	dir := runLatencytest(t, "--period", "64", "--duration", "3s", "--test-stall", "200:50ms")
+	dir := bin.Results(t, "--driver", "jack", "--tests", "idle", "--period", "64", "--duration", "3s", "--test-stall", "200:50ms")
 	run, err := rundata.ReadRun(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -4,8 +4,6 @@ package portaudio
 
 import (
 	"errors"
-	"fmt"
-	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -17,38 +15,18 @@ import (
 	"latencytest/rundata"
 )
 
-// bin is the command built with the portaudio tag, once, when a test
-// first needs it (internal/bintest).
-var bin *bintest.Binary
-
-func TestMain(m *testing.M) {
-	var err error
-	if bin, err = bintest.New("portaudio"); err != nil {
-		panic(err)
-	}
-	code := m.Run()
-	if err := bin.Close(); err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL:", err)
-		code = 1
-	}
-	os.Exit(code)
-}
-
 // runLatencytest runs `latencytest run` against the test's JACK server and
 // returns the results directory.
 func runLatencytest(t *testing.T, args ...string) string {
 	t.Helper()
-	exe := bin.Path(t)
-	out := filepath.Join(t.TempDir(), "results")
-	args = append([]string{"run", "--driver", "portaudio", "--device", "jack", "--period", "64", "--tests", "idle", "--out", out, "--no-report", "--quiet"}, args...)
-	cmd := exec.Command(exe, args...)
-	var stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("latencytest %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
-	}
-	return out
+	return bin.Results(t, append([]string{"--driver", "portaudio", "--device", "jack", "--period", "64", "--tests", "idle"}, args...)...)
 }
+
+// bin is the command built with the portaudio tag, once, when a test
+// first needs it (internal/bintest).
+var bin *bintest.Binary
+
+func TestMain(m *testing.M) { bintest.Main(m, &bin, "portaudio") }
 
 // The issue's acceptance run: five seconds of 64-frame periods from a JACK
 // server at 48 kHz are 3750 periods, each with its latency recorded.

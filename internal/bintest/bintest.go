@@ -75,6 +75,37 @@ func (b *Binary) Close() error {
 	return errors.Join(err, os.RemoveAll(b.dir))
 }
 
+// Main is TestMain for a package whose tests share one binary built with
+// tags: it sets *bin before any test runs, and a race any of the binary's
+// processes reported fails the package even when every test passed.
+func Main(m *testing.M, bin **Binary, tags ...string) {
+	b, err := New(tags...)
+	if err != nil {
+		panic(err)
+	}
+	*bin = b
+	code := m.Run()
+	if err := b.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// Results runs `latencytest run` with args into a results directory of the
+// test's and returns that directory. The run writes no report and shows
+// no progress: the tests read run.json and the samples, and a failing
+// run's standard error is what the failure says (Output).
+func (b *Binary) Results(t testing.TB, args ...string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "results")
+	args = append([]string{"run", "--out", out, "--no-report", "--quiet"}, args...)
+	if _, err := Output(exec.Command(b.Path(t), args...)); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // Result is how a run of the binary ended.
 type Result struct {
 	Code           int

@@ -128,8 +128,8 @@ func alsabatRoundTrip(t *testing.T, sh buffer) {
 		if len(under) == 0 {
 			t.Fatalf("sound %+v: no round trip in three runs at %d × %d frames, where aplay -M on hw:Loopback,0 played 5 s without an underrun", snd, sh.periods, sh.period)
 		}
-		t.Skipf("not measurable at %d × %d frames on snd-aloop here: latencytest's sound broke in each of three runs (last: %d xruns heard, %d not), and aplay -M alone on hw:Loopback,0 underran %d times in 5 s (%s ms)",
-			sh.periods, sh.period, snd.XrunsHeard, snd.XrunsNotHeard, len(under), fmtMS(under))
+		t.Skipf("not measurable at %d × %d frames on snd-aloop here: latencytest's sound broke in each of three runs (last: %d xruns heard, %d not), and aplay -M alone on hw:Loopback,0 underran %d times in 5 s (longest %.2f ms)",
+			sh.periods, sh.period, snd.XrunsHeard, snd.XrunsNotHeard, len(under), slices.Max(under))
 	}
 	period, buf := strconv.Itoa(sh.period), strconv.Itoa(sh.period*sh.periods)
 	// alsabat retries an attempt that had an xrun at a larger period and

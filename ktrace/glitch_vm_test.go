@@ -39,33 +39,10 @@ func TestVMTraceHeardCulprit(t *testing.T) {
 		"--capture-device", "hw:Loopback,1", "--loopback", "--period", "256", "--periods", "4", "--rate", "48000",
 		"--channels", "2", "--tests", "idle", "--duration", "8s", "--affinity", "0", "--cpu-load", "0",
 		"--trace", "--trace-above", "3ms", "--out", out, "--no-report", "--quiet")
-	var stderr strings.Builder
-	run.Stderr = &stderr
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := bintest.WaitMeasuring(filepath.Join(out, "samples", "01-idle.bin"), 30*time.Second); err != nil {
-		run.Process.Kill()
-		run.Wait()
-		t.Fatalf("%v\n%s", err, stderr.String())
-	}
 	// The capture's first second is the round trip's silence and the
 	// sound settling: the bursts come after it.
-	time.Sleep(time.Second)
-	culp := exec.Command(os.Args[0], "-test.run=^$")
-	culp.Env = append(os.Environ(), "KTRACE_CULPRIT=glitch")
-	var culpErr strings.Builder
-	culp.Stderr = &culpErr
-	said, err := culp.Output()
-	if err != nil {
-		run.Process.Kill()
-		run.Wait()
-		t.Fatalf("culprit: %v\n%s", err, culpErr.String())
-	}
-	if err := run.Wait(); err != nil {
-		t.Fatalf("run: %v\n%s", err, stderr.String())
-	}
-	bursts := culpritBursts(t, string(said))
+	said, _ := runBesideCulprit(t, run, out, "glitch", time.Second)
+	bursts := culpritBursts(t, said)
 	r, err := rundata.ReadRun(out)
 	if err != nil {
 		t.Fatal(err)

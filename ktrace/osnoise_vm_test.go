@@ -71,36 +71,12 @@ func TestVMKnownCulpritOsnoise(t *testing.T) {
 	run := exec.Command(vmBinary, "run", "--driver", "timer", "--tests", "idle", "--duration", "4s", "--affinity", "0",
 		"--cpu-load", "0", "--period", "64", "--periods", "3", "--trace", "--trace-above", "3ms", "--out", out, "--no-report")
 	run.Env = append(os.Environ(), "LATENCYTEST_TRACE_DEBUG=1") // the events of a spike the accounts disagree on
-	var stderr strings.Builder
-	run.Stderr = &stderr
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// The culprit starts once the phase measures: under TCG the run's
-	// start takes up to 2 s, and bursts before it were spikes nobody saw.
-	if err := bintest.WaitMeasuring(filepath.Join(out, "samples", "01-idle.bin"), 30*time.Second); err != nil {
-		run.Process.Kill()
-		run.Wait()
-		t.Fatalf("%v\n%s", err, stderr.String())
-	}
-	culp := exec.Command(os.Args[0], "-test.run=^$")
-	culp.Env = append(os.Environ(), "KTRACE_CULPRIT=1")
-	var culpErr strings.Builder
-	culp.Stderr = &culpErr
-	said, err := culp.Output()
-	if err != nil {
-		run.Process.Kill()
-		run.Wait()
-		t.Fatalf("culprit: %v\n%s", err, culpErr.String())
-	}
-	if err := run.Wait(); err != nil {
-		t.Fatalf("run: %v\n%s", err, stderr.String())
-	}
-	t.Logf("latencytest %s\n%s", strings.Join(run.Args[1:], " "), stderr.String())
+	said, stderr := runBesideCulprit(t, run, out, "1", 0)
+	t.Logf("latencytest %s\n%s", strings.Join(run.Args[1:], " "), stderr)
 	// What the culprit ran in each burst, less its gaps (an interrupt the
 	// host stalled for 10 ms inside a burst, charged to the culprit's CPU
 	// clock by a kernel without interrupt time accounting).
-	bursts := culpritBursts(t, string(said))
+	bursts := culpritBursts(t, said)
 	r, err := rundata.ReadRun(out)
 	if err != nil {
 		t.Fatal(err)
@@ -397,4 +373,41 @@ func osnoiseBefore(t *testing.T) (fs *tracefs, haveNoise bool, before string) {
 	before = osnoiseSettings(fs)
 	t.Logf("osnoise usable: %v; %s", haveNoise, before)
 	return fs, haveNoise, before
+}
+
+// runBesideCulprit starts run, whose results go to out, and once its
+// first phase measures (under TCG the run's start takes up to 2 s, and
+// bursts before it would be spikes nobody saw) and settle more has
+// passed, runs the known culprit in the mode KTRACE_CULPRIT names (see
+// TestMain); it waits for both and returns what the culprit said of its
+// bursts and the run's stderr. A run or culprit that fails fails t, with
+// the run killed.
+func runBesideCulprit(t *testing.T, run *exec.Cmd, out, mode string, settle time.Duration) (said, stderr string) {
+	t.Helper()
+	var runErr strings.Builder
+	run.Stderr = &runErr
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stop := func(format string, args ...any) {
+		run.Process.Kill()
+		run.Wait()
+		t.Fatalf(format, args...)
+	}
+	if err := bintest.WaitMeasuring(filepath.Join(out, "samples", "01-idle.bin"), 30*time.Second); err != nil {
+		stop("%v\n%s", err, runErr.String())
+	}
+	time.Sleep(settle)
+	culp := exec.Command(os.Args[0], "-test.run=^$")
+	culp.Env = append(os.Environ(), "KTRACE_CULPRIT="+mode)
+	var culpErr strings.Builder
+	culp.Stderr = &culpErr
+	b, err := culp.Output()
+	if err != nil {
+		stop("culprit: %v\n%s", err, culpErr.String())
+	}
+	if err := run.Wait(); err != nil {
+		t.Fatalf("run: %v\n%s", err, runErr.String())
+	}
+	return string(b), runErr.String()
 }

@@ -57,9 +57,15 @@ func TestVMTraceHeardCulprit(t *testing.T) {
 	for _, b := range bursts {
 		xruns := 0
 		for _, s := range samples {
-			if s.Xrun > 0 && s.Woke >= b.Start && s.Woke <= b.End+2*bufNS {
+			if s.Woke < b.Start-bufNS || s.Woke > b.End+2*bufNS {
+				continue
+			}
+			if s.Xrun > 0 || s.Flags != 0 || s.Woke-s.Due > bufNS/4 {
+				t.Logf("burst at %d ns: period %d due %+.2f ms, woke %+.2f ms from the burst's start, xrun %.2f ms, flags %#x, avail %d",
+					b.Start, s.Index, float64(s.Due-b.Start)/1e6, float64(s.Woke-b.Start)/1e6, float64(s.Xrun)/1e6, s.Flags, s.Avail)
+			}
+			if s.Xrun > 0 && s.Woke >= b.Start {
 				xruns++
-				t.Logf("burst at %d ns: xrun of %.2f ms at period %d, woke %.2f ms after the burst began", b.Start, float64(s.Xrun)/1e6, s.Index, float64(s.Woke-b.Start)/1e6)
 			}
 		}
 		if xruns == 0 {

@@ -108,6 +108,13 @@ func TestVMTraceHeardCulprit(t *testing.T) {
 		if sp.Heard != nil && sp.Heard.Culprit.Name == culpritName {
 			heard++
 		}
+		// What the tracer saw in each burst says whether the culprit
+		// held the audio thread there at all.
+		for _, b := range bursts {
+			if end := sp.DueNS + sp.LatencyNS; end >= b.Start && sp.DueNS <= b.End+bufNS {
+				t.Logf("burst at %d ns: spike of period %d, due %+.2f ms, %.2f ms late: %s", b.Start, sp.Period, float64(sp.DueNS-b.Start)/1e6, float64(sp.LatencyNS)/1e6, causesNS(sp.Causes))
+			}
+		}
 	}
 	t.Logf("xruns heard %d, not heard %d, glitches alone %d", snd.XrunsHeard, snd.XrunsNotHeard, snd.GlitchesAlone)
 	if heardBursts < len(bursts)/2 || heard == 0 {

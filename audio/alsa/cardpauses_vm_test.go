@@ -388,19 +388,21 @@ type posGap struct {
 func gaps(run []span, evs []traceEvent, min int64) []posGap {
 	var out []posGap
 	for _, s := range run {
-		prev, prevPos, k := s.from, int64(-1), 0
+		// At a start: from the START or a read within a millisecond of
+		// it (the player's own reads right after its start).
+		atStart := func(prev int64) bool { return prev-s.from <= int64(time.Millisecond) }
+		prev, prevPos := s.from, int64(-1)
 		for _, e := range evs {
 			if e.ts < s.from || e.ts > s.to {
 				continue
 			}
 			if e.ts-prev >= min {
-				out = append(out, posGap{span{prev, e.ts}, prevPos, e.pos, k < 2})
+				out = append(out, posGap{span{prev, e.ts}, prevPos, e.pos, atStart(prev)})
 			}
 			prev, prevPos = e.ts, e.pos
-			k++
 		}
 		if s.to-prev >= min {
-			out = append(out, posGap{span{prev, s.to}, prevPos, -1, k < 2})
+			out = append(out, posGap{span{prev, s.to}, prevPos, -1, atStart(prev)})
 		}
 	}
 	return out

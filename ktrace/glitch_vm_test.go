@@ -11,16 +11,8 @@ import (
 	"time"
 
 	"latencytest/internal/bintest"
-	"latencytest/internal/culprit"
 	"latencytest/rundata"
 )
-
-// glitching is the known culprit made loud: each burst holds the audio
-// thread's CPU for 40 ms, longer than a 4 × 256-frame buffer (21.3 ms),
-// so that every burst underruns the stream and breaks the sine the
-// loopback hears; the gap lets the sound settle between them.
-var glitching = culprit.Config{Name: culpritName, CPU: 0, Prio: 90, Busy: 40 * time.Millisecond, Gap: 800 * time.Millisecond,
-	Bursts: 4, Settle: 50 * time.Millisecond}
 
 // A heard glitch traced to its cause, end to end on a real kernel: `run
 // --loopback --trace` through snd-aloop while the known culprit, above

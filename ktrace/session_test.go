@@ -47,6 +47,13 @@ func TestMain(m *testing.M) {
 var known = culprit.Config{Name: culpritName, CPU: 0, Prio: 90, Busy: culpritBusy, Gap: culpritGap, Bursts: nBursts,
 	Settle: 50 * time.Millisecond}
 
+// glitching is the known culprit made loud: each burst holds the audio
+// thread's CPU for 40 ms, longer than a 4 × 256-frame buffer (21.3 ms),
+// so that every burst underruns the stream and breaks the sine the
+// loopback hears; the gap lets the sound settle between them.
+var glitching = culprit.Config{Name: culpritName, CPU: 0, Prio: 90, Busy: 40 * time.Millisecond, Gap: 800 * time.Millisecond,
+	Bursts: 4, Settle: 50 * time.Millisecond}
+
 func runCulprit(c culprit.Config) {
 	if err := culprit.Run(c, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, err)

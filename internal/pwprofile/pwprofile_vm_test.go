@@ -3,6 +3,7 @@
 package pwprofile
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -25,6 +26,8 @@ import (
 // graph's only driver (no Dummy-Driver, no Freewheel-Driver), at 256
 // frames of 48 kHz (minimal.conf's vm.overrides, which would raise the
 // quantum to 1024 in a VM, left out), no D-Bus, no session manager.
+// module-access is needed: without it a client is never given the
+// permission to read the core, and waits for ever (0.3.65's update_busy).
 const vmConf = `
 context.properties = {
     core.daemon = true
@@ -51,6 +54,7 @@ context.modules = [
     { name = libpipewire-module-metadata }
     { name = libpipewire-module-spa-node-factory }
     { name = libpipewire-module-client-node }
+    { name = libpipewire-module-access args = { } }
     { name = libpipewire-module-adapter }
     { name = libpipewire-module-link-factory }
 ]
@@ -208,11 +212,13 @@ func serverXruns(out, name string) (count, lines int) {
 // nodeID finds the id of the node named name with pw-dump.
 func nodeID(t *testing.T, env []string, name string) int {
 	t.Helper()
-	cmd := exec.Command("pw-dump")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "pw-dump")
 	cmd.Env = testEnv(env)
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("pw-dump: %v", err)
+		t.Fatalf("pw-dump: %v\n%s", err, out)
 	}
 	var objs []struct {
 		ID   int    `json:"id"`
@@ -242,8 +248,11 @@ func nodeID(t *testing.T, env []string, name string) int {
 // TestVMPipeWireOnALoop runs Debian's PipeWire in the VM with a real ALSA
 // device as its driver: snd-aloop's playback device 0 (hw:Loopback,0),
 // opened by the server's ALSA sink at 256 frames of 48 kHz, with pw-cat
-// playing a tone (unlinked, as no session manager runs: the stream wants a
-// driver and joins the sink's graph), and reads the profiler as
+// playing a tone, unlinked, as no session manager runs: with
+// node.always-process (as PipeWire's libjack sets for its clients) the
+// stream joins the only driver's graph, and the sink runs (a stream that
+// only wants a driver is left idle while it has no link: 0.3.65's
+// pw_context_recalc_graph), and reads the profiler as
 // latencytest does (Start, Stop, Account). A clean stretch first, then the
 // server stopped (SIGSTOP, all its threads) for 50 ms a few times, 2.5 s
 // apart: the card runs on, empties its buffer and underruns, PipeWire's
@@ -299,14 +308,18 @@ func TestVMPipeWireOnALoop(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	t.Logf("pipewire is up")
 	writeTone(t, filepath.Join(dir, "tone.wav"), 2*clean+time.Duration(stalls+3)*apart+30*time.Second)
-	player := start(t, "pw-cat", env, dir, "pw-cat", "--playback", "--latency", "256", "tone.wav")
+	player := start(t, "pw-cat", env, dir, "pw-cat", "--playback", "--latency", "256", "-P", "node.always-process=true", "tone.wav")
 	defer func() {
 		if t.Failed() {
 			t.Logf("pw-cat's output:\n%s", player.output())
 		}
 	}()
+	time.Sleep(time.Second)
+	t.Logf("pw-cat started; pipewire so far:\n%s", server.output())
 	id := nodeID(t, env, sink)
+	t.Logf("%s is node %d", sink, id)
 	card := watchCard()
 	defer card.close()
 
@@ -322,6 +335,7 @@ func TestVMPipeWireOnALoop(t *testing.T) {
 			t.Fatalf("%s: %v\n%s:\n%s", name, err, aloopStatus, b)
 		}
 		s0, x0, _ := card.counts()
+		t.Logf("%s: pw-profiler attached", name)
 		do()
 		s1, x1, _ := card.counts()
 		prof, err := rec.Stop()

@@ -24,7 +24,9 @@ import (
 // minimal.conf (the headless server of JACK-like setups) cut to what the
 // test needs, with one ALSA sink, snd-aloop's playback device 0, as the
 // graph's only driver (no Dummy-Driver, no Freewheel-Driver), at 256
-// frames of 48 kHz (minimal.conf's vm.overrides, which would raise the
+// frames of 48 kHz, 1024 frames of headroom (21.3 ms: without it the
+// server keeps one quantum in the card, and the VM's own late wakeups
+// underran it 35 times in 10 s; WirePlumber gives a VM's cards more) (minimal.conf's vm.overrides, which would raise the
 // quantum to 1024 in a VM, left out), no D-Bus, no session manager.
 // module-access is needed: without it a client is never given the
 // permission to read the core, and waits for ever (0.3.65's update_busy).
@@ -67,6 +69,7 @@ context.objects = [
             node.description       = "snd-aloop playback, device 0"
             media.class            = "Audio/Sink"
             api.alsa.path          = "hw:Loopback,0"
+            api.alsa.headroom      = 1024
             audio.rate             = 48000
             audio.channels         = 2
             priority.driver        = 2000
@@ -114,21 +117,35 @@ func writeTone(t *testing.T, path string, d time.Duration) {
 }
 
 // cardWatch polls the ALSA status of snd-aloop's playback device 0 (the
-// kernel's view of the stream PipeWire plays) and counts the stream's
-// starts: each new trigger_time is one (PipeWire's recovery from an xrun
-// prepares and starts the stream again), and the polls that found it in
-// XRUN.
+// kernel's view of the stream PipeWire plays) every 2 ms. The stream's
+// trigger_time is the kernel's stamp of its last start or stop: while the
+// stream is in XRUN it is when the kernel stopped it, empty; the next
+// start (PipeWire's recovery: prepare, fill, start) stamps it again. So
+// each XRUN the polls see has its length from the kernel's own stamps,
+// whenever the poll came; an XRUN shorter than a poll's interval (PipeWire
+// recovers at its next wakeup, at most a quantum late when all is well)
+// may go unseen, one as long as a stop of the server cannot.
 type cardWatch struct {
-	mu       sync.Mutex
-	trigger  string
-	starts   int
-	xrunSeen int
-	polls    int
-	stop     chan struct{}
-	done     chan struct{}
+	mu      sync.Mutex
+	trigger string
+	starts  int             // new trigger stamps seen in RUNNING: the starts
+	xruns   []time.Duration // the XRUNs seen, each from the kernel's stop to its restart
+	inXrun  time.Duration   // the trigger stamp of the XRUN being watched, 0 if none
+	polls   int
+	stop    chan struct{}
+	done    chan struct{}
 }
 
 const aloopStatus = "/proc/asound/Loopback/pcm0p/sub0/status"
+
+// stamp parses a trigger_time ("13.672176000", seconds).
+func stamp(s string) time.Duration {
+	sec, frac, _ := strings.Cut(s, ".")
+	a, _ := strconv.ParseInt(sec, 10, 64)
+	frac = (frac + "000000000")[:9]
+	b, _ := strconv.ParseInt(frac, 10, 64)
+	return time.Duration(a)*time.Second + time.Duration(b)
+}
 
 func watchCard() *cardWatch {
 	w := &cardWatch{stop: make(chan struct{}), done: make(chan struct{})}
@@ -136,7 +153,6 @@ func watchCard() *cardWatch {
 		defer close(w.done)
 		tick := time.NewTicker(2 * time.Millisecond)
 		defer tick.Stop()
-		lastXrun := false
 		for {
 			select {
 			case <-w.stop:
@@ -163,30 +179,43 @@ func watchCard() *cardWatch {
 			w.mu.Lock()
 			w.polls++
 			if trig != "" && trig != w.trigger {
-				if w.trigger != "" {
+				switch state {
+				case "XRUN":
+					w.inXrun = stamp(trig)
+				case "RUNNING", "PREPARED":
 					w.starts++
+					if w.inXrun != 0 {
+						w.xruns = append(w.xruns, stamp(trig)-w.inXrun)
+						w.inXrun = 0
+					}
 				}
 				w.trigger = trig
 			}
-			x := state == "XRUN"
-			if x && !lastXrun {
-				w.xrunSeen++
-			}
-			lastXrun = x
 			w.mu.Unlock()
 		}
 	}()
 	return w
 }
 
-// counts are the restarts and XRUN states seen so far.
-func (w *cardWatch) counts() (starts, xruns, polls int) {
+// counts are the starts and the XRUNs seen so far.
+func (w *cardWatch) counts() (starts int, xruns []time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.starts, w.xrunSeen, w.polls
+	return w.starts, append([]time.Duration(nil), w.xruns...)
 }
 
 func (w *cardWatch) close() { close(w.stop); <-w.done }
+
+// longer are the durations in ds of at least min.
+func longer(ds []time.Duration, min time.Duration) []time.Duration {
+	var out []time.Duration
+	for _, d := range ds {
+		if d >= min {
+			out = append(out, d)
+		}
+	}
+	return out
+}
 
 // xrunLine is PipeWire's (impl-node.c) line for a node's xrun, at log
 // level 3: "(aloop-sink-31) XRun! rate:256/48000 count:3 time:... delay:...
@@ -254,7 +283,7 @@ func nodeID(t *testing.T, env []string, name string) int {
 // only wants a driver is left idle while it has no link: 0.3.65's
 // pw_context_recalc_graph), and reads the profiler as
 // latencytest does (Start, Stop, Account). A clean stretch first, then the
-// server stopped (SIGSTOP, all its threads) for 50 ms a few times, 2.5 s
+// server stopped (SIGSTOP, all its threads) for 100 ms a few times, 2.5 s
 // apart: the card runs on, empties its buffer and underruns, PipeWire's
 // ALSA sink finds the xrun when it resumes, and the profile's driver has a
 // cycle over 1.3 quanta.
@@ -269,12 +298,12 @@ func TestVMPipeWireOnALoop(t *testing.T) {
 		t.Fatalf("no PipeWire in the VM: %s", why)
 	}
 	const (
-		sink    = "aloop-sink"
-		stalls  = 5
-		stopFor = 50 * time.Millisecond
-		apart   = 2500 * time.Millisecond
-		clean   = 10 * time.Second
-		quantum = 5333 * time.Microsecond
+		sink     = "aloop-sink"
+		stalls   = 5
+		stopFor  = 100 * time.Millisecond
+		apart    = 2500 * time.Millisecond
+		cleanFor = 10 * time.Second
+		quantum  = 5333 * time.Microsecond
 	)
 	dir := t.TempDir()
 	rt := filepath.Join(dir, "rt")
@@ -309,7 +338,7 @@ func TestVMPipeWireOnALoop(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Logf("pipewire is up")
-	writeTone(t, filepath.Join(dir, "tone.wav"), 2*clean+time.Duration(stalls+3)*apart+30*time.Second)
+	writeTone(t, filepath.Join(dir, "tone.wav"), 2*cleanFor+time.Duration(stalls+3)*apart+30*time.Second)
 	player := start(t, "pw-cat", env, dir, "pw-cat", "--playback", "--latency", "256", "-P", "node.always-process=true", "tone.wav")
 	defer func() {
 		if t.Failed() {
@@ -323,8 +352,17 @@ func TestVMPipeWireOnALoop(t *testing.T) {
 	card := watchCard()
 	defer card.close()
 
+	// stretch is what one profiled stretch saw.
+	type stretch struct {
+		name    string
+		prof    Profile
+		rep     Report
+		starts  int             // the card's starts
+		xruns   []time.Duration // the XRUNs the card was seen in, their lengths
+		counted int             // PipeWire's xrun count of the sink, its rise
+	}
 	// profile records one stretch of the graph's cycles while do runs.
-	profile := func(name string, do func()) (Profile, Report, int, int) {
+	profile := func(name string, do func()) stretch {
 		rec, err := Start(filepath.Join(dir, name), testEnv(env)...)
 		if err != nil {
 			t.Fatal(err)
@@ -334,25 +372,28 @@ func TestVMPipeWireOnALoop(t *testing.T) {
 			b, _ := os.ReadFile(aloopStatus)
 			t.Fatalf("%s: %v\n%s:\n%s", name, err, aloopStatus, b)
 		}
-		s0, x0, _ := card.counts()
 		t.Logf("%s: pw-profiler attached", name)
+		s0, x0 := card.counts()
+		c0, _ := serverXruns(server.output(), sink)
 		do()
-		s1, x1, _ := card.counts()
+		s1, x1 := card.counts()
 		prof, err := rec.Stop()
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", name, err, rec.Output())
 		}
-		rep := prof.Account()
-		t.Logf("%s: pw-profiler: %s", name, strings.Join(strings.Fields(rec.Output()), " "))
-		t.Logf("%s: %d records; %s; the card restarted %d times, seen in XRUN %d times", name, len(prof.Records), rep, s1-s0, x1-x0)
-		return prof, rep, s1 - s0, x1 - x0
+		// PipeWire says a count only when it logs an xrun (one line in
+		// 2 s at most): the count at the next line after the stretch.
+		time.Sleep(2500 * time.Millisecond)
+		c1, _ := serverXruns(server.output(), sink)
+		st := stretch{name: name, prof: prof, rep: prof.Account(), starts: s1 - s0, xruns: x1[len(x0):], counted: c1 - c0}
+		t.Logf("%s: %d records; %s; the card started %d times, was seen in XRUN %d times for %v; PipeWire's xrun count rose by %d (said by the next XRun line, if any)",
+			name, len(prof.Records), st.rep, st.starts, len(st.xruns), st.xruns, st.counted)
+		return st
 	}
 
-	x0, _ := serverXruns(server.output(), sink)
-	cleanProf, cleanRep, cleanStarts, _ := profile("clean", func() { time.Sleep(clean) })
-	x1, _ := serverXruns(server.output(), sink)
+	clean := profile("clean", func() { time.Sleep(cleanFor) })
 	var stopped []time.Duration
-	stallProf, stallRep, stallStarts, _ := profile("stalls", func() {
+	stalled := profile("stalls", func() {
 		for i := 0; i < stalls; i++ {
 			time.Sleep(apart)
 			t0 := time.Now()
@@ -367,27 +408,10 @@ func TestVMPipeWireOnALoop(t *testing.T) {
 		}
 		time.Sleep(apart)
 	})
-	x2, lines := serverXruns(server.output(), sink)
-	t.Logf("stops: %v", stopped)
-	t.Logf("PipeWire's xrun count of %s (node %d): %d before the clean stretch, %d after it, %d after the stalls (%d XRun lines in all)", sink, id, x0, x1, x2, lines)
+	total, lines := serverXruns(server.output(), sink)
+	t.Logf("stops of the server: %v", stopped)
+	t.Logf("PipeWire's xrun count of %s (node %d) at the end: %d (%d XRun lines)", sink, id, total, lines)
 
-	for _, p := range []struct {
-		name string
-		prof Profile
-	}{{"clean", cleanProf}, {"stalls", stallProf}} {
-		if p.prof.Names.Driver.ID != id {
-			t.Errorf("%s: the profile's driver is node %d, not %s (node %d)", p.name, p.prof.Names.Driver.ID, sink, id)
-		}
-		off := 0
-		for _, r := range p.prof.Records {
-			if r.Quantum != quantum {
-				off++
-			}
-		}
-		if len(p.prof.Records) == 0 || off > len(p.prof.Records)/100 {
-			t.Errorf("%s: %d of %d records not at the quantum %v", p.name, off, len(p.prof.Records), quantum)
-		}
-	}
 	driverLate := func(rep Report) int {
 		n := 0
 		for _, c := range rep.Late {
@@ -397,17 +421,43 @@ func TestVMPipeWireOnALoop(t *testing.T) {
 		}
 		return n
 	}
-	t.Logf("clean: %d late cycles of the driver, %d of %d late in all, the card restarted %d times, PipeWire counted %d xruns",
-		driverLate(cleanRep), len(cleanRep.Late), cleanRep.Cycles, cleanStarts, x1-x0)
-	t.Logf("stalls: %d late cycles of the driver, %d of %d late in all, the card restarted %d times, PipeWire counted %d xruns",
-		driverLate(stallRep), len(stallRep.Late), stallRep.Cycles, stallStarts, x2-x1)
-	if driverLate(stallRep) < stalls {
-		t.Errorf("%d late cycles charged to the driver in the stalls' profile, fewer than the %d stops", driverLate(stallRep), stalls)
+	for _, st := range []stretch{clean, stalled} {
+		if st.prof.Names.Driver.ID != id {
+			t.Errorf("%s: the profile's driver is node %d, not %s (node %d)", st.name, st.prof.Names.Driver.ID, sink, id)
+		}
+		off, lo, hi := 0, time.Duration(math.MaxInt64), time.Duration(0)
+		for _, r := range st.prof.Records {
+			lo, hi = min(lo, r.Quantum), max(hi, r.Quantum)
+			// The quantum as time is the driver's duration at its
+			// clock's measured rate (the card's, through the DLL).
+			if r.Quantum < quantum-quantum/100 || r.Quantum > quantum+quantum/100 {
+				off++
+			}
+		}
+		t.Logf("%s: the records' quantum %v to %v", st.name, lo, hi)
+		if len(st.prof.Records) == 0 || off > len(st.prof.Records)/100 {
+			t.Errorf("%s: %d of %d records not within 1 %% of the quantum %v", st.name, off, len(st.prof.Records), quantum)
+		}
+		t.Logf("%s: %d late cycles of the driver, %d of %d late in all; the card started %d times, seen in XRUN %d times, %d of them %v or longer; PipeWire's count +%d",
+			st.name, driverLate(st.rep), len(st.rep.Late), st.rep.Cycles, st.starts, len(st.xruns), len(longer(st.xruns, stopFor/2)), stopFor/2, st.counted)
 	}
-	if stallStarts < stalls {
-		t.Errorf("the card restarted %d times in the stalls' stretch, fewer than the %d stops", stallStarts, stalls)
+	// Each stop of the server is one XRUN of the card longer than half
+	// the stop (it underruns once what the server had written, the
+	// 1024 frames of headroom and a quantum, 26.7 ms, are played, and
+	// stays stopped until the server's recovery: about 73 ms of the
+	// 100), one late cycle of the driver at least, one xrun at least in
+	// PipeWire's count.
+	if n := len(longer(stalled.xruns, stopFor/2)); n != stalls {
+		t.Errorf("stalls: the card was in XRUN %v or longer %d times (%v), not once for each of the %d stops", stopFor/2, n, stalled.xruns, stalls)
 	}
-	if x2-x1 < stalls {
-		t.Errorf("PipeWire counted %d xruns of %s in the stalls' stretch, fewer than the %d stops", x2-x1, sink, stalls)
+	if n := driverLate(stalled.rep); n < stalls {
+		t.Errorf("stalls: %d late cycles charged to the driver, fewer than the %d stops", n, stalls)
+	}
+	if stalled.counted < stalls {
+		t.Errorf("stalls: PipeWire's xrun count of %s rose by %d, less than the %d stops", sink, stalled.counted, stalls)
+	}
+	// Nothing invented: no XRUN of a stop's kind without a stop.
+	if long := longer(clean.xruns, stopFor/2); len(long) > 0 {
+		t.Errorf("clean: the card was in XRUN %v or longer %d times (%v) with the server running", stopFor/2, len(long), long)
 	}
 }

@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // vmConf is the server's whole configuration in the VM: PipeWire's
@@ -223,6 +225,24 @@ func longer(ds []time.Duration, min time.Duration) []time.Duration {
 // each 2 s a node), the count is not.
 var xrunLine = regexp.MustCompile(`\(([^()]*)-(\d+)\) XRun! rate:\S+ count:(\d+) time:\d+ delay:(\d+)`)
 
+// mono is CLOCK_MONOTONIC, PipeWire's log's clock (its "[I][00013.048053]").
+func mono() time.Duration {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return time.Duration(ts.Nano())
+}
+
+// xrunLines are PipeWire's XRun lines and its lines of suppressed events.
+func xrunLines(out string) []string {
+	var l []string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "XRun!") || strings.Contains(line, "events suppressed") {
+			l = append(l, strings.TrimSpace(line))
+		}
+	}
+	return l
+}
+
 // serverXruns is the highest xrun count PipeWire's log has said for the
 // node named name, and the number of such lines.
 func serverXruns(out, name string) (count, lines int) {
@@ -375,8 +395,11 @@ func TestVMPipeWireOnALoop(t *testing.T) {
 		t.Logf("%s: pw-profiler attached", name)
 		s0, x0 := card.counts()
 		c0, _ := serverXruns(server.output(), sink)
+		m0 := mono()
 		do()
+		m1 := mono()
 		s1, x1 := card.counts()
+		t.Logf("%s: from %.6f to %.6f s (CLOCK_MONOTONIC, the clock of PipeWire's log)", name, m0.Seconds(), m1.Seconds())
 		prof, err := rec.Stop()
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", name, err, rec.Output())
@@ -410,6 +433,7 @@ func TestVMPipeWireOnALoop(t *testing.T) {
 	})
 	total, lines := serverXruns(server.output(), sink)
 	t.Logf("stops of the server: %v", stopped)
+	t.Logf("PipeWire's XRun lines:\n%s", strings.Join(xrunLines(server.output()), "\n"))
 	t.Logf("PipeWire's xrun count of %s (node %d) at the end: %d (%d XRun lines)", sink, id, total, lines)
 
 	driverLate := func(rep Report) int {

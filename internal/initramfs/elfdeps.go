@@ -22,8 +22,13 @@ type Copy struct{ Dest, Src string }
 // the path its PT_INTERP names, and every library its DT_NEEDED entries
 // name, and theirs, from the first of dirs (the loader's search path, as
 // paths in root) that holds it. Symbolic links are followed inside root,
-// an absolute target being root's, never the host's. A static executable
-// needs nothing.
+// an absolute target being root's, never the host's. An object's own
+// DT_RUNPATH (or, without one, DT_RPATH) directories are searched for its
+// DT_NEEDED before dirs, as the loader does (absolute entries only; one
+// with $ORIGIN or another token is an error). A shared library (no
+// PT_INTERP: a plugin a program dlopens, such as PipeWire's modules)
+// needs what its DT_NEEDED entries name, recursively; the loader comes
+// with the program that loads it. A static executable needs nothing.
 func Needs(root, bin string, dirs []string) ([]Copy, error) {
 	f, err := elf.Open(bin)
 	if err != nil {
@@ -34,19 +39,21 @@ func Needs(root, bin string, dirs []string) ([]Copy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", bin, err)
 	}
-	if interp == "" {
-		return nil, nil
+	var copies []Copy
+	seen := map[string]bool{}
+	if interp != "" {
+		src, err := RootPath(root, interp)
+		if err != nil {
+			return nil, fmt.Errorf("%s's loader %s: %w", bin, interp, err)
+		}
+		copies = append(copies, Copy{interp, src})
+		// The loader is loaded already: a DT_NEEDED of its name (libc's)
+		// is it, which the loader finds by that name among what it has
+		// loaded.
+		seen[path.Base(interp)] = true
 	}
-	src, err := RootPath(root, interp)
-	if err != nil {
-		return nil, fmt.Errorf("%s's loader %s: %w", bin, interp, err)
-	}
-	copies := []Copy{{interp, src}}
-	// The loader is loaded already: a DT_NEEDED of its name (libc's) is
-	// it, which the loader finds by that name among what it has loaded.
-	seen := map[string]bool{path.Base(interp): true}
 	for todo := []string{bin}; len(todo) > 0; todo = todo[1:] {
-		needed, err := neededBy(todo[0])
+		needed, runpath, err := neededBy(todo[0])
 		if err != nil {
 			return nil, err
 		}
@@ -55,7 +62,7 @@ func Needs(root, bin string, dirs []string) ([]Copy, error) {
 				continue
 			}
 			seen[n] = true
-			c, err := find(root, n, dirs)
+			c, err := find(root, n, append(runpath, dirs...))
 			if err != nil {
 				return nil, fmt.Errorf("%s (named by %s): %w", n, todo[0], err)
 			}
@@ -81,18 +88,37 @@ func interpreter(f *elf.File) (string, error) {
 	return "", nil
 }
 
-// neededBy lists the DT_NEEDED entries of the ELF file at p.
-func neededBy(p string) ([]string, error) {
+// neededBy lists the DT_NEEDED entries of the ELF file at p, and the
+// directories its DT_RUNPATH (else its DT_RPATH) names.
+func neededBy(p string) (needed, runpath []string, err error) {
 	f, err := elf.Open(p)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	libs, err := f.ImportedLibraries()
 	if err != nil {
-		return nil, fmt.Errorf("%s: DT_NEEDED: %w", p, err)
+		return nil, nil, fmt.Errorf("%s: DT_NEEDED: %w", p, err)
 	}
-	return libs, nil
+	rp, err := f.DynString(elf.DT_RUNPATH)
+	if err == nil && len(rp) == 0 {
+		rp, err = f.DynString(elf.DT_RPATH)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: DT_RUNPATH: %w", p, err)
+	}
+	for _, s := range rp {
+		for _, d := range strings.Split(s, ":") {
+			switch {
+			case d == "":
+			case strings.Contains(d, "$") || !strings.HasPrefix(d, "/"):
+				return nil, nil, fmt.Errorf("%s: run path %q: only absolute directories are followed", p, d)
+			default:
+				runpath = append(runpath, d)
+			}
+		}
+	}
+	return libs, runpath, nil
 }
 
 // find looks for the library name in dirs, in order.

@@ -9,8 +9,9 @@
 //
 // Each DEST=SRC copies the host file or directory SRC to DEST in the
 // archive. With -libroot, each SRC that is a dynamic executable brings
-// what it needs to run (initramfs.Needs): its loader and its libraries,
-// found in ROOT (a system's tree: / for the host's, or unpacked packages)
+// what it needs to run (initramfs.Needs): its loader and its libraries
+// (a shared library, such as a plugin given as a file of its own, its
+// libraries), found in ROOT (a system's tree: / for the host's, or unpacked packages)
 // in the -libdirs, the loader's search path, in order. The modules named by -load and everything they depend on are
 // found under DIR (an extracted lib/modules/VERSION) and written to
 // /lib/modules/NAME.ko, with /lib/modules/load.order listing the file
@@ -146,7 +147,8 @@ func build(out, initProg, modDir, load string, lb libs, entries []string) error 
 	return os.Rename(f.Name(), out)
 }
 
-// withLibs adds to copies what each dynamic executable among them needs
+// withLibs adds to copies what each dynamic executable or shared library
+// among them (not inside a directory) needs
 // (lb.root "": nothing), each file once, at its first path.
 func withLibs(copies []initramfs.Copy, lb libs) ([]initramfs.Copy, error) {
 	if lb.root == "" {

@@ -53,6 +53,7 @@ type Driver struct {
 	started   bool // a period has been measured
 	index     int64
 	frames    uint32 // jack_get_cycle_times' frames of the previous period
+	due       int64  // the previous period's cycle start, on jack_get_time's clock
 	xruns     uint32 // the server's xrun count at the previous period
 	late      int64  // the last period's wakeup after its cycle's start, on jack_get_time's clock
 	cycle     cycleSeen
@@ -458,7 +459,15 @@ func (d *Driver) process(woke, raw int64, nframes int, ok bool, frames uint32, u
 	var own, missed int64
 	if d.started {
 		if missed = int64((frames-d.frames)/uint32(d.period)) - 1; missed > 0 {
-			own = int64(float64(missed) * d.periodNS)
+			// As long as the cycles missed, or the time between the
+			// two cycles' starts less a period where that is longer:
+			// a server that restarts its schedule after a late cycle
+			// (jackd's dummy driver, starved: its JackTimedDriver)
+			// does not count the time it lost in its frame counter,
+			// and a 50 ms stall read 46.7 ms by the frames where the
+			// starts were 49.3 ms apart. With a card that time is
+			// lost sound too.
+			own = max(int64(float64(missed)*d.periodNS), due-d.due-int64(d.periodNS))
 		}
 	}
 	if own > 0 {
@@ -498,7 +507,7 @@ func (d *Driver) process(woke, raw int64, nframes int, ok bool, frames uint32, u
 		d.stats.first = frames
 	}
 	d.started = true
-	d.frames, d.xruns = frames, xruns
+	d.frames, d.xruns, d.due = frames, xruns, due
 	d.index++
 	// One period to fill, plus the frames the lateness used up of the
 	// deadline, the next cycle's start: a punctual callback has a period

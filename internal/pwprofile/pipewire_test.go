@@ -65,21 +65,7 @@ func headless(t *testing.T, dir string) ([]string, *proc) {
 	env := []string{"XDG_RUNTIME_DIR=" + rt, "PIPEWIRE_QUANTUM=256/48000"}
 
 	server := start(t, "pipewire", env, dir, pipewire)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := os.Stat(filepath.Join(rt, "pipewire-0")); err == nil {
-			break
-		}
-		select {
-		case <-server.done:
-			t.Fatalf("pipewire exited:\n%s", server.output())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pipewire made no socket in %s in 10 s:\n%s", rt, server.output())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitSocket(t, server, rt, 10*time.Second)
 	return env, server
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -101,5 +102,26 @@ func (p *proc) waitLine(t *testing.T, prefix string, timeout time.Duration) {
 		case <-deadline:
 			t.Fatalf("%s did not say %q in %v:\n%s", p.name, prefix, timeout, p.output())
 		}
+	}
+}
+
+// waitSocket waits up to d for the server started with runtime directory
+// rt to make its socket, failing t if it exits or makes none.
+func waitSocket(t *testing.T, server *proc, rt string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		if _, err := os.Stat(filepath.Join(rt, "pipewire-0")); err == nil {
+			return
+		}
+		select {
+		case <-server.done:
+			t.Fatalf("pipewire exited:\n%s", server.output())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pipewire made no socket in %s in %v:\n%s", rt, d, server.output())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

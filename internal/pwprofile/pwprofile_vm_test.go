@@ -342,21 +342,7 @@ func TestVMPipeWireOnALoop(t *testing.T) {
 			t.Logf("pipewire's output:\n%s", server.output())
 		}
 	}()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if _, err := os.Stat(filepath.Join(rt, "pipewire-0")); err == nil {
-			break
-		}
-		select {
-		case <-server.done:
-			t.Fatalf("pipewire exited:\n%s", server.output())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pipewire made no socket in %s in 20 s:\n%s", rt, server.output())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitSocket(t, server, rt, 20*time.Second)
 	t.Logf("pipewire is up")
 	writeTone(t, filepath.Join(dir, "tone.wav"), 2*cleanFor+time.Duration(stalls+3)*apart+30*time.Second)
 	player := start(t, "pw-cat", env, dir, "pw-cat", "--playback", "--latency", "256", "-P", "node.always-process=true", "tone.wav")

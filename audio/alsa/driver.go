@@ -695,16 +695,24 @@ func (d *Driver) jumpDue(s *side) (int64, bool) {
 // completed the period, not a later one): pointer jumps of the first
 // side, the fitted grid, and the pointer's steps and pace.
 func (d *Driver) track(s *side, pos uint64, ts int64, onTime bool) {
-	if s == d.sides[0] {
-		d.jumped = d.jumped || d.lostBuffers(s, pos, ts, onTime)
-		if onTime {
-			d.grid.add(pos, ts)
-		}
+	lost := s == d.sides[0] && d.lostBuffers(s, pos, ts, onTime)
+	if lost {
+		// The card's clock is a buffer or more from where it was: the
+		// grid and the pace start afresh from this update. Kept, they
+		// read every update after it as late by as much, each a jump
+		// of its own (HD-Audio under qemu, whose updates jitter by its
+		// 1 ms timer so that the grid's own restart rule, eight mean
+		// delays, never came: 40 periods flagged after one pause).
+		d.jumped = true
+		d.grid.reset(d.grid.nominal, d.grid.minJump)
 	}
-	if !s.seen {
+	if s == d.sides[0] && onTime {
+		d.grid.add(pos, ts)
+	}
+	if !s.seen || lost {
 		s.back.reset()
 	}
-	if s.seen && ts > s.lastTs && pos-s.lastPos >= uint64(d.periodFrames)/2 {
+	if s.seen && !lost && ts > s.lastTs && pos-s.lastPos >= uint64(d.periodFrames)/2 {
 		s.steps.add(pos - s.lastPos)
 		if p0, t0, ok := s.back.oldest(); ok && ts > t0 && pos > p0 {
 			s.paces.add(uint64(ts-t0) * paceFrames / (pos - p0))

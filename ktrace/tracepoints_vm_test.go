@@ -10,6 +10,8 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"latencytest/internal/onecpu"
 )
 
 // The VM's kernel patches its own code whenever a tracepoint gets its
@@ -26,10 +28,10 @@ import (
 // in text_poke_bp's IPI wait from an event's enable, CPU 1 trapping
 // without end at a jump label in __schedule whose bytes in memory were
 // the finished jmp; docs/spikes.md). With two probes kept on each
-// sched and irq tracepoint the tests and the osnoise tracer's hooks use, a test's probe is the third, and adding or
-// removing it changes only the list of probes: no code is patched while
+// sched and irq tracepoint the tests and the osnoise tracer's hooks
+// use, a test's probe is the third, and adding or removing it changes only the list of probes: no code is patched while
 // the tests run. The two are put there with the other CPUs offline, so
-// that no CPU runs kernel code while it is patched (setting them up with
+// that no CPU runs kernel code while it is patched (internal/onecpu; setting them up with
 // every CPU online froze the guest in the same way, 1 boot in 3).
 func init() {
 	if os.Getenv("KTRACE_CULPRIT") != "" {
@@ -44,8 +46,8 @@ func init() {
 // keepTracepoints enables the sched and irq events the tests and the
 // osnoise tracer's hooks use in two instances of their own, which never trace (tracing_on
 // 0: their probes find the buffer off and return), with every CPU but
-// CPU 0 offline meanwhile.
-func keepTracepoints() (err error) {
+// CPU 0 offline meanwhile (internal/onecpu).
+func keepTracepoints() error {
 	fs, err := findTracefs("")
 	if err != nil {
 		return err
@@ -53,23 +55,11 @@ func keepTracepoints() (err error) {
 	if isDir(filepath.Join(fs.root, "instances", "vmtest-keep-2")) {
 		return nil // kept since an earlier test binary of this boot
 	}
-	others, _ := filepath.Glob("/sys/devices/system/cpu/cpu[1-9]*/online")
-	var offline []string
-	defer func() {
-		for _, f := range offline {
-			if werr := os.WriteFile(f, []byte("1"), 0); werr != nil && err == nil {
-				err = fmt.Errorf("bring %s back: %w", f, werr)
-			}
-		}
-	}()
-	for _, f := range others {
-		if b, _ := os.ReadFile(f); len(b) > 0 && b[0] == '1' {
-			if err := os.WriteFile(f, []byte("0"), 0); err != nil {
-				return fmt.Errorf("offline %s: %w", f, err)
-			}
-			offline = append(offline, f)
-		}
-	}
+	return onecpu.Run(func() error { return keepEvents(fs) })
+}
+
+// keepEvents enables the kept events in the two instances.
+func keepEvents(fs *tracefs) error {
 	// Not the osnoise events: their tracepoints are in the osnoise
 	// tracer's hooks, which no CPU runs while an instance enables or
 	// drops them (before the tracer starts, after it stopped), and a

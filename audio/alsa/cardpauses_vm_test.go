@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"latencytest/internal/onecpu"
 	"latencytest/rundata"
 )
 
@@ -99,31 +100,6 @@ func appendTrace(path, line string) error {
 	return nil
 }
 
-// withOneCPU runs f with every CPU but CPU 0 offline: arming a kprobe or
-// a tracepoint patches kernel code (text_poke_bp), which under qemu's
-// multi-threaded TCG froze the guest when another CPU ran
-// (ktrace/tracepoints_vm_test.go).
-func withOneCPU(f func() error) (err error) {
-	others, _ := filepath.Glob("/sys/devices/system/cpu/cpu[1-9]*/online")
-	var offline []string
-	defer func() {
-		for _, o := range offline {
-			if werr := os.WriteFile(o, []byte("1"), 0); werr != nil && err == nil {
-				err = fmt.Errorf("bring %s back: %w", o, werr)
-			}
-		}
-	}()
-	for _, o := range others {
-		if b, _ := os.ReadFile(o); len(b) > 0 && b[0] == '1' {
-			if err := os.WriteFile(o, []byte("0"), 0); err != nil {
-				return fmt.Errorf("offline %s: %w", o, err)
-			}
-			offline = append(offline, o)
-		}
-	}
-	return f()
-}
-
 // startCardTrace defines the kprobes of ct, makes the instance and arms
 // its events (tracing off until begin).
 func startCardTrace(t *testing.T, ct cardTraced) *cardTracer {
@@ -178,7 +154,7 @@ func startCardTrace(t *testing.T, ct cardTraced) *cardTracer {
 	set("events/irq/irq_handler_entry/filter", `name ~ "snd_*"`)
 	set("events/sched/sched_switch/filter", fmt.Sprintf("prev_prio == %d || next_prio == %d", playerPrio, playerPrio))
 	set("events/sched/sched_wakeup/filter", fmt.Sprintf("prio == %d", playerPrio))
-	err := withOneCPU(func() error {
+	err := onecpu.Run(func() error {
 		for _, ev := range []string{traceGroup, "irq/irq_handler_entry", "sched/sched_switch", "sched/sched_wakeup"} {
 			if err := writeTrace(filepath.Join(c.inst, "events", ev, "enable"), "1"); err != nil {
 				return err
@@ -195,7 +171,7 @@ func startCardTrace(t *testing.T, ct cardTraced) *cardTracer {
 // remove disarms the events (one CPU online), removes the instance and
 // the kprobes.
 func (c *cardTracer) remove(t *testing.T) {
-	err := withOneCPU(func() error {
+	err := onecpu.Run(func() error {
 		writeTrace(filepath.Join(c.inst, "tracing_on"), "0")
 		return writeTrace(filepath.Join(c.inst, "events/enable"), "0")
 	})

@@ -744,17 +744,19 @@ func (d *Driver) track(s *side, pos uint64, ts int64, onTime bool) {
 // any strange position". An emulated USB card whose transfers complete
 // a buffer late has paused, not lost frames.
 func (d *Driver) lostBuffers(s *side, pos uint64, ts int64, onTime bool) bool {
-	if s.counted {
+	// Until the pace is known (the stream's first paceSpanN periods) a
+	// card that is slow cannot be told from one that lost buffers, on
+	// either clock: the grid holds a card of unknown pace to the nominal
+	// rate.
+	if s.counted || s.paceNS == 0 {
 		return false
 	}
-	pace := s.pace(d.grid.nominal)
+	pace := s.paceNS
 	bufNS := int64(float64(s.pcm.bufferFrames) * pace)
 	if onTime && d.grid.n >= 8 && d.gridHolds(s) && ts-d.grid.at(pos) > bufNS*3/4 {
 		return true
 	}
-	// Until the pace is known (the stream's first three periods) a card
-	// that is slow cannot be told from one that lost buffers.
-	return s.seen && s.paceNS != 0 && ts-s.lastTs-int64(float64(pos-s.lastPos)*pace) > bufNS*3/4
+	return s.seen && ts-s.lastTs-int64(float64(pos-s.lastPos)*pace) > bufNS*3/4
 }
 
 // clock is side s's ns per frame: the fitted grid's where it holds,

@@ -93,6 +93,13 @@ type side struct {
 	seen    bool
 	lastTs  int64
 	lastPos uint64
+	// gridFrom is the position from which updates place the grid: a
+	// buffer after the first update since the (re)start, whose first
+	// buffer is the card's start, not its clock (qemu's intel-hda ran
+	// at two thirds of its rate through it after every start, and a grid
+	// anchored on the first update put the periods after it 2–3.5 ms
+	// before the card reached them).
+	gridFrom uint64
 	steps   stepStats
 	back    paceSpan  // the last updates seen since the (re)start, each pace's start
 	paces   stepStats // ns per paceFrames frames over paceSpan's updates
@@ -706,7 +713,13 @@ func (d *Driver) track(s *side, pos uint64, ts int64, onTime bool) {
 		d.jumped = true
 		d.grid.reset(d.grid.nominal, d.grid.minJump)
 	}
-	if s == d.sides[0] && onTime {
+	switch {
+	case !s.seen:
+		s.gridFrom = pos + uint64(s.pcm.bufferFrames)
+	case lost:
+		s.gridFrom = pos
+	}
+	if s == d.sides[0] && onTime && pos >= s.gridFrom {
 		d.grid.add(pos, ts)
 	}
 	if !s.seen || lost {

@@ -289,3 +289,65 @@ func TestPaceAcrossRestarts(t *testing.T) {
 		t.Errorf("the pace strayed %.0f %% from the card's clock, want within %.0f %% (clockOff)", worst*100, clockOff*100)
 	}
 }
+
+// The card's first buffer after a start places no grid: qemu's intel-hda
+// ran at two thirds of its rate through it after every start, then at
+// its rate, so a grid anchored on the first update (the earliest against
+// the line after it) put every period after it 2–3.5 ms before the card
+// reached its end, as long as that update stayed among the envelope's
+// (64 periods, where HD-Audio at 2×64 restarted every 10–30). Here the
+// first buffer after the start comes at two thirds of the rate: the
+// periods after it are dated on the card's clock as it runs from there,
+// within a step and the update's delay.
+func TestGridAfterStartTransient(t *testing.T) {
+	const period, buffer, step = 64, 128, 48
+	c := &simCard{step: step, jitter: 200e3, rng: rand.New(rand.NewPCG(7, 8))}
+	c.run(600 * period)
+	bufNS := float64(buffer) * cardNSPerFrame
+	slow := int64(bufNS / 2) // the first buffer takes 1.5 times its time
+	for i := range c.updates {
+		f := c.updates[i].pos
+		c.updates[i].ts += min(f, buffer) * slow / buffer
+	}
+	st := &mmapStatus{State: stateRunning}
+	p := &pcm{bufferFrames: buffer, status: st, boundary: 1 << 40}
+	s := &side{pcm: p, name: "sim", appl: buffer}
+	d := &Driver{periodFrames: period, periodNS: int64(period) * 1e9 / 48000}
+	d.sides, d.play = []*side{s}, s
+	d.grid.reset(cardNSPerFrame, float64(d.periodNS)/2)
+	u, bad, graded := 0, 0, 0
+	for i := 1; i <= 500; i++ {
+		need := int64(d.need(s))
+		for c.updates[u].pos < need {
+			u++
+		}
+		up := c.updates[u]
+		st.HWPtr = uframes(uint64(up.pos))
+		st.Tstamp = timespec{Sec: up.ts / 1e9, Nsec: up.ts % 1e9}
+		if err := d.check(s); err != nil || !s.ready {
+			t.Fatalf("period %d: ready %v, %v", i, s.ready, err)
+		}
+		var smp rundata.Sample
+		if err := d.woke(&smp); err != nil {
+			t.Fatal(err)
+		}
+		truth := int64(float64(need)*cardNSPerFrame) + slow
+		if smp.Grid != 0 && need > 3*buffer {
+			graded++
+			if e := smp.Grid - truth; e < 0 || e > int64(step*cardNSPerFrame)+c.jitter {
+				if bad < 5 {
+					t.Errorf("period %d: grid %.3f ms from when the card reached its end, want 0 to a step and the update's delay", i, float64(e)/1e6)
+				}
+				bad++
+			}
+		}
+		if d.jumped {
+			t.Errorf("period %d: a pointer jump", i)
+			d.jumped = false
+		}
+		s.ready, s.appl = false, s.appl+period
+	}
+	if bad > 0 || graded < 400 {
+		t.Errorf("%d of %d periods dated on the grid outside the step", bad, graded)
+	}
+}

@@ -100,10 +100,10 @@ type side struct {
 	// anchored on the first update put the periods after it 2–3.5 ms
 	// before the card reached them).
 	gridFrom uint64
-	steps   stepStats
-	back    paceSpan  // the last updates seen since the (re)start, each pace's start
-	paces   stepStats // ns per paceFrames frames over paceSpan's updates
-	paceNS  float64   // their median, ns per frame: the card's pace (0 until known)
+	steps    stepStats
+	back     paceSpan  // the last updates seen since the (re)start, each pace's start
+	paces    stepStats // ns per paceFrames frames over paceSpan's updates
+	paceNS   float64   // their median, ns per frame: the card's pace (0 until known)
 
 	// With read/write access each transfer syncs the hardware pointer
 	// first (WRITEI and READI do), which rewrites the status timestamp:

@@ -766,7 +766,15 @@ func (d *Driver) lostBuffers(s *side, pos uint64, ts int64, onTime bool) bool {
 	}
 	pace := s.paceNS
 	bufNS := int64(float64(s.pcm.bufferFrames) * pace)
-	if onTime && d.grid.n >= 8 && d.gridHolds(s) && ts-d.grid.at(pos) > bufNS*3/4 {
+	// The grid is the updates' lower envelope, the earliest of them: an
+	// update on time is up to a pointer step after it (its interrupt
+	// comes at the step, on a tick of its own), so lateness is judged
+	// beyond a step. Without that, where a step is half the buffer
+	// (ES1370 at 2×64 under qemu: a period a step, interrupts on the 1 ms
+	// audio timer) an update a millisecond behind the one before read as
+	// a lost buffer, the kernel's reads showing the card moving.
+	stepNS := int64(float64(s.steps.granularity()) * pace)
+	if onTime && d.grid.n >= 8 && d.gridHolds(s) && ts-d.grid.at(pos)-stepNS > bufNS*3/4 {
 		return true
 	}
 	return s.seen && ts-s.lastTs-int64(float64(pos-s.lastPos)*pace) > bufNS*3/4

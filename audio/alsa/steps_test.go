@@ -351,3 +351,41 @@ func TestGridAfterStartTransient(t *testing.T) {
 		t.Errorf("%d of %d periods dated on the grid outside the step", bad, graded)
 	}
 }
+
+// On the grid, lateness is judged beyond a pointer step: the grid is the
+// updates' lower envelope, the earliest of them, and an update on time
+// comes up to a step after it. Where a step is half the buffer (ES1370 at
+// 2×64 under qemu: the pointer moves a period at a time, its interrupts
+// on the 1 ms audio timer), two updates a tick late in a row were 2–2.5
+// ms behind the grid, past three quarters of the 2.67 ms buffer, and read
+// as a lost buffer while the kernel's own reads showed the card moving
+// (TestVMCardPauses, ES1370). Two buffers lost still read as one.
+func TestGridLatenessBeyondAStep(t *testing.T) {
+	const period = 64
+	for _, tc := range []struct {
+		late float64 // ms behind the grid, the update before it as late
+		want bool
+	}{{2.5, false}, {3.2, false}, {5.4, true}} {
+		s := &side{pcm: &pcm{bufferFrames: 2 * period}}
+		d := &Driver{periodFrames: period, periodNS: int64(period) * 1e9 / 48000}
+		d.sides = []*side{s}
+		d.grid.reset(cardNSPerFrame, float64(d.periodNS)/2)
+		at := func(f uint64) int64 { return int64(float64(f) * cardNSPerFrame) }
+		var pos uint64
+		for i := 0; i < 40; i++ { // on time: the pace, the steps and the grid known
+			pos += period
+			d.track(s, pos, at(pos), true)
+		}
+		if d.jumped || s.paceNS == 0 || s.steps.granularity() != period {
+			t.Fatalf("on time: jumped %v, pace %.1f, step %d", d.jumped, s.paceNS, s.steps.granularity())
+		}
+		// The update before: as late, so that only the grid can tell.
+		late := int64(tc.late * 1e6)
+		pos += period
+		s.lastPos, s.lastTs = pos, at(pos)+late
+		pos += period
+		if got := d.lostBuffers(s, pos, at(pos)+late, true); got != tc.want {
+			t.Errorf("an update %.1f ms behind the grid, a step a period: a lost buffer %v, want %v", tc.late, got, tc.want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ package alsa
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -229,6 +230,10 @@ func callName(c sysCall) string {
 type answerWindow struct {
 	irq, wake int64
 	runs      []span
+	irqCPU    int              // the interrupt's CPU
+	runCPU    int              // the CPU the thread first ran on
+	from      string           // the task it was switched in from (idle: the CPU was idle)
+	by        []string         // the tasks that preempted it
 	kernel    map[string]int64 // time in system calls while running, by call
 	calls     map[string]int   // the calls, by call
 	each      []callTime       // each call's time while running
@@ -276,41 +281,58 @@ func answerWindows(r cardRecord, tid int, from int64) []answerWindow {
 		if !ok || irq.ts < from {
 			continue
 		}
-		runs, ok := runsAfter(r.sched[i+1:], tid, e.ts)
+		w, ok := runsAfter(r.sched[i+1:], tid, e.ts)
 		if !ok {
 			continue
 		}
-		w := answerWindow{irq: irq.ts, wake: e.ts, runs: runs}
+		w.irq, w.irqCPU, w.wake = irq.ts, irq.cpu, e.ts
 		w.splitCalls(calls)
 		out = append(out, w)
 	}
 	return out
 }
 
-// runsAfter are the running stretches of thread tid woken at wake, up to
-// its switch out asleep (ok false: the trace ended first, or the thread
-// was woken again without a switch out seen).
-func runsAfter(sched []traceEvent, tid int, wake int64) (runs []span, ok bool) {
+// runsAfter is the answer of thread tid woken at wake: its running
+// stretches up to its switch out asleep, where it first ran and what
+// preempted it (ok false: the trace ended first, or the thread was woken
+// again without a switch out seen).
+func runsAfter(sched []traceEvent, tid int, wake int64) (w answerWindow, ok bool) {
 	in := int64(-1)
+	w.runCPU, w.from = -1, "running"
 	for _, o := range sched {
 		switch {
 		case o.kind == "sched_wakeup" && o.in == tid:
-			return nil, false
+			return w, false
 		case o.kind != "sched_switch":
 		case o.in == tid:
 			in = o.ts
+			if w.runCPU < 0 {
+				w.runCPU, w.from = o.cpu, taskName(o.other)
+			}
 		case o.out == tid:
 			if in < 0 { // woken while still switching out: running since
 				in = wake
 			}
-			runs = append(runs, span{in, o.ts})
+			if w.runCPU < 0 {
+				w.runCPU = o.cpu
+			}
+			w.runs = append(w.runs, span{in, o.ts})
 			in = -1
 			if !strings.HasPrefix(o.state, "R") {
-				return runs, true
+				return w, true
 			}
+			w.by = append(w.by, taskName(o.other))
 		}
 	}
-	return nil, false
+	return w, false
+}
+
+// taskName is a comm, the idle tasks' as idle.
+func taskName(comm string) string {
+	if strings.HasPrefix(comm, "swapper/") {
+		return "idle"
+	}
+	return comm
 }
 
 // splitCalls sums the time of each system call within w's running
@@ -381,12 +403,23 @@ type answerSplit struct {
 	perCall                                                 map[string]dist // each call's time
 	total                                                   map[string]int64
 	calls                                                   map[string]int
-	preemptedIn                                             int // answers with the thread preempted
+	preemptedIn                                             int            // answers with the thread preempted
+	wakeRunSame, wakeRunOther                               dist           // wakeup→running on the interrupt's CPU, on the other
+	from, by                                                map[string]int // switched in from, preempted by
 }
 
 func splitAnswers(ws []answerWindow) answerSplit {
-	a := answerSplit{n: len(ws), perCall: map[string]dist{}, total: map[string]int64{}, calls: map[string]int{}}
+	a := answerSplit{n: len(ws), perCall: map[string]dist{}, total: map[string]int64{}, calls: map[string]int{}, from: map[string]int{}, by: map[string]int{}}
 	for _, w := range ws {
+		if w.runCPU == w.irqCPU {
+			a.wakeRunSame = append(a.wakeRunSame, w.runs[0].from-w.wake)
+		} else {
+			a.wakeRunOther = append(a.wakeRunOther, w.runs[0].from-w.wake)
+		}
+		a.from[w.from]++
+		for _, b := range w.by {
+			a.by[b]++
+		}
 		a.answer = append(a.answer, w.end()-w.irq)
 		a.irqWake = append(a.irqWake, w.wake-w.irq)
 		a.wakeRun = append(a.wakeRun, w.runs[0].from-w.wake)
@@ -411,13 +444,7 @@ func splitAnswers(ws []answerWindow) answerSplit {
 
 // kinds are a's calls, the most time per answer first.
 func (a answerSplit) kinds() []string {
-	ks := slices.Collect(func(yield func(string) bool) {
-		for k := range a.total {
-			if !yield(k) {
-				return
-			}
-		}
-	})
+	ks := slices.Collect(maps.Keys(a.total))
 	sort.Slice(ks, func(i, j int) bool {
 		if a.total[ks[i]] != a.total[ks[j]] {
 			return a.total[ks[i]] > a.total[ks[j]]
@@ -448,12 +475,28 @@ func (a answerSplit) String() string {
 		nc[i] = int64(v) * 1000
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d answers, µs p50/p90 (mean): answer %s = interrupt→wakeup %s + wakeup→running %s + preempted %s (in %d) + running %s = user %s + system calls %s; calls per answer %.0f/%.0f (%.2f); by call (calls per answer, µs per call p50/p90, µs per answer mean):",
+	fmt.Fprintf(&b, "%d answers, µs p50/p90 (mean): answer (interrupt to its switch out asleep) %s = interrupt→wakeup %s + wakeup→running %s + preempted %s (in %d) + running %s = user %s + system calls %s; calls per answer %.0f/%.0f (%.2f); by call (calls per answer, µs per call p50/p90, µs per answer mean):",
 		a.n, a.answer.µs(), a.irqWake.µs(), a.wakeRun.µs(), a.preempted.µs(), a.preemptedIn, a.running.µs(), a.user.µs(), a.sys.µs(), nc.pc(0.5), nc.pc(0.9), nc.mean())
 	for _, k := range a.kinds() {
 		fmt.Fprintf(&b, "\n    %s: %.2f, %.0f/%.0f µs, %.1f µs", k, a.callsPer(k), a.perCall[k].pc(0.5), a.perCall[k].pc(0.9), a.perAnswer(k))
 	}
+	fmt.Fprintf(&b, "\n    where: ran first on the interrupt's CPU in %d, wakeup→running there %s, on the other CPU %s; switched in from %s; preempted by %s",
+		len(a.wakeRunSame), a.wakeRunSame.µs(), a.wakeRunOther.µs(), topNames(a.from), topNames(a.by))
 	return b.String()
+}
+
+// topNames says the five commonest names of n, with their counts.
+func topNames(n map[string]int) string {
+	ks := slices.Collect(maps.Keys(n))
+	sort.Slice(ks, func(i, j int) bool { return n[ks[i]] > n[ks[j]] || n[ks[i]] == n[ks[j]] && ks[i] < ks[j] })
+	var out []string
+	for _, k := range ks[:min(len(ks), 5)] {
+		out = append(out, fmt.Sprintf("%s %d", k, n[k]))
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
 }
 
 // splitDiff says where b's answers (latencytest's) take longer than a's

@@ -253,6 +253,7 @@ type traceEvent struct {
 	cmd     int    // trig
 	in, out int    // sched_switch: the player's pid switched in, out (0: none); sched_wakeup: in
 	state   string // sched_switch: the state the player switched out in (S asleep, R/R+ preempted)
+	other   string // sched_switch: the task on the other side of the player's switch (next_comm out, prev_comm in)
 	irq     string
 	nr      int    // sys_enter, sys_exit: the system call's number
 	req     uint64 // sys_enter: its second argument (ioctl's request)
@@ -305,10 +306,11 @@ func parseCardTrace(s string) cardRecord {
 			if p := prevRE.FindStringSubmatch(body); p != nil {
 				if p[3] == strconv.Itoa(playerPrio) {
 					e.out, _ = strconv.Atoi(p[2])
-					e.state = p[4]
+					e.state, e.other = p[4], p[5]
 				}
 				if p[7] == strconv.Itoa(playerPrio) {
 					e.in, _ = strconv.Atoi(p[6])
+					e.other = p[1]
 				}
 			}
 			r.sched = append(r.sched, e)

@@ -234,6 +234,8 @@ type answerWindow struct {
 	runCPU    int              // the CPU the thread first ran on
 	from      string           // the task it was switched in from (idle: the CPU was idle)
 	by        []string         // the tasks that preempted it
+	elapsed   int64            // snd_pcm_period_elapsed between the interrupt and the wakeup (0: none)
+	read      int64            // the last position read (the driver's pointer callback returned) before the wakeup (0: none)
 	kernel    map[string]int64 // time in system calls while running, by call
 	calls     map[string]int   // the calls, by call
 	each      []callTime       // each call's time while running
@@ -241,8 +243,9 @@ type answerWindow struct {
 }
 
 type callTime struct {
-	name string
-	ns   int64
+	name     string
+	ns       int64
+	pre, ptr int64 // sys_enter to the position read in the call, the read to sys_exit (-1: no read)
 }
 
 func (w answerWindow) end() int64 { return w.runs[len(w.runs)-1].to }
@@ -272,6 +275,12 @@ func (w answerWindow) inKernel() int64 {
 // traced).
 func answerWindows(r cardRecord, tid int, from int64) []answerWindow {
 	calls := syscallsOf(r.sys, tid)
+	var reads []traceEvent // the thread's own position reads (in its calls)
+	for _, e := range r.reads {
+		if e.pid == tid {
+			reads = append(reads, e)
+		}
+	}
 	var out []answerWindow
 	for i, e := range r.sched {
 		if e.kind != "sched_wakeup" || e.in != tid || e.ctx == '.' {
@@ -286,7 +295,13 @@ func answerWindows(r cardRecord, tid int, from int64) []answerWindow {
 			continue
 		}
 		w.irq, w.irqCPU, w.wake = irq.ts, irq.cpu, e.ts
-		w.splitCalls(calls)
+		if el, ok := lastBefore(r.elapsed, e.ts); ok && el.ts >= irq.ts {
+			w.elapsed = el.ts
+		}
+		if rd, ok := lastBefore(r.reads, e.ts); ok && rd.ts >= irq.ts {
+			w.read = rd.ts
+		}
+		w.splitCalls(calls, reads)
 		out = append(out, w)
 	}
 	return out
@@ -337,8 +352,9 @@ func taskName(comm string) string {
 
 // splitCalls sums the time of each system call within w's running
 // stretches, by call; the call the thread was woken in and the one it
-// went to sleep in are named so.
-func (w *answerWindow) splitCalls(calls []sysCall) {
+// went to sleep in are named so. A call entered and returned within them
+// that read the position (reads: the thread's) is split at the read.
+func (w *answerWindow) splitCalls(calls []sysCall, reads []traceEvent) {
 	w.kernel, w.calls = map[string]int64{}, map[string]int{}
 	start, end := w.runs[0].from, w.end()
 	i := sort.Search(len(calls), func(i int) bool { return calls[i].exit > start })
@@ -363,7 +379,13 @@ func (w *answerWindow) splitCalls(calls []sysCall) {
 		}
 		w.kernel[name] += in
 		w.calls[name]++
-		w.each = append(w.each, callTime{name, in})
+		ct := callTime{name: name, ns: in, pre: -1, ptr: -1}
+		if c.enter >= start && c.exit < end {
+			if rd, ok := lastBefore(reads, c.exit); ok && rd.ts >= c.enter {
+				ct.pre, ct.ptr = rd.ts-c.enter, c.exit-rd.ts
+			}
+		}
+		w.each = append(w.each, ct)
 		w.ncalls++
 	}
 }
@@ -403,13 +425,16 @@ type answerSplit struct {
 	perCall                                                 map[string]dist // each call's time
 	total                                                   map[string]int64
 	calls                                                   map[string]int
-	preemptedIn                                             int            // answers with the thread preempted
-	wakeRunSame, wakeRunOther                               dist           // wakeup→running on the interrupt's CPU, on the other
-	from, by                                                map[string]int // switched in from, preempted by
+	preemptedIn                                             int             // answers with the thread preempted
+	wakeRunSame, wakeRunOther                               dist            // wakeup→running on the interrupt's CPU, on the other
+	from, by                                                map[string]int  // switched in from, preempted by
+	irqElapsed, elapsedRead, readWake                       dist            // interrupt→snd_pcm_period_elapsed→position read→wakeup
+	pre, ptr                                                map[string]dist // in the calls that read the position: sys_enter→read, read→sys_exit
 }
 
 func splitAnswers(ws []answerWindow) answerSplit {
-	a := answerSplit{n: len(ws), perCall: map[string]dist{}, total: map[string]int64{}, calls: map[string]int{}, from: map[string]int{}, by: map[string]int{}}
+	a := answerSplit{n: len(ws), perCall: map[string]dist{}, total: map[string]int64{}, calls: map[string]int{}, from: map[string]int{}, by: map[string]int{},
+		pre: map[string]dist{}, ptr: map[string]dist{}}
 	for _, w := range ws {
 		if w.runCPU == w.irqCPU {
 			a.wakeRunSame = append(a.wakeRunSame, w.runs[0].from-w.wake)
@@ -417,6 +442,11 @@ func splitAnswers(ws []answerWindow) answerSplit {
 			a.wakeRunOther = append(a.wakeRunOther, w.runs[0].from-w.wake)
 		}
 		a.from[w.from]++
+		if w.elapsed != 0 && w.read >= w.elapsed {
+			a.irqElapsed = append(a.irqElapsed, w.elapsed-w.irq)
+			a.elapsedRead = append(a.elapsedRead, w.read-w.elapsed)
+			a.readWake = append(a.readWake, w.wake-w.read)
+		}
 		for _, b := range w.by {
 			a.by[b]++
 		}
@@ -437,6 +467,10 @@ func splitAnswers(ws []answerWindow) answerSplit {
 		}
 		for _, c := range w.each {
 			a.perCall[c.name] = append(a.perCall[c.name], c.ns)
+			if c.pre >= 0 {
+				a.pre[c.name] = append(a.pre[c.name], c.pre)
+				a.ptr[c.name] = append(a.ptr[c.name], c.ptr)
+			}
 		}
 	}
 	return a
@@ -479,7 +513,12 @@ func (a answerSplit) String() string {
 		a.n, a.answer.µs(), a.irqWake.µs(), a.wakeRun.µs(), a.preempted.µs(), a.preemptedIn, a.running.µs(), a.user.µs(), a.sys.µs(), nc.pc(0.5), nc.pc(0.9), nc.mean())
 	for _, k := range a.kinds() {
 		fmt.Fprintf(&b, "\n    %s: %.2f, %.0f/%.0f µs, %.1f µs", k, a.callsPer(k), a.perCall[k].pc(0.5), a.perCall[k].pc(0.9), a.perAnswer(k))
+		if len(a.pre[k]) > 0 {
+			fmt.Fprintf(&b, "; in %d that read the position: sys_enter→read %s, read→sys_exit %s", len(a.pre[k]), a.pre[k].µs(), a.ptr[k].µs())
+		}
 	}
+	fmt.Fprintf(&b, "\n    the interrupt to the wakeup, in %d: interrupt→snd_pcm_period_elapsed %s, →position read %s, →wakeup %s",
+		len(a.irqElapsed), a.irqElapsed.µs(), a.elapsedRead.µs(), a.readWake.µs())
 	fmt.Fprintf(&b, "\n    where: ran first on the interrupt's CPU in %d, wakeup→running there %s, on the other CPU %s; switched in from %s; preempted by %s",
 		len(a.wakeRunSame), a.wakeRunSame.µs(), a.wakeRunOther.µs(), topNames(a.from), topNames(a.by))
 	return b.String()
@@ -504,8 +543,8 @@ func topNames(n map[string]int) string {
 func splitDiff(a, b answerSplit) string {
 	d := func(x, y dist) float64 { return y.mean() - x.mean() }
 	var b2 strings.Builder
-	fmt.Fprintf(&b2, "answer %+.0f µs (mean; p50 %+.0f): interrupt→wakeup %+.1f, wakeup→running %+.1f, preempted %+.1f, user %+.1f, system calls %+.1f:",
-		d(a.answer, b.answer), b.answer.pc(0.5)-a.answer.pc(0.5), d(a.irqWake, b.irqWake), d(a.wakeRun, b.wakeRun), d(a.preempted, b.preempted), d(a.user, b.user), d(a.sys, b.sys))
+	fmt.Fprintf(&b2, "answer %+.0f µs (mean; p50 %+.0f): interrupt→wakeup %+.1f (of it position read→wakeup %+.1f), wakeup→running %+.1f, preempted %+.1f, user %+.1f, system calls %+.1f:",
+		d(a.answer, b.answer), b.answer.pc(0.5)-a.answer.pc(0.5), d(a.irqWake, b.irqWake), d(a.readWake, b.readWake), d(a.wakeRun, b.wakeRun), d(a.preempted, b.preempted), d(a.user, b.user), d(a.sys, b.sys))
 	ks := slices.Compact(slices.Sorted(slices.Values(append(a.kinds(), b.kinds()...))))
 	sort.SliceStable(ks, func(i, j int) bool {
 		return math.Abs(b.perAnswer(ks[i])-a.perAnswer(ks[i])) > math.Abs(b.perAnswer(ks[j])-a.perAnswer(ks[j]))

@@ -149,13 +149,19 @@ func startCardTrace(t *testing.T, ct cardTraced) *cardTracer {
 		}
 	}
 	set("tracing_on", "0")
-	set("buffer_size_kb", "8192")
+	set("buffer_size_kb", "16384") // the followed thread's system calls too
 	set("trace_clock", "mono")
 	set("events/irq/irq_handler_entry/filter", `name ~ "snd_*"`)
 	set("events/sched/sched_switch/filter", fmt.Sprintf("prev_prio == %d || next_prio == %d", playerPrio, playerPrio))
 	set("events/sched/sched_wakeup/filter", fmt.Sprintf("prio == %d", playerPrio))
+	// The system calls: none until a player's audio thread is followed
+	// (followPlayer), the filter set before the events are armed, so that
+	// changing it later patches no code.
+	if err := c.followThread(0); err != nil {
+		t.Fatal(err)
+	}
 	err := onecpu.Run(func() error {
-		for _, ev := range []string{traceGroup, "irq/irq_handler_entry", "sched/sched_switch", "sched/sched_wakeup"} {
+		for _, ev := range []string{traceGroup, "irq/irq_handler_entry", "sched/sched_switch", "sched/sched_wakeup", "raw_syscalls/sys_enter", "raw_syscalls/sys_exit"} {
 			if err := writeTrace(filepath.Join(c.inst, "events", ev, "enable"), "1"); err != nil {
 				return err
 			}
@@ -188,9 +194,12 @@ func (c *cardTracer) remove(t *testing.T) {
 	}
 }
 
-// begin clears the buffer and starts tracing.
+// begin clears the buffer and starts tracing (no thread's system calls).
 func (c *cardTracer) begin(t *testing.T) {
 	t.Helper()
+	if err := c.followThread(0); err != nil {
+		t.Fatal(err)
+	}
 	if err := writeTrace(filepath.Join(c.inst, "trace"), ""); err != nil {
 		t.Fatal(err)
 	}
@@ -240,15 +249,20 @@ type traceEvent struct {
 	ctx     byte // the flags' third character: h hardirq, s softirq, . task
 	pid     int  // the task the event ran in
 	kind    string
-	pos     int64 // ptr: the position returned, frames
-	cmd     int   // trig
-	in, out int   // sched_switch: the player's pid switched in, out (0: none); sched_wakeup: in
+	pos     int64  // ptr: the position returned, frames
+	cmd     int    // trig
+	in, out int    // sched_switch: the player's pid switched in, out (0: none); sched_wakeup: in
+	state   string // sched_switch: the state the player switched out in (S asleep, R/R+ preempted)
+	other   string // sched_switch: the task on the other side of the player's switch (next_comm out, prev_comm in)
 	irq     string
+	nr      int    // sys_enter, sys_exit: the system call's number
+	req     uint64 // sys_enter: its second argument (ioctl's request)
 }
 
 // cardRecord is one run's trace.
 type cardRecord struct {
 	reads, irqs, elapsed, trigs, sched []traceEvent
+	sys                                []traceEvent // the followed thread's system calls (cardanswer_vm_test.go)
 }
 
 func parseCardTrace(s string) cardRecord {
@@ -292,9 +306,11 @@ func parseCardTrace(s string) cardRecord {
 			if p := prevRE.FindStringSubmatch(body); p != nil {
 				if p[3] == strconv.Itoa(playerPrio) {
 					e.out, _ = strconv.Atoi(p[2])
+					e.state, e.other = p[4], p[5]
 				}
 				if p[7] == strconv.Itoa(playerPrio) {
 					e.in, _ = strconv.Atoi(p[6])
+					e.other = p[1]
 				}
 			}
 			r.sched = append(r.sched, e)
@@ -303,6 +319,10 @@ func parseCardTrace(s string) cardRecord {
 				e.in, _ = strconv.Atoi(p[1])
 			}
 			r.sched = append(r.sched, e)
+		case e.kind == "sys_enter" || e.kind == "sys_exit":
+			if parseSys(&e, body) {
+				r.sys = append(r.sys, e)
+			}
 		}
 	}
 	return r
@@ -501,6 +521,8 @@ type playerRun struct {
 	rec      cardRecord
 	lt       *ltRun // latencytest's, nil for aplay
 	from, to int64
+	tid      int   // the audio thread whose system calls were traced (0: not found)
+	sysFrom  int64 // since when
 }
 
 // TestVMCardPauses: what the emulated cards' anomalies at 2×64 are, by
@@ -523,7 +545,12 @@ type playerRun struct {
 // it was read. A jump that is neither is latencytest's reading: on
 // HD-Audio with --access rw some are, and the test fails on them (docs/
 // notes/cardtrace-2026-12-06.md; the players' answer to the interrupt and
-// the interrupts' 1 ms tick are logged, for ES1370's xruns).
+// the interrupts' 1 ms tick are logged, for ES1370's xruns). Each answer
+// is also split, by the system calls of the player's audio thread traced
+// in the same instance, into the wakeup, the thread's system calls (by
+// call, ioctl by request), its user time and any preemption, and
+// latencytest's is set against the same-access aplay's
+// (cardanswer_vm_test.go; issue 47 item 4).
 // scripts/vmtest -cards hda -long -run TestVMCardPauses (or -cards es1370).
 //
 //vmtest:long
@@ -575,6 +602,7 @@ func TestVMCardPauses(t *testing.T) {
 				pr := playerRun{name: p.name}
 				tr.begin(t)
 				pr.from = nowMono()
+				follow := tr.followPlayer(t)
 				if p.aplay {
 					pr.xruns = len(startAplayOn(t, c.hw(), period, periods, d, p.access == "mmap", -1).wait(t))
 				} else {
@@ -583,6 +611,7 @@ func TestVMCardPauses(t *testing.T) {
 					pr.xruns = len(lt.xruns)
 				}
 				pr.to = nowMono()
+				pr.tid, pr.sysFrom = follow()
 				pr.rec = tr.end(t)
 				runs = append(runs, pr)
 			}
@@ -592,6 +621,7 @@ func TestVMCardPauses(t *testing.T) {
 				summary = append(summary, judgeCardRun(t, name, pr, fs, bufNS, periodNS))
 			}
 			t.Logf("%s 2×64, 10 s each, untraced: %s\n  traced:\n  %s", name, strings.Join(plain, "; "), strings.Join(summary, "\n  "))
+			logAnswerSplits(t, name, runs)
 		})
 	}
 }

@@ -3,7 +3,6 @@
 package alsa
 
 import (
-	"bytes"
 	"fmt"
 	"maps"
 	"math"
@@ -18,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"latencytest/internal/procfile"
 )
 
 // What a player's answer to the card's interrupt is made of (issue 47
@@ -96,14 +97,10 @@ func playerThread() int {
 		stats, _ := filepath.Glob(filepath.Join(filepath.Dir(f), "task", "*", "stat"))
 		for _, s := range stats {
 			b, err := os.ReadFile(s)
-			i := bytes.LastIndexByte(b, ')')
-			if err != nil || i < 0 {
+			if err != nil {
 				continue
 			}
-			// Fields from the state (3rd) on: rt_priority is the 40th,
-			// policy the 41st (1: SCHED_FIFO).
-			fs := strings.Fields(string(b[i+1:]))
-			if len(fs) > 38 && fs[37] == "80" && fs[38] == "1" {
+			if st, ok := procfile.ParseStat(b); ok && st.RTPriority == 80 && st.Policy == unix.SCHED_FIFO {
 				tid, _ := strconv.Atoi(filepath.Base(filepath.Dir(s)))
 				return tid
 			}

@@ -887,7 +887,7 @@ func responses(r cardRecord, bufNS int64) string {
 		return fmt.Sprintf("thread %d woken %d times by the card, never switched out", pid, most)
 	}
 	slices.Sort(rs)
-	pc := func(q float64) float64 { return float64(rs[min(int(q*float64(len(rs))), len(rs)-1)]) / 1e3 }
+	pc := dist(rs).pc
 	over := func(d int64) int {
 		return len(rs) - sort.Search(len(rs), func(i int) bool { return rs[i] > d })
 	}
